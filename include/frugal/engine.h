@@ -1,0 +1,129 @@
+// Frugal's engine: loads a model (GGUF file or Hugging Face folder) with its tokenizer and chat
+// template, and runs generation, scoring and embeddings on the CPU.
+//
+// Thread safety: an Engine serves one call at a time (calls are serialised by an internal
+// mutex); the worker's continuous-batching scheduler (a later issue) sits on top of it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "frugal/status.h"
+#include "tokenizer/chat_template.h"
+
+namespace frugal {
+
+class Tokenizer;
+class ModelSource;
+
+struct EngineOptions {
+  std::string model_path;      // .gguf file or HF checkpoint folder
+  int threads = 0;             // compute threads; 0 = one per online CPU
+  int64_t context_length = 0;  // tokens per sequence; 0 = the model's, capped at 8192
+};
+
+enum class ModelKind { kDecoder, kEncoder };
+
+struct ModelInfo {
+  std::string path;
+  std::string architecture;     // "llama", "qwen2", "bert"
+  std::string name;             // general.name or the folder name
+  std::string format;           // "gguf" or "safetensors"
+  ModelKind kind = ModelKind::kDecoder;
+  int64_t n_vocab = 0, n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, n_ff = 0;
+  int64_t context_length = 0;   // of this engine
+  int64_t train_context = 0;    // the model's own
+  size_t weight_bytes = 0;      // all tensors in the file(s)
+  int64_t parameters = 0;
+  std::string chat_format;      // "chatml", "llama3", "" for encoders
+};
+
+struct GenerateRequest {
+  std::string prompt;                 // raw text (already chat-rendered when chatting)
+  bool parse_special = true;          // special tokens in the prompt become their ids
+  int32_t max_tokens = 128;           // upper bound on generated tokens
+  std::vector<std::string> stop;      // generation ends before any of these strings
+  SamplingParams sampling;
+};
+
+struct GenerateResult {
+  std::string text;
+  std::vector<int32_t> tokens;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  std::string finish_reason;    // "stop" (EOS or stop string), "length", "cancelled"
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
+};
+
+struct PerplexityResult {
+  double perplexity = 0;
+  double mean_nll = 0;       // nats per token
+  int64_t tokens_scored = 0;
+  int64_t chunks = 0;
+  int64_t chunk_size = 0;
+  double seconds = 0;
+};
+
+struct BenchResult {
+  int64_t prompt_tokens = 0, decode_tokens = 0;
+  double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
+  size_t weight_bytes_per_token = 0;
+  double weight_gbps = 0;        // weight bytes streamed per second while decoding
+  double memory_read_gbps = 0;   // the machine's read bandwidth measured in the same run
+  double roofline_fraction = 0;  // weight_gbps / memory_read_gbps
+  int threads = 0;
+};
+
+class Engine {
+ public:
+  static StatusOr<std::unique_ptr<Engine>> Open(const EngineOptions& options);
+  ~Engine();
+
+  const ModelInfo& info() const { return info_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ModelSource& source() const { return *source_; }
+
+  StatusOr<std::vector<int32_t>> Tokenize(std::string_view text, bool add_special,
+                                          bool parse_special) const;
+  std::string Detokenize(std::span<const int32_t> ids) const;
+  StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages) const;
+
+  // Streams text through on_text as it is produced (complete UTF-8 only, never text that
+  // might turn out to be part of a stop string); on_text returning false cancels.
+  StatusOr<GenerateResult> Generate(const GenerateRequest& request,
+                                    const std::function<bool(std::string_view)>& on_text = {});
+
+  // One batched prefill over `tokens`: logits for every position, [n][n_vocab].
+  StatusOr<std::vector<float>> Logits(std::span<const int32_t> tokens);
+
+  // Perplexity over non-overlapping chunks of `chunk` tokens (0 = the context length), scoring
+  // the second half of each chunk as llama.cpp's perplexity tool does.
+  StatusOr<PerplexityResult> Perplexity(std::string_view text, int64_t chunk, int64_t max_tokens,
+                                        const std::function<void(int64_t, int64_t)>& progress = {});
+
+  // Sentence embeddings (encoder models only).
+  StatusOr<std::vector<float>> Embed(std::string_view text);
+
+  StatusOr<BenchResult> Bench(int64_t prompt_tokens, int64_t decode_tokens, int repetitions);
+
+ private:
+  struct Impl;
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  ModelInfo info_;
+  const Tokenizer* tokenizer_ = nullptr;
+  const ModelSource* source_ = nullptr;
+};
+
+// Measures sustained memory read bandwidth (GB/s) with `threads` threads streaming a buffer
+// much larger than the caches.
+double MeasureMemoryReadGbps(int threads, size_t bytes = size_t{512} << 20);
+
+}  // namespace frugal

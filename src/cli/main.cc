@@ -1,0 +1,363 @@
+// `frugal <subcommand>`: flag parsing and output only; the work happens in the library.
+//
+// Exit codes: 0 success; 2 bad input (flags, files, models, prompts), with one line on stderr
+// starting "frugal: error: "; 1 an internal or I/O failure.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/mmap_file.h"
+#include "formats/gguf.h"
+#include "frugal/engine.h"
+#include "kernels/kernels.h"
+#include "models/describe.h"
+#include "tokenizer/tokenize_jsonl.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+using frugal::Status;
+using frugal::StatusCode;
+
+int Fail(const Status& st) {
+  std::string msg = st.message();
+  for (char& c : msg) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::fprintf(stderr, "frugal: error: %s\n", msg.c_str());
+  return st.code() == StatusCode::kInternal || st.code() == StatusCode::kIoError ? 1 : 2;
+}
+
+struct CommonModelFlags {
+  std::string model;
+  int threads = 0;
+  int64_t ctx = 0;
+
+  void Add(CLI::App* cmd, bool with_ctx = true) {
+    cmd->add_option("-m,--model", model, "model: a .gguf file or a Hugging Face folder")->required();
+    cmd->add_option("-t,--threads", threads, "compute threads (default: all CPUs)")->check(CLI::Range(0, 1024));
+    if (with_ctx) cmd->add_option("-c,--ctx", ctx, "context length in tokens (default: the model's, at most 8192)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  }
+  frugal::StatusOr<std::unique_ptr<frugal::Engine>> Open() const {
+    frugal::EngineOptions o;
+    o.model_path = model;
+    o.threads = threads;
+    o.context_length = ctx;
+    return frugal::Engine::Open(o);
+  }
+};
+
+int RunGenerate(const CommonModelFlags& mf, const std::string& prompt_arg, const std::string& prompt_file,
+                bool chat, const std::string& system, const frugal::GenerateRequest& base, bool verbose) {
+  std::string prompt = prompt_arg;
+  if (!prompt_file.empty()) {
+    auto text = frugal::ReadFileToString(prompt_file);
+    if (!text.ok()) return Fail(text.status());
+    prompt = *text;
+  }
+  if (prompt.empty()) return Fail(frugal::InvalidArgument("give a prompt with -p or -f"));
+  auto engine = mf.Open();
+  if (!engine.ok()) return Fail(engine.status());
+  frugal::GenerateRequest req = base;
+  if (chat) {
+    std::vector<frugal::ChatMessage> messages;
+    if (!system.empty()) messages.push_back({"system", system});
+    messages.push_back({"user", prompt});
+    auto rendered = (*engine)->RenderChat(messages);
+    if (!rendered.ok()) return Fail(rendered.status());
+    req.prompt = *rendered;
+    req.parse_special = true;
+  } else {
+    req.prompt = prompt;
+    req.parse_special = false;  // user text never smuggles in control tokens
+  }
+  auto result = (*engine)->Generate(req, [](std::string_view piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  if (!result.ok()) return Fail(result.status());
+  std::fputc('\n', stdout);
+  if (verbose) {
+    std::fprintf(stderr, "prompt %lld tokens in %.3f s (%.1f tok/s); generated %lld tokens in %.3f s (%.1f tok/s); finish: %s\n",
+                 static_cast<long long>(result->prompt_tokens), result->prefill_seconds,
+                 static_cast<double>(result->prompt_tokens) / std::max(result->prefill_seconds, 1e-9),
+                 static_cast<long long>(result->completion_tokens), result->decode_seconds,
+                 static_cast<double>(result->completion_tokens) / std::max(result->decode_seconds, 1e-9),
+                 result->finish_reason.c_str());
+  }
+  return 0;
+}
+
+int RunEmbed(const CommonModelFlags& mf, const std::vector<std::string>& texts) {
+  if (texts.empty()) return Fail(frugal::InvalidArgument("give at least one text to embed"));
+  auto engine = mf.Open();
+  if (!engine.ok()) return Fail(engine.status());
+  for (const auto& t : texts) {
+    auto v = (*engine)->Embed(t);
+    if (!v.ok()) return Fail(v.status());
+    std::string line = "[";
+    char buf[32];
+    for (size_t i = 0; i < v->size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%s%.8g", i ? ", " : "", static_cast<double>((*v)[i]));
+      line += buf;
+    }
+    std::puts((line + "]").c_str());
+  }
+  return 0;
+}
+
+int RunPerplexity(const CommonModelFlags& mf, const std::string& file, int64_t chunk, int64_t max_tokens, bool json) {
+  auto text = frugal::ReadFileToString(file);
+  if (!text.ok()) return Fail(text.status());
+  auto engine = mf.Open();
+  if (!engine.ok()) return Fail(engine.status());
+  const bool tty = isatty(STDERR_FILENO);
+  auto r = (*engine)->Perplexity(*text, chunk, max_tokens, [&](int64_t done, int64_t total) {
+    if (tty) std::fprintf(stderr, "\rperplexity: chunk %lld/%lld", static_cast<long long>(done), static_cast<long long>(total));
+  });
+  if (tty) std::fputc('\n', stderr);
+  if (!r.ok()) return Fail(r.status());
+  if (json) {
+    nlohmann::json j = {{"perplexity", r->perplexity}, {"mean_nll", r->mean_nll}, {"tokens", r->tokens_scored},
+                        {"chunks", r->chunks}, {"chunk_size", r->chunk_size}, {"seconds", r->seconds},
+                        {"model", mf.model}, {"file", file}};
+    std::puts(j.dump().c_str());
+  } else {
+    std::printf("perplexity: %.4f (%lld tokens scored in %lld chunks of %lld, %.1f s)\n", r->perplexity,
+                static_cast<long long>(r->tokens_scored), static_cast<long long>(r->chunks),
+                static_cast<long long>(r->chunk_size), r->seconds);
+  }
+  return 0;
+}
+
+int RunInfo(const std::string& model, bool json, bool tensors) {
+  frugal::EngineOptions o;
+  o.model_path = model;
+  o.threads = 1;
+  auto engine = frugal::Engine::Open(o);
+  if (!engine.ok()) return Fail(engine.status());
+  const auto& e = **engine;
+  std::fputs((json ? frugal::DescribeModelJson(e.info(), e.source()) + "\n"
+                   : frugal::DescribeModelText(e.info(), e.source(), tensors)).c_str(), stdout);
+  return 0;
+}
+
+int RunBench(const CommonModelFlags& mf, int64_t prompt_tokens, int64_t decode_tokens, int reps, bool json) {
+  auto engine = mf.Open();
+  if (!engine.ok()) return Fail(engine.status());
+  auto r = (*engine)->Bench(prompt_tokens, decode_tokens, reps);
+  if (!r.ok()) return Fail(r.status());
+  if (json) {
+    nlohmann::json j = {{"model", mf.model}, {"threads", r->threads},
+                        {"prompt_tokens", r->prompt_tokens}, {"decode_tokens", r->decode_tokens},
+                        {"prefill_tokens_per_s", r->prefill_tokens_per_s},
+                        {"decode_tokens_per_s", r->decode_tokens_per_s},
+                        {"weight_bytes_per_token", r->weight_bytes_per_token},
+                        {"weight_read_gbps", r->weight_gbps},
+                        {"memory_read_gbps", r->memory_read_gbps},
+                        {"roofline_fraction", r->roofline_fraction}};
+    std::puts(j.dump().c_str());
+  } else {
+    std::printf("threads:            %d\n", r->threads);
+    std::printf("prefill:            %.1f tokens/s (%lld-token prompt, median of %d)\n", r->prefill_tokens_per_s, static_cast<long long>(r->prompt_tokens), reps);
+    std::printf("decode:             %.1f tokens/s (%lld tokens, median of %d)\n", r->decode_tokens_per_s, static_cast<long long>(r->decode_tokens), reps);
+    std::printf("weights per token:  %.1f MB\n", static_cast<double>(r->weight_bytes_per_token) / 1e6);
+    std::printf("weight read rate:   %.2f GB/s\n", r->weight_gbps);
+    std::printf("memory read (meas): %.2f GB/s\n", r->memory_read_gbps);
+    std::printf("roofline fraction:  %.1f%%\n", 100 * r->roofline_fraction);
+  }
+  return 0;
+}
+
+frugal::StatusOr<std::vector<int32_t>> ParseIds(const std::string& s) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      const long v = std::stol(item, &used);
+      if (used != item.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument(item);
+      ids.push_back(static_cast<int32_t>(v));
+    } catch (const std::exception&) {
+      return frugal::InvalidArgument("--tokens must be comma-separated ids, got '" + item + "'");
+    }
+  }
+  if (ids.empty()) return frugal::InvalidArgument("--tokens is empty");
+  return ids;
+}
+
+Status WriteFloats(const std::string& path, const std::vector<float>& v) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return frugal::IoError("cannot write " + path);
+  out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  return out ? Status::Ok() : frugal::IoError("error writing " + path);
+}
+
+int RunLogits(const CommonModelFlags& mf, const std::string& tokens, const std::string& out) {
+  auto ids = ParseIds(tokens);
+  if (!ids.ok()) return Fail(ids.status());
+  auto engine = mf.Open();
+  if (!engine.ok()) return Fail(engine.status());
+  auto logits = (*engine)->Logits(*ids);
+  if (!logits.ok()) return Fail(logits.status());
+  Status st = WriteFloats(out, *logits);
+  return st.ok() ? 0 : Fail(st);
+}
+
+int RunDequant(const std::string& model, const std::string& tensor, const std::string& out) {
+  auto gguf = frugal::GgufFile::Open(model);
+  if (!gguf.ok()) return Fail(gguf.status());
+  const frugal::TensorView* t = (*gguf)->FindTensor(tensor);
+  if (t == nullptr) return Fail(frugal::NotFound("no tensor '" + tensor + "' in " + model));
+  std::vector<float> v(static_cast<size_t>(t->elements()));
+  for (int64_t r = 0; r < t->rows(); ++r) frugal::GetRow(*t, r, &v[static_cast<size_t>(r * t->ne[0])]);
+  Status st = WriteFloats(out, v);
+  return st.ok() ? 0 : Fail(st);
+}
+
+int RunTokenize(const std::string& model, const std::vector<std::string>& texts, bool jsonl, bool no_special, bool parse_special) {
+  auto tok = frugal::LoadTokenizer(model);
+  if (!tok.ok()) return Fail(tok.status());
+  if (jsonl) {
+    Status st = frugal::TokenizeJsonl(**tok, std::cin, std::cout, !no_special, parse_special);
+    return st.ok() ? 0 : Fail(st);
+  }
+  for (const auto& t : texts) {
+    nlohmann::json ids = (*tok)->Encode(t, !no_special, parse_special);
+    std::puts(ids.dump().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Frugal: LLM serving that cuts the cost of every answer"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "frugal 0.1.0");
+
+  // generate
+  CommonModelFlags gen_mf;
+  std::string gen_prompt, gen_file, gen_system;
+  bool gen_chat = false, gen_verbose = false;
+  frugal::GenerateRequest gen_req;
+  gen_req.max_tokens = 128;
+  auto* gen = app.add_subcommand("generate", "generate text from a prompt, streamed to stdout");
+  gen_mf.Add(gen);
+  gen->add_option("-p,--prompt", gen_prompt, "prompt text");
+  gen->add_option("-f,--file", gen_file, "read the prompt from a file");
+  gen->add_option("-n,--max-tokens", gen_req.max_tokens, "tokens to generate at most (default 128)")->check(CLI::Range(0, 1 << 20));
+  gen->add_flag("--chat", gen_chat, "wrap the prompt in the model's chat template as a user message");
+  gen->add_option("--system", gen_system, "system message (with --chat)");
+  gen->add_option("--temperature", gen_req.sampling.temperature, "sampling temperature; 0 = greedy (default 0.8)")->check(CLI::Range(0.0, 100.0));
+  gen->add_option("--top-k", gen_req.sampling.top_k, "keep the k most likely tokens; 0 = all (default 40)")->check(CLI::Range(0, 1 << 24));
+  gen->add_option("--top-p", gen_req.sampling.top_p, "nucleus sampling mass (default 0.95)")->check(CLI::Range(0.0, 1.0));
+  gen->add_option("--min-p", gen_req.sampling.min_p, "drop tokens below min-p x the top probability (default 0.05)")->check(CLI::Range(0.0, 1.0));
+  gen->add_option("--repeat-penalty", gen_req.sampling.repetition_penalty, "repetition penalty; 1 = off (default 1)")->check(CLI::Range(0.0, 10.0));
+  gen->add_option("--repeat-last-n", gen_req.sampling.repeat_last_n, "tokens the penalty looks back (default 64)")->check(CLI::Range(0, 1 << 20));
+  gen->add_option("--seed", gen_req.sampling.seed, "RNG seed; 0 = random (default 0)");
+  gen->add_option("--stop", gen_req.stop, "stop string (repeatable)");
+  gen->add_flag("-v,--verbose", gen_verbose, "print timings to stderr");
+
+  // embed
+  CommonModelFlags emb_mf;
+  std::vector<std::string> emb_texts;
+  auto* emb = app.add_subcommand("embed", "print sentence embeddings, one JSON array per text");
+  emb_mf.Add(emb, false);
+  emb->add_option("texts", emb_texts, "texts to embed");
+
+  // perplexity
+  CommonModelFlags ppl_mf;
+  std::string ppl_file;
+  int64_t ppl_chunk = 0, ppl_max = 0;
+  bool ppl_json = false;
+  auto* ppl = app.add_subcommand("perplexity", "perplexity of a model on a text file");
+  ppl_mf.Add(ppl);
+  ppl->add_option("-f,--file", ppl_file, "text file")->required();
+  ppl->add_option("--chunk", ppl_chunk, "tokens per chunk (default min(ctx, 512))")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  ppl->add_option("--max-tokens", ppl_max, "score only the first N tokens of the text (default all)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  ppl->add_flag("--json", ppl_json, "print one JSON object");
+
+  // info
+  std::string info_model;
+  bool info_json = false, info_tensors = false;
+  auto* info = app.add_subcommand("info", "architecture, tensors, types and size of a model");
+  info->add_option("model", info_model, "a .gguf file or a Hugging Face folder")->required();
+  info->add_flag("--json", info_json, "print one JSON object");
+  info->add_flag("--tensors", info_tensors, "list every tensor");
+
+  // bench
+  CommonModelFlags bench_mf;
+  int64_t bench_prompt = 128, bench_decode = 32;
+  int bench_reps = 3;
+  bool bench_json = false;
+  auto* bench = app.add_subcommand("bench", "prefill and decode tokens/s, weight bytes read per second");
+  bench_mf.Add(bench);
+  bench->add_option("--prompt-tokens", bench_prompt, "prompt length (default 128)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  bench->add_option("--decode-tokens", bench_decode, "tokens to decode (default 32)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  bench->add_option("--reps", bench_reps, "repetitions; medians are reported (default 3)")->check(CLI::Range(1, 1000));
+  bench->add_flag("--json", bench_json, "print one JSON object");
+
+  // logits (reference checks)
+  CommonModelFlags lg_mf;
+  std::string lg_tokens, lg_out;
+  auto* lg = app.add_subcommand("logits", "write raw float32 logits [n_tokens][n_vocab] of one prefill pass");
+  lg_mf.Add(lg);
+  lg->add_option("--tokens", lg_tokens, "comma-separated token ids")->required();
+  lg->add_option("-o,--out", lg_out, "output file")->required();
+
+  // tokenize
+  std::string tk_model;
+  std::vector<std::string> tk_texts;
+  bool tk_jsonl = false, tk_no_special = false, tk_parse_special = false;
+  auto* tk = app.add_subcommand("tokenize", "print token ids as JSON arrays");
+  tk->add_option("-m,--model", tk_model, "a .gguf file, a tokenizer.json or a Hugging Face folder")->required();
+  tk->add_option("texts", tk_texts, "texts to tokenize");
+  tk->add_flag("--jsonl", tk_jsonl, "read one JSON string per stdin line, print one array per line");
+  tk->add_flag("--no-special", tk_no_special, "do not add BOS/CLS/SEP");
+  tk->add_flag("--parse-special", tk_parse_special, "turn special tokens written in the text into their ids");
+
+  // dequant
+  std::string dq_model, dq_tensor, dq_out;
+  auto* dq = app.add_subcommand("dequant", "write one GGUF tensor as raw float32");
+  dq->add_option("-m,--model", dq_model, "a .gguf file")->required();
+  dq->add_option("--tensor", dq_tensor, "tensor name")->required();
+  dq->add_option("-o,--out", dq_out, "output file")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    for (char& c : msg) {
+      if (c == '\n') c = ' ';
+    }
+    std::fprintf(stderr, "frugal: error: %s (see frugal --help)\n", msg.c_str());
+    return 2;
+  }
+
+  if (*gen) return RunGenerate(gen_mf, gen_prompt, gen_file, gen_chat, gen_system, gen_req, gen_verbose);
+  if (*emb) return RunEmbed(emb_mf, emb_texts);
+  if (*ppl) return RunPerplexity(ppl_mf, ppl_file, ppl_chunk, ppl_max, ppl_json);
+  if (*info) return RunInfo(info_model, info_json, info_tensors);
+  if (*bench) return RunBench(bench_mf, bench_prompt, bench_decode, bench_reps, bench_json);
+  if (*lg) return RunLogits(lg_mf, lg_tokens, lg_out);
+  if (*tk) return RunTokenize(tk_model, tk_texts, tk_jsonl, tk_no_special, tk_parse_special);
+  if (*dq) return RunDequant(dq_model, dq_tensor, dq_out);
+  return 2;
+}

@@ -1,0 +1,383 @@
+#include "frugal/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include "common/thread_pool.h"
+#include "engine/kv_cache.h"
+#include "models/bert.h"
+#include "models/llama.h"
+#include "models/model_source.h"
+#include "tokenizer/tokenizer.h"
+
+namespace frugal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+// Length of the longest suffix of `text` (starting at or after `from`) that is a proper prefix
+// of some stop string: that much must be held back until the next token decides.
+size_t StopHoldback(const std::string& text, size_t from, const std::vector<std::string>& stops) {
+  size_t hold = 0;
+  for (const auto& s : stops) {
+    for (size_t len = std::min(s.size() - 1, text.size() - from); len > hold; --len) {
+      if (text.compare(text.size() - len, len, s, 0, len) == 0) {
+        hold = len;
+        break;
+      }
+    }
+  }
+  return hold;
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  std::unique_ptr<ModelSource> source;
+  std::unique_ptr<Tokenizer> tokenizer;
+  ChatTemplate chat;
+  std::unique_ptr<LlamaModel> llama;
+  std::unique_ptr<BertModel> bert;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<KvCache> kv;
+  int64_t n_ctx = 0;
+  int64_t embed_max_tokens = 0;
+  std::mutex mu;  // one call at a time
+};
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
+  if (options.model_path.empty()) return InvalidArgument("no model given");
+  if (options.threads < 0) return InvalidArgument("threads must be >= 0");
+  if (options.context_length < 0) return InvalidArgument("context length must be >= 0");
+  auto impl = std::make_unique<Impl>();
+  FRUGAL_ASSIGN_OR_RETURN(impl->source, ModelSource::Open(options.model_path));
+  const ModelSource& src = *impl->source;
+  ModelInfo info;
+  info.path = options.model_path;
+  info.architecture = src.architecture();
+  info.format = src.is_gguf() ? "gguf" : "safetensors";
+  info.weight_bytes = src.total_bytes();
+  for (const auto* t : src.AllTensors()) info.parameters += t->elements();
+  info.name = src.is_gguf() ? src.gguf()->GetStringOr("general.name", "")
+                            : std::filesystem::path(options.model_path).filename().string();
+
+  // Tokenizer and chat template come with the model.
+  std::string chat_template_text;
+  if (src.is_gguf()) {
+    auto tok = Tokenizer::FromGguf(*src.gguf());
+    if (!tok.ok()) return tok.status().WithContext(options.model_path);
+    impl->tokenizer = std::move(tok).value();
+    chat_template_text = src.gguf()->GetStringOr("tokenizer.chat_template", "");
+  } else {
+    if (src.hf()->tokenizer_json().empty()) {
+      return NotFound(options.model_path + " has no tokenizer.json");
+    }
+    auto tok = Tokenizer::FromTokenizerJson(src.hf()->tokenizer_json(), src.hf()->tokenizer_config_json());
+    if (!tok.ok()) return tok.status().WithContext(options.model_path + "/tokenizer.json");
+    impl->tokenizer = std::move(tok).value();
+    chat_template_text = src.hf()->chat_template();
+  }
+
+  const int threads = options.threads > 0 ? options.threads : ThreadPool::DefaultThreads();
+  impl->pool = std::make_unique<ThreadPool>(threads);
+  if (src.architecture() == "bert") {
+    FRUGAL_ASSIGN_OR_RETURN(impl->bert, BertModel::Load(src));
+    const BertHParams& hp = impl->bert->hparams();
+    info.kind = ModelKind::kEncoder;
+    info.n_vocab = hp.n_vocab;
+    info.n_embd = hp.n_embd;
+    info.n_layer = hp.n_layer;
+    info.n_head = info.n_head_kv = hp.n_head;
+    info.n_ff = hp.n_ff;
+    info.train_context = hp.n_ctx;
+    impl->n_ctx = options.context_length > 0 ? std::min(options.context_length, hp.n_ctx) : hp.n_ctx;
+    const int64_t st_max = src.hf()->sentence_max_seq_length();
+    impl->embed_max_tokens = st_max > 0 ? std::min(st_max, impl->n_ctx) : impl->n_ctx;
+  } else {
+    auto model = LlamaModel::Load(src);
+    if (!model.ok()) return model.status().WithContext(options.model_path);
+    impl->llama = std::move(model).value();
+    const LlamaHParams& hp = impl->llama->hparams();
+    info.kind = ModelKind::kDecoder;
+    info.n_vocab = hp.n_vocab;
+    info.n_embd = hp.n_embd;
+    info.n_layer = hp.n_layer;
+    info.n_head = hp.n_head;
+    info.n_head_kv = hp.n_head_kv;
+    info.n_ff = hp.n_ff;
+    info.train_context = hp.n_ctx_train;
+    impl->n_ctx = options.context_length > 0 ? options.context_length : std::min<int64_t>(hp.n_ctx_train, 8192);
+    if (impl->n_ctx > (int64_t{1} << 20)) return InvalidArgument("context length too large");
+    if (impl->tokenizer->vocab_size() > hp.n_vocab) {
+      return DataLoss("tokenizer has " + std::to_string(impl->tokenizer->vocab_size()) +
+                      " tokens but the model's embedding only " + std::to_string(hp.n_vocab));
+    }
+    auto chat = ChatTemplate::FromTemplateText(chat_template_text);
+    if (chat.ok()) {
+      impl->chat = *chat;
+      info.chat_format = impl->chat.name();
+    }
+    impl->kv = impl->llama->NewKvCache(impl->n_ctx);
+  }
+  info.context_length = impl->n_ctx;
+  auto engine = std::unique_ptr<Engine>(new Engine(std::move(impl)));
+  engine->info_ = std::move(info);
+  engine->tokenizer_ = engine->impl_->tokenizer.get();
+  engine->source_ = engine->impl_->source.get();
+  return engine;
+}
+
+StatusOr<std::vector<int32_t>> Engine::Tokenize(std::string_view text, bool add_special,
+                                                bool parse_special) const {
+  return impl_->tokenizer->Encode(text, add_special, parse_special);
+}
+
+std::string Engine::Detokenize(std::span<const int32_t> ids) const {
+  return impl_->tokenizer->Decode(ids, /*skip_special=*/true);
+}
+
+StatusOr<std::string> Engine::RenderChat(const std::vector<ChatMessage>& messages) const {
+  if (info_.kind != ModelKind::kDecoder) return InvalidArgument("an embedding model cannot chat");
+  if (info_.chat_format.empty()) {
+    return Unimplemented("the model's chat template is not one Frugal renders (supported: ChatML, Llama 3)");
+  }
+  return impl_->chat.Render(messages, /*add_generation_prompt=*/true);
+}
+
+StatusOr<GenerateResult> Engine::Generate(const GenerateRequest& req,
+                                          const std::function<bool(std::string_view)>& on_text) {
+  if (!impl_->llama) return InvalidArgument("the model is an embedder: it cannot generate text");
+  if (req.max_tokens < 0) return InvalidArgument("max_tokens must be >= 0");
+  for (const auto& s : req.stop) {
+    if (s.empty()) return InvalidArgument("stop strings must not be empty");
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const Tokenizer& tok = *impl_->tokenizer;
+  std::vector<int32_t> history = tok.Encode(req.prompt, /*add_special=*/true, req.parse_special);
+  GenerateResult result;
+  result.prompt_tokens = static_cast<int64_t>(history.size());
+  if (history.empty()) return InvalidArgument("the prompt is empty");
+  if (result.prompt_tokens >= impl_->n_ctx) {
+    return OutOfRange("the prompt has " + std::to_string(result.prompt_tokens) +
+                      " tokens, more than the context of " + std::to_string(impl_->n_ctx) +
+                      " leaves room for");
+  }
+  const int64_t max_new = std::min<int64_t>(req.max_tokens, impl_->n_ctx - result.prompt_tokens);
+  KvCache& kv = *impl_->kv;
+  kv.Clear();
+  std::vector<float> logits;
+  const auto t0 = Clock::now();
+  FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(history, kv, *impl_->pool, &logits, false));
+  const auto t1 = Clock::now();
+  result.prefill_seconds = Seconds(t0, t1);
+
+  Sampler sampler(req.sampling);
+  Utf8StreamDecoder utf8;
+  std::string& text = result.text;
+  size_t emitted = 0;
+  bool cancelled = false;
+  auto emit_upto = [&](size_t end) {
+    if (end > emitted && on_text && !cancelled) {
+      if (!on_text(std::string_view(text).substr(emitted, end - emitted))) cancelled = true;
+    }
+    emitted = std::max(emitted, end);
+  };
+  result.finish_reason = "length";
+  bool stop_string_hit = false;
+  while (result.completion_tokens < max_new) {
+    const int32_t next = sampler.Sample(logits, history);
+    if (tok.IsEndOfGeneration(next)) {
+      result.finish_reason = "stop";
+      break;
+    }
+    history.push_back(next);
+    result.tokens.push_back(next);
+    ++result.completion_tokens;
+    if (!tok.IsSpecial(next)) text += utf8.Push(tok.TokenToPiece(next));
+    // A stop string ends generation; its text is not part of the answer.
+    bool stopped = false;
+    for (const auto& s : req.stop) {
+      const size_t search_from = emitted >= s.size() ? emitted - s.size() + 1 : 0;
+      const size_t at = text.find(s, search_from);
+      if (at != std::string::npos) {
+        text.resize(at);
+        stopped = true;
+      }
+    }
+    if (stopped) {
+      result.finish_reason = "stop";
+      stop_string_hit = true;
+      break;
+    }
+    emit_upto(text.size() - StopHoldback(text, emitted, req.stop));
+    if (cancelled) {
+      result.finish_reason = "cancelled";
+      break;
+    }
+    if (result.completion_tokens >= max_new) break;
+    FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(std::span<const int32_t>(&next, 1), kv, *impl_->pool, &logits, false));
+  }
+  if (!stop_string_hit) text += utf8.Flush();  // a dangling partial character, if any
+  emit_upto(text.size());
+  result.decode_seconds = Seconds(t1, Clock::now());
+  return result;
+}
+
+StatusOr<std::vector<float>> Engine::Logits(std::span<const int32_t> tokens) {
+  if (!impl_->llama) return InvalidArgument("the model is an embedder: it has no logits");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (static_cast<int64_t>(tokens.size()) > impl_->n_ctx) {
+    return OutOfRange(std::to_string(tokens.size()) + " tokens exceed the context of " + std::to_string(impl_->n_ctx));
+  }
+  impl_->kv->Clear();
+  std::vector<float> logits;
+  FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(tokens, *impl_->kv, *impl_->pool, &logits, true));
+  return logits;
+}
+
+StatusOr<PerplexityResult> Engine::Perplexity(std::string_view text, int64_t chunk, int64_t max_tokens,
+                                              const std::function<void(int64_t, int64_t)>& progress) {
+  if (!impl_->llama) return InvalidArgument("the model is an embedder: it has no perplexity");
+  if (chunk < 0 || max_tokens < 0) return InvalidArgument("chunk and token limits must be >= 0");
+  if (chunk == 0) chunk = std::min<int64_t>(impl_->n_ctx, 512);
+  if (chunk > impl_->n_ctx) {
+    return OutOfRange("chunk of " + std::to_string(chunk) + " tokens exceeds the context of " + std::to_string(impl_->n_ctx));
+  }
+  if (chunk < 4) return InvalidArgument("chunk must be at least 4 tokens");
+  std::vector<int32_t> tokens = impl_->tokenizer->Encode(text, /*add_special=*/false, /*parse_special=*/false);
+  if (max_tokens > 0 && static_cast<int64_t>(tokens.size()) > max_tokens) tokens.resize(static_cast<size_t>(max_tokens));
+  if (static_cast<int64_t>(tokens.size()) < chunk) chunk = static_cast<int64_t>(tokens.size());
+  if (chunk < 4) return InvalidArgument("the text is too short to score (need at least 4 tokens)");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  PerplexityResult r;
+  r.chunk_size = chunk;
+  const int64_t n_chunks = static_cast<int64_t>(tokens.size()) / chunk;
+  const int64_t n_vocab = impl_->llama->hparams().n_vocab;
+  const auto t0 = Clock::now();
+  double nll = 0;
+  std::vector<float> logits;
+  for (int64_t c = 0; c < n_chunks; ++c) {
+    std::span<const int32_t> part(tokens.data() + c * chunk, static_cast<size_t>(chunk));
+    impl_->kv->Clear();
+    FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(part, *impl_->kv, *impl_->pool, &logits, true));
+    // Score the second half of the chunk: every scored token has at least chunk/2 of context.
+    for (int64_t i = chunk / 2; i < chunk - 1; ++i) {
+      const float* l = &logits[static_cast<size_t>(i * n_vocab)];
+      const float mx = *std::max_element(l, l + n_vocab);
+      double sum = 0;
+      for (int64_t v = 0; v < n_vocab; ++v) sum += std::exp(static_cast<double>(l[v] - mx));
+      const double logp = static_cast<double>(l[part[static_cast<size_t>(i + 1)]] - mx) - std::log(sum);
+      nll -= logp;
+      ++r.tokens_scored;
+    }
+    ++r.chunks;
+    if (progress) progress(c + 1, n_chunks);
+  }
+  r.seconds = Seconds(t0, Clock::now());
+  r.mean_nll = nll / static_cast<double>(r.tokens_scored);
+  r.perplexity = std::exp(r.mean_nll);
+  return r;
+}
+
+StatusOr<std::vector<float>> Engine::Embed(std::string_view text) {
+  if (!impl_->bert) return InvalidArgument("the model is not an embedding model");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<int32_t> ids = impl_->tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false);
+  // Truncate as sentence-transformers does, keeping the closing [SEP].
+  if (static_cast<int64_t>(ids.size()) > impl_->embed_max_tokens) {
+    const int32_t last = ids.back();
+    ids.resize(static_cast<size_t>(impl_->embed_max_tokens));
+    ids.back() = last;
+  }
+  return impl_->bert->Embed(ids, *impl_->pool);
+}
+
+double MeasureMemoryReadGbps(int threads, size_t bytes) {
+  ThreadPool pool(threads);
+  const size_t n = bytes / sizeof(uint64_t);
+  std::vector<uint64_t> buf(n);
+  pool.ParallelFor(static_cast<int64_t>(n), [&](int64_t a, int64_t b) {
+    for (int64_t i = a; i < b; ++i) buf[static_cast<size_t>(i)] = static_cast<uint64_t>(i);
+  });
+  std::vector<double> rates;
+  std::atomic<uint64_t> sink{0};
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = Clock::now();
+    pool.ParallelFor(static_cast<int64_t>(n), [&](int64_t a, int64_t b) {
+      // Several independent sums keep enough loads in flight to saturate the memory bus.
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      int64_t i = a;
+      for (; i + 4 <= b; i += 4) {
+        s0 += buf[static_cast<size_t>(i)];
+        s1 += buf[static_cast<size_t>(i + 1)];
+        s2 += buf[static_cast<size_t>(i + 2)];
+        s3 += buf[static_cast<size_t>(i + 3)];
+      }
+      for (; i < b; ++i) s0 += buf[static_cast<size_t>(i)];
+      sink.fetch_add(s0 + s1 + s2 + s3, std::memory_order_relaxed);
+    }, 1 << 16);
+    rates.push_back(static_cast<double>(bytes) / Seconds(t0, Clock::now()) / 1e9);
+  }
+  return Median(rates);
+}
+
+StatusOr<BenchResult> Engine::Bench(int64_t prompt_tokens, int64_t decode_tokens, int repetitions) {
+  if (!impl_->llama) return InvalidArgument("bench needs a decoder model");
+  if (prompt_tokens < 1 || decode_tokens < 1 || repetitions < 1) {
+    return InvalidArgument("prompt tokens, decode tokens and repetitions must be >= 1");
+  }
+  if (prompt_tokens + decode_tokens > impl_->n_ctx) {
+    return OutOfRange("prompt + decode tokens exceed the context of " + std::to_string(impl_->n_ctx));
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const int64_t n_vocab = impl_->llama->hparams().n_vocab;
+  std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
+  for (int64_t i = 0; i < prompt_tokens; ++i) prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % n_vocab);
+  std::vector<double> prefill, decode;
+  std::vector<float> logits;
+  for (int rep = 0; rep < repetitions; ++rep) {
+    impl_->kv->Clear();
+    const auto t0 = Clock::now();
+    FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(prompt, *impl_->kv, *impl_->pool, &logits, false));
+    const auto t1 = Clock::now();
+    int32_t next = 0;
+    for (int64_t i = 0; i < decode_tokens; ++i) {
+      next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(std::span<const int32_t>(&next, 1), *impl_->kv, *impl_->pool, &logits, false));
+    }
+    const auto t2 = Clock::now();
+    prefill.push_back(static_cast<double>(prompt_tokens) / Seconds(t0, t1));
+    decode.push_back(static_cast<double>(decode_tokens) / Seconds(t1, t2));
+  }
+  BenchResult r;
+  r.threads = impl_->pool->size();
+  r.prompt_tokens = prompt_tokens;
+  r.decode_tokens = decode_tokens;
+  r.prefill_tokens_per_s = Median(prefill);
+  r.decode_tokens_per_s = Median(decode);
+  r.weight_bytes_per_token = impl_->llama->weight_bytes_per_token();
+  r.weight_gbps = r.decode_tokens_per_s * static_cast<double>(r.weight_bytes_per_token) / 1e9;
+  r.memory_read_gbps = MeasureMemoryReadGbps(r.threads);
+  r.roofline_fraction = r.memory_read_gbps > 0 ? r.weight_gbps / r.memory_read_gbps : 0;
+  return r;
+}
+
+}  // namespace frugal

@@ -1,0 +1,44 @@
+#include "formats/tensor_types.h"
+
+namespace frugal {
+
+const TypeInfo* GetTypeInfo(uint32_t raw_type) {
+  static const TypeInfo kF32{"F32", 1, 4};
+  static const TypeInfo kF16{"F16", 1, 2};
+  static const TypeInfo kBF16{"BF16", 1, 2};
+  static const TypeInfo kQ4_0{"Q4_0", kQK, sizeof(BlockQ4_0)};
+  static const TypeInfo kQ4_1{"Q4_1", kQK, sizeof(BlockQ4_1)};
+  static const TypeInfo kQ8_0{"Q8_0", kQK, sizeof(BlockQ8_0)};
+  static const TypeInfo kQ4_K{"Q4_K", kQKK, sizeof(BlockQ4_K)};
+  static const TypeInfo kQ6_K{"Q6_K", kQKK, sizeof(BlockQ6_K)};
+  switch (static_cast<TensorType>(raw_type)) {
+    case TensorType::kF32: return &kF32;
+    case TensorType::kF16: return &kF16;
+    case TensorType::kBF16: return &kBF16;
+    case TensorType::kQ4_0: return &kQ4_0;
+    case TensorType::kQ4_1: return &kQ4_1;
+    case TensorType::kQ8_0: return &kQ8_0;
+    case TensorType::kQ4_K: return &kQ4_K;
+    case TensorType::kQ6_K: return &kQ6_K;
+  }
+  return nullptr;
+}
+
+const TypeInfo* GetTypeInfo(TensorType type) { return GetTypeInfo(static_cast<uint32_t>(type)); }
+
+std::string TypeName(TensorType type) {
+  const TypeInfo* info = GetTypeInfo(type);
+  return info ? info->name : "type#" + std::to_string(static_cast<uint32_t>(type));
+}
+
+StatusOr<size_t> RowBytes(TensorType type, int64_t n) {
+  const TypeInfo* info = GetTypeInfo(type);
+  if (info == nullptr) return Unimplemented("unsupported tensor type " + TypeName(type));
+  if (n < 0 || n % info->block_size != 0) {
+    return InvalidArgument("row of " + std::to_string(n) + " elements is not a multiple of the " +
+                           info->name + " block size " + std::to_string(info->block_size));
+  }
+  return static_cast<size_t>(n / info->block_size) * info->block_bytes;
+}
+
+}  // namespace frugal

@@ -1,0 +1,46 @@
+// Compute kernels the models run on.
+//
+// One traits table per tensor type (see ggml's type_traits): the reference kernels in
+// kernels/ref are the oracle that every SIMD kernel (a later issue) is tested against. All
+// functions are thread-safe; the ones that take a ThreadPool split work by output rows, so each
+// output element is computed by exactly the same arithmetic whatever the thread count: results
+// are bit-identical across thread counts.
+#pragma once
+
+#include <cstdint>
+
+#include "common/thread_pool.h"
+#include "formats/gguf.h"
+#include "formats/tensor_types.h"
+
+namespace frugal {
+
+struct KernelTraits {
+  // Dequantizes n consecutive elements (n a multiple of the block size) to float.
+  void (*dequantize_row)(const void* src, float* dst, int64_t n);
+};
+
+// Null for a type without kernels.
+const KernelTraits* GetKernelTraits(TensorType type);
+
+// Y[b][r] = sum_k W[r][k] * X[b][k] for b < batch, r < rows(W); W is a 2-D tensor view
+// (ne[0] = k = input features, ne[1] = rows). X is [batch][k], Y is [batch][rows], both
+// row-major float. Each weight row is read once per call whatever the batch size.
+void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, ThreadPool& pool);
+
+// Copies row `row` of a 2-D tensor (e.g. a token embedding) to dst as float.
+void GetRow(const TensorView& w, int64_t row, float* dst);
+
+float DotF32(const float* a, const float* b, int64_t n);
+
+// --- element-wise ops (reference versions; vectorised in the kernels issue) ---
+void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps);
+void LayerNorm(const float* x, const float* weight, const float* bias, float* y, int64_t n,
+               float eps);
+void SoftmaxInPlace(float* x, int64_t n);
+// y = silu(g) * u
+void SwiGlu(const float* g, const float* u, float* y, int64_t n);
+// Exact GELU (erf), as BERT uses.
+void GeluInPlace(float* x, int64_t n);
+
+}  // namespace frugal

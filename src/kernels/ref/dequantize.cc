@@ -1,0 +1,139 @@
+// Reference (scalar) dequantization for every tensor type the engine reads. These define the
+// meaning of each block layout; SIMD kernels are tested against them.
+#include <cstring>
+
+#include "common/fp16.h"
+#include "kernels/kernels.h"
+
+namespace frugal {
+namespace {
+
+void DequantF32(const void* src, float* dst, int64_t n) {
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
+void DequantF16(const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = Fp16ToFp32(s[i]);
+}
+
+void DequantBF16(const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToFp32(s[i]);
+}
+
+void DequantQ4_0(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_0*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = Fp16ToFp32(b[i].d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      dst[j] = static_cast<float>((b[i].qs[j] & 0x0f) - 8) * d;
+      dst[j + kQK / 2] = static_cast<float>((b[i].qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+void DequantQ4_1(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_1*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = Fp16ToFp32(b[i].d);
+    const float m = Fp16ToFp32(b[i].m);
+    for (int j = 0; j < kQK / 2; ++j) {
+      dst[j] = static_cast<float>(b[i].qs[j] & 0x0f) * d + m;
+      dst[j + kQK / 2] = static_cast<float>(b[i].qs[j] >> 4) * d + m;
+    }
+  }
+}
+
+void DequantQ8_0(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ8_0*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = Fp16ToFp32(b[i].d);
+    for (int j = 0; j < kQK; ++j) dst[j] = static_cast<float>(b[i].qs[j]) * d;
+  }
+}
+
+// The 12 scale bytes of a Q4_K super-block hold 8 (scale, min) pairs of 6 bits each.
+inline void Q4KScaleMin(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+void DequantQ4_K(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_K*>(src);
+  for (int64_t i = 0; i < n / kQKK; ++i) {
+    const float d = Fp16ToFp32(b[i].d);
+    const float dmin = Fp16ToFp32(b[i].dmin);
+    const uint8_t* q = b[i].qs;
+    int is = 0;
+    for (int j = 0; j < kQKK; j += 64) {
+      uint8_t sc, m;
+      Q4KScaleMin(is, b[i].scales, &sc, &m);
+      const float d1 = d * sc, m1 = dmin * m;
+      Q4KScaleMin(is + 1, b[i].scales, &sc, &m);
+      const float d2 = d * sc, m2 = dmin * m;
+      for (int l = 0; l < 32; ++l) *dst++ = d1 * static_cast<float>(q[l] & 0x0f) - m1;
+      for (int l = 0; l < 32; ++l) *dst++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+      q += 32;
+      is += 2;
+    }
+  }
+}
+
+void DequantQ6_K(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ6_K*>(src);
+  for (int64_t i = 0; i < n / kQKK; ++i) {
+    const float d = Fp16ToFp32(b[i].d);
+    const uint8_t* ql = b[i].ql;
+    const uint8_t* qh = b[i].qh;
+    const int8_t* sc = b[i].scales;
+    for (int half = 0; half < 2; ++half) {
+      for (int l = 0; l < 32; ++l) {
+        const int is = l / 16;
+        const int q1 = static_cast<int>((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q2 = static_cast<int>((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q3 = static_cast<int>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q4 = static_cast<int>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        dst[l] = d * sc[is] * static_cast<float>(q1);
+        dst[l + 32] = d * sc[is + 2] * static_cast<float>(q2);
+        dst[l + 64] = d * sc[is + 4] * static_cast<float>(q3);
+        dst[l + 96] = d * sc[is + 6] * static_cast<float>(q4);
+      }
+      dst += 128;
+      ql += 64;
+      qh += 32;
+      sc += 8;
+    }
+  }
+}
+
+}  // namespace
+
+const KernelTraits* GetKernelTraits(TensorType type) {
+  static const KernelTraits kF32{DequantF32};
+  static const KernelTraits kF16{DequantF16};
+  static const KernelTraits kBF16{DequantBF16};
+  static const KernelTraits kQ4_0{DequantQ4_0};
+  static const KernelTraits kQ4_1{DequantQ4_1};
+  static const KernelTraits kQ8_0{DequantQ8_0};
+  static const KernelTraits kQ4_K{DequantQ4_K};
+  static const KernelTraits kQ6_K{DequantQ6_K};
+  switch (type) {
+    case TensorType::kF32: return &kF32;
+    case TensorType::kF16: return &kF16;
+    case TensorType::kBF16: return &kBF16;
+    case TensorType::kQ4_0: return &kQ4_0;
+    case TensorType::kQ4_1: return &kQ4_1;
+    case TensorType::kQ8_0: return &kQ8_0;
+    case TensorType::kQ4_K: return &kQ4_K;
+    case TensorType::kQ6_K: return &kQ6_K;
+  }
+  return nullptr;
+}
+
+}  // namespace frugal

@@ -1,0 +1,103 @@
+// Reference matmul and element-wise ops. Correct and threaded; the SIMD issue replaces the hot
+// paths behind the same signatures.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "common/check.h"
+#include "kernels/kernels.h"
+
+namespace frugal {
+
+float DotF32(const float* a, const float* b, int64_t n) {
+  // Independent partial sums let the compiler vectorise without -ffast-math; the summation
+  // order is fixed, so the result does not depend on threading.
+  constexpr int kLanes = 16;
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  }
+  float sum = 0;
+  for (int l = 0; l < kLanes; ++l) sum += acc[l];
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+void GetRow(const TensorView& w, int64_t row, float* dst) {
+  const KernelTraits* traits = GetKernelTraits(w.type);
+  FRUGAL_CHECK(traits != nullptr);
+  const size_t row_bytes = w.nbytes / static_cast<size_t>(w.rows());
+  traits->dequantize_row(w.data + row_bytes * static_cast<size_t>(row), dst, w.ne[0]);
+}
+
+void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, ThreadPool& pool) {
+  const int64_t k = w.ne[0];
+  const int64_t rows = w.rows();
+  const KernelTraits* traits = GetKernelTraits(w.type);
+  FRUGAL_CHECK(traits != nullptr);
+  const size_t row_bytes = w.nbytes / static_cast<size_t>(rows);
+  const bool is_f32 = w.type == TensorType::kF32;
+  pool.ParallelFor(
+      rows,
+      [&](int64_t r0, int64_t r1) {
+        thread_local std::vector<float> buf;
+        if (!is_f32) buf.resize(static_cast<size_t>(k));
+        for (int64_t r = r0; r < r1; ++r) {
+          const float* wr;
+          if (is_f32) {
+            wr = reinterpret_cast<const float*>(w.data + row_bytes * static_cast<size_t>(r));
+          } else {
+            traits->dequantize_row(w.data + row_bytes * static_cast<size_t>(r), buf.data(), k);
+            wr = buf.data();
+          }
+          for (int64_t b = 0; b < batch; ++b) y[b * rows + r] = DotF32(wr, x + b * k, k);
+        }
+      },
+      /*grain=*/16);
+}
+
+void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * weight[i];
+}
+
+void LayerNorm(const float* x, const float* weight, const float* bias, float* y, int64_t n,
+               float eps) {
+  double mean = 0;
+  for (int64_t i = 0; i < n; ++i) mean += x[i];
+  mean /= static_cast<double>(n);
+  double var = 0;
+  for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  var /= static_cast<double>(n);
+  const double inv = 1.0 / std::sqrt(var + eps);
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = static_cast<float>((x[i] - mean) * inv) * weight[i] + bias[i];
+  }
+}
+
+void SoftmaxInPlace(float* x, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const auto inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void SwiGlu(const float* g, const float* u, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+void GeluInPlace(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * static_cast<float>(M_SQRT1_2)));
+  }
+}
+
+}  // namespace frugal

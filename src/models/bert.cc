@@ -1,0 +1,166 @@
+#include "models/bert.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/kernels.h"
+#include "models/llama.h"  // LoadVector
+
+namespace frugal {
+
+StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
+  if (src.architecture() != "bert") {
+    return Unimplemented("architecture '" + src.architecture() + "' is not a supported encoder (supported: bert)");
+  }
+  if (src.hf() == nullptr) return Unimplemented("BERT models load from Hugging Face checkpoints only");
+  const HfCheckpoint& ck = *src.hf();
+  const HfConfig& c = ck.config();
+  auto m = std::unique_ptr<BertModel>(new BertModel());
+  BertHParams& hp = m->hp_;
+  hp.n_embd = c.hidden_size;
+  hp.n_layer = c.num_hidden_layers;
+  hp.n_head = c.num_attention_heads;
+  hp.n_ff = c.intermediate_size;
+  hp.n_ctx = c.max_position_embeddings;
+  hp.eps = static_cast<float>(c.layer_norm_eps);
+  if (hp.n_embd <= 0 || hp.n_layer <= 0 || hp.n_head <= 0 || hp.n_ff <= 0 || hp.n_ctx <= 0 ||
+      hp.n_embd % hp.n_head != 0) {
+    return InvalidArgument(src.path() + "/config.json has inconsistent BERT dimensions");
+  }
+  if (!c.hidden_act.empty() && c.hidden_act != "gelu") {
+    return Unimplemented("BERT hidden_act '" + c.hidden_act + "' is not supported (gelu only)");
+  }
+  // Checkpoints name tensors with or without the "bert." prefix.
+  const std::string prefix = ck.FindTensor("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  auto find = [&](const std::string& name) { return ck.FindTensor(prefix + name); };
+  auto vec = [&](const std::string& name, int64_t n, std::vector<float>* out) -> Status {
+    auto v = LoadVector(find(name), n, prefix + name);
+    if (!v.ok()) return v.status();
+    *out = std::move(v).value();
+    return Status::Ok();
+  };
+  auto matrix = [&](const std::string& name, int64_t ne0, int64_t ne1) -> StatusOr<const TensorView*> {
+    const TensorView* t = find(name);
+    if (t == nullptr) return DataLoss("required tensor '" + prefix + name + "' is missing");
+    if (t->ne[0] != ne0 || t->rows() != ne1) {
+      return DataLoss("tensor '" + prefix + name + "' has shape " + t->ShapeString());
+    }
+    return t;
+  };
+  const TensorView* we = find("embeddings.word_embeddings.weight");
+  if (we == nullptr) return DataLoss("required tensor 'embeddings.word_embeddings.weight' is missing");
+  hp.n_vocab = we->rows();
+  FRUGAL_ASSIGN_OR_RETURN(m->word_embd_, matrix("embeddings.word_embeddings.weight", hp.n_embd, hp.n_vocab));
+  FRUGAL_ASSIGN_OR_RETURN(m->pos_embd_, matrix("embeddings.position_embeddings.weight", hp.n_embd, hp.n_ctx));
+  if (find("embeddings.token_type_embeddings.weight") != nullptr) {
+    FRUGAL_ASSIGN_OR_RETURN(m->type_embd_, matrix("embeddings.token_type_embeddings.weight", hp.n_embd,
+                                                  find("embeddings.token_type_embeddings.weight")->rows()));
+  }
+  FRUGAL_RETURN_IF_ERROR(vec("embeddings.LayerNorm.weight", hp.n_embd, &m->embd_ln_w_));
+  FRUGAL_RETURN_IF_ERROR(vec("embeddings.LayerNorm.bias", hp.n_embd, &m->embd_ln_b_));
+  m->layers_.resize(static_cast<size_t>(hp.n_layer));
+  for (int64_t i = 0; i < hp.n_layer; ++i) {
+    Layer& l = m->layers_[static_cast<size_t>(i)];
+    const std::string p = "encoder.layer." + std::to_string(i) + ".";
+    auto dense = [&](const std::string& name, int64_t in, int64_t out, Dense* dst) -> Status {
+      auto w = matrix(p + name + ".weight", in, out);
+      if (!w.ok()) return w.status();
+      dst->w = *w;
+      return vec(p + name + ".bias", out, &dst->b);
+    };
+    FRUGAL_RETURN_IF_ERROR(dense("attention.self.query", hp.n_embd, hp.n_embd, &l.q));
+    FRUGAL_RETURN_IF_ERROR(dense("attention.self.key", hp.n_embd, hp.n_embd, &l.k));
+    FRUGAL_RETURN_IF_ERROR(dense("attention.self.value", hp.n_embd, hp.n_embd, &l.v));
+    FRUGAL_RETURN_IF_ERROR(dense("attention.output.dense", hp.n_embd, hp.n_embd, &l.attn_out));
+    FRUGAL_RETURN_IF_ERROR(dense("intermediate.dense", hp.n_embd, hp.n_ff, &l.ffn_in));
+    FRUGAL_RETURN_IF_ERROR(dense("output.dense", hp.n_ff, hp.n_embd, &l.ffn_out));
+    FRUGAL_RETURN_IF_ERROR(vec(p + "attention.output.LayerNorm.weight", hp.n_embd, &l.ln1_w));
+    FRUGAL_RETURN_IF_ERROR(vec(p + "attention.output.LayerNorm.bias", hp.n_embd, &l.ln1_b));
+    FRUGAL_RETURN_IF_ERROR(vec(p + "output.LayerNorm.weight", hp.n_embd, &l.ln2_w));
+    FRUGAL_RETURN_IF_ERROR(vec(p + "output.LayerNorm.bias", hp.n_embd, &l.ln2_b));
+  }
+  return m;
+}
+
+void BertModel::Apply(const Dense& dense, const float* x, int64_t n, float* y, ThreadPool& pool) const {
+  MatMul(*dense.w, x, n, y, pool);
+  const auto out = static_cast<int64_t>(dense.b.size());
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < out; ++j) y[i * out + j] += dense.b[static_cast<size_t>(j)];
+  }
+}
+
+StatusOr<std::vector<float>> BertModel::Embed(std::span<const int32_t> tokens, ThreadPool& pool) const {
+  const auto n = static_cast<int64_t>(tokens.size());
+  if (n == 0) return InvalidArgument("nothing to embed");
+  if (n > hp_.n_ctx) {
+    return OutOfRange(std::to_string(n) + " tokens exceed the embedder's context of " + std::to_string(hp_.n_ctx));
+  }
+  const int64_t d = hp_.n_embd, hd = d / hp_.n_head;
+  std::vector<float> x(static_cast<size_t>(n * d)), tmp(static_cast<size_t>(d)), row(static_cast<size_t>(d));
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t t = tokens[static_cast<size_t>(i)];
+    if (t < 0 || t >= hp_.n_vocab) return InvalidArgument("token id " + std::to_string(t) + " is out of the vocabulary");
+    GetRow(*word_embd_, t, tmp.data());
+    GetRow(*pos_embd_, i, row.data());
+    for (int64_t e = 0; e < d; ++e) tmp[static_cast<size_t>(e)] += row[static_cast<size_t>(e)];
+    if (type_embd_ != nullptr) {
+      GetRow(*type_embd_, 0, row.data());
+      for (int64_t e = 0; e < d; ++e) tmp[static_cast<size_t>(e)] += row[static_cast<size_t>(e)];
+    }
+    LayerNorm(tmp.data(), embd_ln_w_.data(), embd_ln_b_.data(), &x[static_cast<size_t>(i * d)], d, hp_.eps);
+  }
+  std::vector<float> q(x.size()), k(x.size()), v(x.size()), ctx(x.size()), o(x.size());
+  std::vector<float> ff(static_cast<size_t>(n * hp_.n_ff));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (const Layer& l : layers_) {
+    Apply(l.q, x.data(), n, q.data(), pool);
+    Apply(l.k, x.data(), n, k.data(), pool);
+    Apply(l.v, x.data(), n, v.data(), pool);
+    pool.ParallelFor(n * hp_.n_head, [&](int64_t t0, int64_t t1) {
+      std::vector<float> scores(static_cast<size_t>(n));
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t i = t / hp_.n_head, h = t % hp_.n_head;
+        for (int64_t j = 0; j < n; ++j) {
+          scores[static_cast<size_t>(j)] = DotF32(&q[static_cast<size_t>(i * d + h * hd)], &k[static_cast<size_t>(j * d + h * hd)], hd) * scale;
+        }
+        SoftmaxInPlace(scores.data(), n);
+        float* out = &ctx[static_cast<size_t>(i * d + h * hd)];
+        for (int64_t e = 0; e < hd; ++e) out[e] = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          const float w = scores[static_cast<size_t>(j)];
+          for (int64_t e = 0; e < hd; ++e) out[e] += w * v[static_cast<size_t>(j * d + h * hd + e)];
+        }
+      }
+    });
+    Apply(l.attn_out, ctx.data(), n, o.data(), pool);
+    for (int64_t i = 0; i < n; ++i) {
+      float* xi = &x[static_cast<size_t>(i * d)];
+      for (int64_t e = 0; e < d; ++e) tmp[static_cast<size_t>(e)] = xi[e] + o[static_cast<size_t>(i * d + e)];
+      LayerNorm(tmp.data(), l.ln1_w.data(), l.ln1_b.data(), xi, d, hp_.eps);
+    }
+    Apply(l.ffn_in, x.data(), n, ff.data(), pool);
+    GeluInPlace(ff.data(), static_cast<int64_t>(ff.size()));
+    Apply(l.ffn_out, ff.data(), n, o.data(), pool);
+    for (int64_t i = 0; i < n; ++i) {
+      float* xi = &x[static_cast<size_t>(i * d)];
+      for (int64_t e = 0; e < d; ++e) tmp[static_cast<size_t>(e)] = xi[e] + o[static_cast<size_t>(i * d + e)];
+      LayerNorm(tmp.data(), l.ln2_w.data(), l.ln2_b.data(), xi, d, hp_.eps);
+    }
+  }
+  // Mean pooling over all tokens (one unpadded sequence: the mask is all ones), then L2.
+  std::vector<float> out(static_cast<size_t>(d), 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t e = 0; e < d; ++e) out[static_cast<size_t>(e)] += x[static_cast<size_t>(i * d + e)];
+  }
+  double norm = 0;
+  for (float& e : out) {
+    e /= static_cast<float>(n);
+    norm += static_cast<double>(e) * e;
+  }
+  const auto inv = static_cast<float>(1.0 / std::max(std::sqrt(norm), 1e-12));
+  for (float& e : out) e *= inv;
+  return out;
+}
+
+}  // namespace frugal

@@ -1,0 +1,93 @@
+#include "models/describe.h"
+
+#include <cstdio>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+namespace frugal {
+namespace {
+
+std::string HumanBytes(size_t b) {
+  char buf[64];
+  if (b >= (size_t{1} << 30)) {
+    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1 << 30));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / (1 << 20));
+  }
+  return buf;
+}
+
+double BitsPerWeight(const ModelInfo& info) {
+  return info.parameters > 0 ? 8.0 * static_cast<double>(info.weight_bytes) / static_cast<double>(info.parameters) : 0;
+}
+
+}  // namespace
+
+std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, bool tensors) {
+  std::string out;
+  char line[512];
+  auto add = [&](const char* fmt, auto... args) {
+    std::snprintf(line, sizeof line, fmt, args...);
+    out += line;
+  };
+  add("model:         %s\n", info.path.c_str());
+  add("name:          %s\n", info.name.c_str());
+  add("format:        %s\n", info.format.c_str());
+  add("architecture:  %s (%s)\n", info.architecture.c_str(), info.kind == ModelKind::kDecoder ? "decoder" : "encoder");
+  add("layers:        %lld\n", static_cast<long long>(info.n_layer));
+  add("embedding:     %lld\n", static_cast<long long>(info.n_embd));
+  add("heads:         %lld (kv %lld)\n", static_cast<long long>(info.n_head), static_cast<long long>(info.n_head_kv));
+  add("feed-forward:  %lld\n", static_cast<long long>(info.n_ff));
+  add("vocabulary:    %lld\n", static_cast<long long>(info.n_vocab));
+  add("context:       %lld (trained %lld)\n", static_cast<long long>(info.context_length), static_cast<long long>(info.train_context));
+  if (!info.chat_format.empty()) add("chat template: %s\n", info.chat_format.c_str());
+  add("parameters:    %.1f M\n", static_cast<double>(info.parameters) / 1e6);
+  add("size:          %s (%.2f bits/weight)\n", HumanBytes(info.weight_bytes).c_str(), BitsPerWeight(info));
+  std::map<std::string, std::pair<int, size_t>> by_type;
+  for (const auto* t : source.AllTensors()) {
+    auto& e = by_type[TypeName(t->type)];
+    ++e.first;
+    e.second += t->nbytes;
+  }
+  out += "tensor types: ";
+  for (const auto& [type, e] : by_type) add(" %s x%d (%s)", type.c_str(), e.first, HumanBytes(e.second).c_str());
+  out += "\n";
+  if (tensors) {
+    out += "tensors:\n";
+    for (const auto* t : source.AllTensors()) {
+      add("  %-48s %-5s %-22s %zu bytes\n", t->name.c_str(), TypeName(t->type).c_str(), t->ShapeString().c_str(), t->nbytes);
+    }
+  }
+  return out;
+}
+
+std::string DescribeModelJson(const ModelInfo& info, const ModelSource& source) {
+  nlohmann::json j;
+  j["path"] = info.path;
+  j["name"] = info.name;
+  j["format"] = info.format;
+  j["architecture"] = info.architecture;
+  j["kind"] = info.kind == ModelKind::kDecoder ? "decoder" : "encoder";
+  j["n_layer"] = info.n_layer;
+  j["n_embd"] = info.n_embd;
+  j["n_head"] = info.n_head;
+  j["n_head_kv"] = info.n_head_kv;
+  j["n_ff"] = info.n_ff;
+  j["n_vocab"] = info.n_vocab;
+  j["context_length"] = info.context_length;
+  j["train_context_length"] = info.train_context;
+  j["chat_format"] = info.chat_format;
+  j["parameters"] = info.parameters;
+  j["size_bytes"] = info.weight_bytes;
+  j["bits_per_weight"] = BitsPerWeight(info);
+  auto& arr = j["tensors"] = nlohmann::json::array();
+  for (const auto* t : source.AllTensors()) {
+    nlohmann::json shape = nlohmann::json::array();
+    for (int d = 0; d < t->n_dims; ++d) shape.push_back(t->ne[d]);
+    arr.push_back({{"name", t->name}, {"type", TypeName(t->type)}, {"shape", shape}, {"bytes", t->nbytes}});
+  }
+  return j.dump();
+}
+
+}  // namespace frugal

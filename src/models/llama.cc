@@ -1,0 +1,338 @@
+#include "models/llama.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "kernels/kernels.h"
+
+namespace frugal {
+namespace {
+
+// Finds tensors by their GGUF names whatever the source format.
+class TensorLookup {
+ public:
+  explicit TensorLookup(const ModelSource& src) : src_(src) {}
+
+  const TensorView* Find(const std::string& gguf_name) const {
+    if (src_.gguf()) return src_.gguf()->FindTensor(gguf_name);
+    return src_.hf()->FindTensor(HfName(gguf_name));
+  }
+
+  // GGUF name -> HF (transformers) name for the Llama family.
+  static std::string HfName(const std::string& n) {
+    if (n == "token_embd.weight") return "model.embed_tokens.weight";
+    if (n == "output_norm.weight") return "model.norm.weight";
+    if (n == "output.weight") return "lm_head.weight";
+    if (n.rfind("blk.", 0) != 0) return n;
+    const size_t dot = n.find('.', 4);
+    const std::string layer = n.substr(4, dot - 4);
+    const std::string rest = n.substr(dot + 1);
+    static const std::pair<const char*, const char*> kMap[] = {
+        {"attn_norm", "input_layernorm"},     {"ffn_norm", "post_attention_layernorm"},
+        {"attn_q", "self_attn.q_proj"},       {"attn_k", "self_attn.k_proj"},
+        {"attn_v", "self_attn.v_proj"},       {"attn_output", "self_attn.o_proj"},
+        {"ffn_gate", "mlp.gate_proj"},        {"ffn_up", "mlp.up_proj"},
+        {"ffn_down", "mlp.down_proj"},
+    };
+    const size_t last = rest.rfind('.');
+    const std::string base = rest.substr(0, last), suffix = rest.substr(last);
+    for (const auto& [g, h] : kMap) {
+      if (base == g) return "model.layers." + layer + "." + h + suffix;
+    }
+    return n;
+  }
+
+ private:
+  const ModelSource& src_;
+};
+
+Status CheckShape(const TensorView* t, const std::string& name, int64_t ne0, int64_t ne1) {
+  if (t == nullptr) return DataLoss("required tensor '" + name + "' is missing");
+  if (t->ne[0] != ne0 || t->rows() != ne1) {
+    return DataLoss("tensor '" + name + "' has shape " + t->ShapeString() + ", expected [" +
+                    std::to_string(ne0) + ", " + std::to_string(ne1) + "]");
+  }
+  if (GetKernelTraits(t->type) == nullptr) {
+    return Unimplemented("tensor '" + name + "' has type " + TypeName(t->type) +
+                         " which has no kernel");
+  }
+  return Status::Ok();
+}
+
+// Llama 3's rope scaling, per rotary pair (see Meta's reference apply_scaling).
+std::vector<float> Llama3FreqFactors(int64_t n_rot, double base, double factor, double low,
+                                     double high, double orig_ctx) {
+  std::vector<float> f(static_cast<size_t>(n_rot / 2));
+  const double low_wavelen = orig_ctx / low, high_wavelen = orig_ctx / high;
+  for (int64_t i = 0; i < n_rot / 2; ++i) {
+    const double freq = std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
+    const double wavelen = 2 * M_PI / freq;
+    double new_freq;
+    if (wavelen < high_wavelen) {
+      new_freq = freq;
+    } else if (wavelen > low_wavelen) {
+      new_freq = freq / factor;
+    } else {
+      const double smooth = (orig_ctx / wavelen - low) / (high - low);
+      new_freq = (1 - smooth) * freq / factor + smooth * freq;
+    }
+    f[static_cast<size_t>(i)] = static_cast<float>(freq / new_freq);
+  }
+  return f;
+}
+
+}  // namespace
+
+StatusOr<std::vector<float>> LoadVector(const TensorView* t, int64_t expected,
+                                        const std::string& name) {
+  if (t == nullptr) return DataLoss("required tensor '" + name + "' is missing");
+  if (t->elements() != expected) {
+    return DataLoss("tensor '" + name + "' has " + std::to_string(t->elements()) +
+                    " elements, expected " + std::to_string(expected));
+  }
+  const KernelTraits* traits = GetKernelTraits(t->type);
+  if (traits == nullptr) return Unimplemented("tensor '" + name + "' has an unsupported type");
+  std::vector<float> v(static_cast<size_t>(expected));
+  traits->dequantize_row(t->data, v.data(), expected);
+  return v;
+}
+
+StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const ModelSource& src) {
+  auto m = std::unique_ptr<LlamaModel>(new LlamaModel());
+  LlamaHParams& hp = m->hp_;
+  hp.arch = src.architecture();
+  if (hp.arch != "llama" && hp.arch != "qwen2" && hp.arch != "mistral") {
+    return Unimplemented("architecture '" + hp.arch + "' is not a supported decoder (supported: llama, qwen2, mistral)");
+  }
+  TensorLookup lookup(src);
+  if (const GgufFile* g = src.gguf()) {
+    const std::string a = hp.arch + ".";
+    auto req = [&](const std::string& key) -> StatusOr<int64_t> {
+      auto v = g->GetInt(a + key);
+      if (!v.ok()) return DataLoss(v.status().message());
+      if (*v <= 0) return DataLoss("metadata " + a + key + " must be positive");
+      return *v;
+    };
+    FRUGAL_ASSIGN_OR_RETURN(hp.n_embd, req("embedding_length"));
+    FRUGAL_ASSIGN_OR_RETURN(hp.n_layer, req("block_count"));
+    FRUGAL_ASSIGN_OR_RETURN(hp.n_head, req("attention.head_count"));
+    FRUGAL_ASSIGN_OR_RETURN(hp.n_ff, req("feed_forward_length"));
+    hp.n_head_kv = g->GetIntOr(a + "attention.head_count_kv", hp.n_head);
+    hp.head_dim = g->GetIntOr(a + "attention.key_length", hp.n_embd / hp.n_head);
+    hp.n_rot = g->GetIntOr(a + "rope.dimension_count", hp.head_dim);
+    hp.n_ctx_train = g->GetIntOr(a + "context_length", 2048);
+    hp.rms_eps = static_cast<float>(g->GetFloatOr(a + "attention.layer_norm_rms_epsilon", 1e-5));
+    hp.rope_base = static_cast<float>(g->GetFloatOr(a + "rope.freq_base", 10000.0));
+    // llama.cpp's converter permutes Q/K of "llama" so that adjacent pairs rotate; qwen2 keeps
+    // the NeoX half-split layout.
+    hp.rope_neox = hp.arch == "qwen2";
+    const std::string scaling = g->GetStringOr(a + "rope.scaling.type", "none");
+    if (scaling == "linear") {
+      hp.rope_linear_scale = static_cast<float>(g->GetFloatOr(a + "rope.scaling.factor", 1.0));
+    } else if (scaling != "none" && !scaling.empty()) {
+      return Unimplemented("rope scaling type '" + scaling + "' is not supported");
+    }
+    if (const TensorView* rf = g->FindTensor("rope_freqs.weight")) {
+      FRUGAL_ASSIGN_OR_RETURN(hp.rope_freq_factors, LoadVector(rf, hp.n_rot / 2, rf->name));
+    }
+  } else {
+    const HfConfig& c = src.hf()->config();
+    hp.n_embd = c.hidden_size;
+    hp.n_layer = c.num_hidden_layers;
+    hp.n_head = c.num_attention_heads;
+    hp.n_ff = c.intermediate_size;
+    if (hp.n_embd <= 0 || hp.n_layer <= 0 || hp.n_head <= 0 || hp.n_ff <= 0) {
+      return InvalidArgument(src.path() + "/config.json lacks hidden_size, num_hidden_layers, num_attention_heads or intermediate_size");
+    }
+    hp.n_head_kv = c.num_key_value_heads > 0 ? c.num_key_value_heads : hp.n_head;
+    hp.head_dim = c.head_dim > 0 ? c.head_dim : hp.n_embd / hp.n_head;
+    hp.n_rot = hp.head_dim;
+    hp.n_ctx_train = c.max_position_embeddings > 0 ? c.max_position_embeddings : 2048;
+    hp.rms_eps = static_cast<float>(c.rms_norm_eps);
+    hp.rope_base = static_cast<float>(c.rope_theta);
+    hp.rope_neox = true;  // transformers' rotate_half
+    const HfRopeScaling& rs = c.rope_scaling;
+    if (rs.type == "linear") {
+      hp.rope_linear_scale = static_cast<float>(rs.factor);
+    } else if (rs.type == "llama3") {
+      hp.rope_freq_factors = Llama3FreqFactors(hp.n_rot, hp.rope_base, rs.factor,
+                                               rs.low_freq_factor, rs.high_freq_factor,
+                                               static_cast<double>(rs.original_max_position_embeddings));
+    } else if (!rs.type.empty()) {
+      return Unimplemented("rope_scaling type '" + rs.type + "' is not supported");
+    }
+  }
+  if (hp.n_head_kv <= 0 || hp.n_head % hp.n_head_kv != 0 || hp.head_dim <= 0 ||
+      hp.n_rot <= 0 || hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0 || hp.n_layer > 4096) {
+    return DataLoss("inconsistent attention hyper-parameters");
+  }
+
+  m->tok_embd_ = lookup.Find("token_embd.weight");
+  if (m->tok_embd_ == nullptr) return DataLoss("required tensor 'token_embd.weight' is missing");
+  hp.n_vocab = m->tok_embd_->rows();
+  FRUGAL_RETURN_IF_ERROR(CheckShape(m->tok_embd_, "token_embd.weight", hp.n_embd, hp.n_vocab));
+  m->output_ = lookup.Find("output.weight");
+  hp.tied_embeddings = m->output_ == nullptr;
+  if (hp.tied_embeddings) m->output_ = m->tok_embd_;
+  FRUGAL_RETURN_IF_ERROR(CheckShape(m->output_, "output.weight", hp.n_embd, hp.n_vocab));
+  FRUGAL_ASSIGN_OR_RETURN(m->output_norm_,
+                          LoadVector(lookup.Find("output_norm.weight"), hp.n_embd, "output_norm.weight"));
+
+  const int64_t q_dim = hp.n_head * hp.head_dim, kv_dim = hp.n_head_kv * hp.head_dim;
+  m->layers_.resize(static_cast<size_t>(hp.n_layer));
+  for (int64_t i = 0; i < hp.n_layer; ++i) {
+    Layer& l = m->layers_[static_cast<size_t>(i)];
+    const std::string p = "blk." + std::to_string(i) + ".";
+    auto mat = [&](const char* name, int64_t ne0, int64_t ne1, const TensorView** out) -> Status {
+      *out = lookup.Find(p + name + ".weight");
+      return CheckShape(*out, p + name + ".weight", ne0, ne1);
+    };
+    FRUGAL_RETURN_IF_ERROR(mat("attn_q", hp.n_embd, q_dim, &l.wq));
+    FRUGAL_RETURN_IF_ERROR(mat("attn_k", hp.n_embd, kv_dim, &l.wk));
+    FRUGAL_RETURN_IF_ERROR(mat("attn_v", hp.n_embd, kv_dim, &l.wv));
+    FRUGAL_RETURN_IF_ERROR(mat("attn_output", q_dim, hp.n_embd, &l.wo));
+    FRUGAL_RETURN_IF_ERROR(mat("ffn_gate", hp.n_embd, hp.n_ff, &l.w_gate));
+    FRUGAL_RETURN_IF_ERROR(mat("ffn_up", hp.n_embd, hp.n_ff, &l.w_up));
+    FRUGAL_RETURN_IF_ERROR(mat("ffn_down", hp.n_ff, hp.n_embd, &l.w_down));
+    FRUGAL_ASSIGN_OR_RETURN(l.attn_norm, LoadVector(lookup.Find(p + "attn_norm.weight"), hp.n_embd, p + "attn_norm.weight"));
+    FRUGAL_ASSIGN_OR_RETURN(l.ffn_norm, LoadVector(lookup.Find(p + "ffn_norm.weight"), hp.n_embd, p + "ffn_norm.weight"));
+    auto bias = [&](const char* name, int64_t n, std::vector<float>* out) -> Status {
+      const TensorView* t = lookup.Find(p + name + ".bias");
+      if (t == nullptr) return Status::Ok();
+      auto v = LoadVector(t, n, p + name + ".bias");
+      if (!v.ok()) return v.status();
+      *out = std::move(v).value();
+      return Status::Ok();
+    };
+    FRUGAL_RETURN_IF_ERROR(bias("attn_q", q_dim, &l.bq));
+    FRUGAL_RETURN_IF_ERROR(bias("attn_k", kv_dim, &l.bk));
+    FRUGAL_RETURN_IF_ERROR(bias("attn_v", kv_dim, &l.bv));
+    FRUGAL_RETURN_IF_ERROR(bias("attn_output", hp.n_embd, &l.bo));
+  }
+  return m;
+}
+
+std::unique_ptr<KvCache> LlamaModel::NewKvCache(int64_t n_ctx) const {
+  return std::make_unique<KvCache>(hp_.n_layer, n_ctx, kv_dim());
+}
+
+size_t LlamaModel::weight_bytes_per_token() const {
+  size_t n = output_->nbytes + tok_embd_->nbytes / static_cast<size_t>(hp_.n_vocab);
+  for (const Layer& l : layers_) {
+    n += l.wq->nbytes + l.wk->nbytes + l.wv->nbytes + l.wo->nbytes + l.w_gate->nbytes +
+         l.w_up->nbytes + l.w_down->nbytes;
+  }
+  return n;
+}
+
+void LlamaModel::ApplyRope(float* x, int64_t n_heads, int64_t pos) const {
+  const int64_t half = hp_.n_rot / 2;
+  const double p = static_cast<double>(pos) / hp_.rope_linear_scale;
+  for (int64_t i = 0; i < half; ++i) {
+    double freq = std::pow(static_cast<double>(hp_.rope_base),
+                           -2.0 * static_cast<double>(i) / static_cast<double>(hp_.n_rot));
+    if (!hp_.rope_freq_factors.empty()) freq /= hp_.rope_freq_factors[static_cast<size_t>(i)];
+    const double theta = p * freq;
+    const auto c = static_cast<float>(std::cos(theta)), s = static_cast<float>(std::sin(theta));
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* v = x + h * hp_.head_dim;
+      const int64_t a = hp_.rope_neox ? i : 2 * i;
+      const int64_t b = hp_.rope_neox ? i + half : 2 * i + 1;
+      const float x0 = v[a], x1 = v[b];
+      v[a] = x0 * c - x1 * s;
+      v[b] = x0 * s + x1 * c;
+    }
+  }
+}
+
+Status LlamaModel::Forward(std::span<const int32_t> tokens, KvCache& kv, ThreadPool& pool,
+                           std::vector<float>* logits, bool all_logits) const {
+  const auto n = static_cast<int64_t>(tokens.size());
+  if (n == 0) return InvalidArgument("no tokens to run");
+  const int64_t pos0 = kv.size();
+  if (pos0 + n > kv.capacity()) {
+    return OutOfRange(std::to_string(pos0 + n) + " tokens exceed the context of " +
+                      std::to_string(kv.capacity()));
+  }
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= hp_.n_vocab) return InvalidArgument("token id " + std::to_string(t) + " is out of the vocabulary");
+  }
+  const int64_t d = hp_.n_embd, hd = hp_.head_dim, q_dim = hp_.n_head * hd;
+  const int64_t kv_d = kv_dim(), group = hp_.n_head / hp_.n_head_kv;
+  std::vector<float> x(static_cast<size_t>(n * d)), xn(x.size());
+  std::vector<float> q(static_cast<size_t>(n * q_dim)), k(static_cast<size_t>(n * kv_d)),
+      v(static_cast<size_t>(n * kv_d)), attn(static_cast<size_t>(n * q_dim)), o(x.size());
+  std::vector<float> g(static_cast<size_t>(n * hp_.n_ff)), u(g.size());
+  for (int64_t i = 0; i < n; ++i) GetRow(*tok_embd_, tokens[static_cast<size_t>(i)], &x[static_cast<size_t>(i * d)]);
+
+  const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  auto add_bias = [](std::vector<float>& y, const std::vector<float>& b, int64_t rows) {
+    if (b.empty()) return;
+    const auto cols = static_cast<int64_t>(b.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) y[static_cast<size_t>(r * cols + c)] += b[static_cast<size_t>(c)];
+    }
+  };
+
+  for (int64_t li = 0; li < hp_.n_layer; ++li) {
+    const Layer& l = layers_[static_cast<size_t>(li)];
+    for (int64_t i = 0; i < n; ++i) RmsNorm(&x[static_cast<size_t>(i * d)], l.attn_norm.data(), &xn[static_cast<size_t>(i * d)], d, hp_.rms_eps);
+    MatMul(*l.wq, xn.data(), n, q.data(), pool);
+    MatMul(*l.wk, xn.data(), n, k.data(), pool);
+    MatMul(*l.wv, xn.data(), n, v.data(), pool);
+    add_bias(q, l.bq, n);
+    add_bias(k, l.bk, n);
+    add_bias(v, l.bv, n);
+    for (int64_t i = 0; i < n; ++i) {
+      ApplyRope(&q[static_cast<size_t>(i * q_dim)], hp_.n_head, pos0 + i);
+      ApplyRope(&k[static_cast<size_t>(i * kv_d)], hp_.n_head_kv, pos0 + i);
+      std::memcpy(kv.K(li, pos0 + i), &k[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
+      std::memcpy(kv.V(li, pos0 + i), &v[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
+    }
+    // Causal attention, one task per (token, head).
+    pool.ParallelFor(n * hp_.n_head, [&](int64_t t0, int64_t t1) {
+      thread_local std::vector<float> scores;
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t i = t / hp_.n_head, h = t % hp_.n_head, kvh = h / group;
+        const int64_t n_past = pos0 + i + 1;
+        scores.resize(static_cast<size_t>(n_past));
+        const float* qh = &q[static_cast<size_t>(i * q_dim + h * hd)];
+        for (int64_t p = 0; p < n_past; ++p) {
+          scores[static_cast<size_t>(p)] = DotF32(qh, kv.K(li, p) + kvh * hd, hd) * attn_scale;
+        }
+        SoftmaxInPlace(scores.data(), n_past);
+        float* out = &attn[static_cast<size_t>(i * q_dim + h * hd)];
+        std::fill(out, out + hd, 0.0f);
+        for (int64_t p = 0; p < n_past; ++p) {
+          const float w = scores[static_cast<size_t>(p)];
+          const float* vp = kv.V(li, p) + kvh * hd;
+          for (int64_t e = 0; e < hd; ++e) out[e] += w * vp[e];
+        }
+      }
+    });
+    MatMul(*l.wo, attn.data(), n, o.data(), pool);
+    add_bias(o, l.bo, n);
+    for (size_t e = 0; e < x.size(); ++e) x[e] += o[e];
+
+    for (int64_t i = 0; i < n; ++i) RmsNorm(&x[static_cast<size_t>(i * d)], l.ffn_norm.data(), &xn[static_cast<size_t>(i * d)], d, hp_.rms_eps);
+    MatMul(*l.w_gate, xn.data(), n, g.data(), pool);
+    MatMul(*l.w_up, xn.data(), n, u.data(), pool);
+    SwiGlu(g.data(), u.data(), g.data(), static_cast<int64_t>(g.size()));
+    MatMul(*l.w_down, g.data(), n, o.data(), pool);
+    for (size_t e = 0; e < x.size(); ++e) x[e] += o[e];
+  }
+  kv.set_size(pos0 + n);
+
+  const int64_t first = all_logits ? 0 : n - 1;
+  const int64_t n_out = n - first;
+  for (int64_t i = first; i < n; ++i) {
+    RmsNorm(&x[static_cast<size_t>(i * d)], output_norm_.data(), &xn[static_cast<size_t>((i - first) * d)], d, hp_.rms_eps);
+  }
+  logits->resize(static_cast<size_t>(n_out * hp_.n_vocab));
+  MatMul(*output_, xn.data(), n_out, logits->data(), pool);
+  return Status::Ok();
+}
+
+}  // namespace frugal

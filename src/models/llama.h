@@ -1,0 +1,88 @@
+// Decoder-only Llama-family transformer: Llama 2/3, SmolLM, TinyLlama, Mistral-style, Qwen2
+// (q/k/v bias). RMSNorm, RoPE (with linear and Llama-3 frequency scaling), grouped-query
+// attention, SwiGLU, optional tied embeddings.
+//
+// Loaded from GGUF (arch "llama"/"qwen2") or an HF checkpoint (model_type "llama"/"qwen2"/
+// "mistral"). Weights stay in their stored type in the mapping; Forward is const and may run
+// concurrently on different KvCaches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "engine/kv_cache.h"
+#include "formats/gguf.h"
+#include "frugal/status.h"
+#include "models/model_source.h"
+
+namespace frugal {
+
+struct LlamaHParams {
+  std::string arch;
+  int64_t n_vocab = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  int64_t n_rot = 0;          // rotary dimensions (<= head_dim)
+  int64_t n_ff = 0;
+  int64_t n_ctx_train = 0;    // tokens the model was trained for
+  float rms_eps = 1e-5f;
+  float rope_base = 10000.0f;
+  bool rope_neox = false;     // half-split rotary pairs (HF, Qwen2) vs adjacent pairs (GGUF llama)
+  float rope_linear_scale = 1.0f;       // positions are divided by this
+  std::vector<float> rope_freq_factors; // per rotary pair; frequencies divided by these (Llama 3)
+  bool tied_embeddings = false;
+};
+
+class LlamaModel {
+ public:
+  static StatusOr<std::unique_ptr<LlamaModel>> Load(const ModelSource& source);
+
+  const LlamaHParams& hparams() const { return hp_; }
+  int64_t kv_dim() const { return hp_.n_head_kv * hp_.head_dim; }
+  std::unique_ptr<KvCache> NewKvCache(int64_t n_ctx) const;
+
+  // Runs `tokens` at positions kv.size() .. kv.size()+n-1 in one batched pass, appends their
+  // keys/values to `kv`, and writes logits: [n][n_vocab] when all_logits, else [n_vocab] for
+  // the last token. Fails (without touching kv) if the tokens do not fit or an id is invalid.
+  Status Forward(std::span<const int32_t> tokens, KvCache& kv, ThreadPool& pool,
+                 std::vector<float>* logits, bool all_logits) const;
+
+  // Bytes of weights streamed per decoded token (every matmul weight once + one embedding row).
+  size_t weight_bytes_per_token() const;
+
+ private:
+  struct Layer {
+    const TensorView* wq = nullptr;
+    const TensorView* wk = nullptr;
+    const TensorView* wv = nullptr;
+    const TensorView* wo = nullptr;
+    const TensorView* w_gate = nullptr;
+    const TensorView* w_up = nullptr;
+    const TensorView* w_down = nullptr;
+    std::vector<float> attn_norm, ffn_norm;
+    std::vector<float> bq, bk, bv, bo;  // empty when absent
+  };
+
+  LlamaModel() = default;
+  void ApplyRope(float* x, int64_t n_heads, int64_t pos) const;
+
+  LlamaHParams hp_;
+  const TensorView* tok_embd_ = nullptr;
+  const TensorView* output_ = nullptr;
+  std::vector<float> output_norm_;
+  std::vector<Layer> layers_;
+  std::vector<TensorView> owned_views_;  // renamed views for HF checkpoints
+};
+
+// Loads a small 1-D tensor (norm weight, bias) of any float type into a float vector.
+StatusOr<std::vector<float>> LoadVector(const TensorView* t, int64_t expected,
+                                        const std::string& name);
+
+}  // namespace frugal

@@ -1,0 +1,69 @@
+#include "tokenizer/chat_template.h"
+
+namespace frugal {
+namespace {
+
+// Finds the literal default system prompt in a ChatML template: the text between
+// "<|im_start|>system" + newline (real or escaped) and "<|im_end|>" that contains no template
+// syntax.
+std::string ExtractChatMlDefaultSystem(const std::string& t) {
+  const std::string open = "<|im_start|>system";
+  for (size_t at = t.find(open); at != std::string::npos; at = t.find(open, at + 1)) {
+    size_t p = at + open.size();
+    if (t.compare(p, 1, "\n") == 0) {
+      p += 1;
+    } else if (t.compare(p, 2, "\\n") == 0) {
+      p += 2;
+    } else {
+      continue;
+    }
+    const size_t end = t.find("<|im_end|>", p);
+    if (end == std::string::npos) break;
+    const std::string body = t.substr(p, end - p);
+    if (body.empty() || body.find_first_of("{}'\"") != std::string::npos) continue;
+    return body;
+  }
+  return "";
+}
+
+bool ValidRole(const std::string& r) { return r == "system" || r == "user" || r == "assistant"; }
+
+}  // namespace
+
+StatusOr<ChatTemplate> ChatTemplate::FromTemplateText(const std::string& text) {
+  ChatTemplate t;
+  if (text.empty() || text.find("<|im_start|>") != std::string::npos) {
+    t.format_ = ChatFormat::kChatMl;
+    t.default_system_ = ExtractChatMlDefaultSystem(text);
+  } else if (text.find("<|start_header_id|>") != std::string::npos) {
+    t.format_ = ChatFormat::kLlama3;
+  } else {
+    return Unimplemented("the model's chat template is not one Frugal renders (supported: ChatML, Llama 3)");
+  }
+  return t;
+}
+
+StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages,
+                                           bool add_generation_prompt) const {
+  if (messages.empty()) return InvalidArgument("messages must not be empty");
+  for (const auto& m : messages) {
+    if (!ValidRole(m.role)) return InvalidArgument("unknown message role '" + m.role + "'");
+  }
+  std::string out;
+  if (format_ == ChatFormat::kChatMl) {
+    if (messages.front().role != "system" && !default_system_.empty()) {
+      out += "<|im_start|>system\n" + default_system_ + "<|im_end|>\n";
+    }
+    for (const auto& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+    if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  } else {
+    out += "<|begin_of_text|>";
+    for (const auto& m : messages) {
+      out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content + "<|eot_id|>";
+    }
+    if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  }
+  return out;
+}
+
+}  // namespace frugal

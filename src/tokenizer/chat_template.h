@@ -1,0 +1,40 @@
+// Chat prompt rendering for the template families Frugal supports, recognised from the model's
+// own template text (GGUF tokenizer.chat_template or tokenizer_config.json chat_template):
+// ChatML (SmolLM2, Qwen2) and Llama 3. A Jinja interpreter is deliberately not embedded: the
+// families are few and their output is checked against the models' own templates in tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frugal/status.h"
+
+namespace frugal {
+
+struct ChatMessage {
+  std::string role;     // "system", "user", "assistant"
+  std::string content;
+};
+
+enum class ChatFormat { kChatMl, kLlama3 };
+
+class ChatTemplate {
+ public:
+  // `template_text` empty -> ChatML (what llama.cpp's server falls back to as well).
+  static StatusOr<ChatTemplate> FromTemplateText(const std::string& template_text);
+
+  ChatFormat format() const { return format_; }
+  const char* name() const { return format_ == ChatFormat::kChatMl ? "chatml" : "llama3"; }
+  // The system prompt the template inserts when the conversation has none ("" if none).
+  const std::string& default_system() const { return default_system_; }
+
+  // Renders the conversation; special tokens appear as text (encode with parse_special).
+  StatusOr<std::string> Render(const std::vector<ChatMessage>& messages,
+                               bool add_generation_prompt) const;
+
+ private:
+  ChatFormat format_ = ChatFormat::kChatMl;
+  std::string default_system_;
+};
+
+}  // namespace frugal
