@@ -11,7 +11,7 @@ namespace frugal {
 class KvCache {
  public:
   KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim)
-      : n_layer_(n_layer), n_ctx_(n_ctx), kv_dim_(kv_dim),
+      : n_ctx_(n_ctx), kv_dim_(kv_dim),
         k_(static_cast<size_t>(n_layer * n_ctx * kv_dim)),
         v_(static_cast<size_t>(n_layer * n_ctx * kv_dim)) {}
 
@@ -27,7 +27,7 @@ class KvCache {
   float* V(int64_t layer, int64_t pos) { return &v_[static_cast<size_t>((layer * n_ctx_ + pos) * kv_dim_)]; }
 
  private:
-  int64_t n_layer_, n_ctx_, kv_dim_;
+  int64_t n_ctx_, kv_dim_;
   int64_t size_ = 0;
   std::vector<float> k_, v_;
 };

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Every test: install, build, fetch models, ctest (unit, model, pytest black-box), then the unit
+# tests under ASan+UBSan and a short fuzz of the file parsers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+./scripts/build.sh
+./scripts/get-models.sh
+
+echo "== ctest (unit, model, integration)"
+ctest --test-dir build --output-on-failure -j2
+
+echo "== unit tests under ASan+UBSan"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFRUGAL_SANITIZE=ON >/dev/null
+ninja -C build-asan -j"$(nproc)" frugal_unit_tests
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -L unit --output-on-failure -j2
+
+echo "== fuzz the GGUF and safetensors parsers (libFuzzer, 30 s each)"
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DFRUGAL_FUZZ=ON -DFRUGAL_BUILD_TESTS=OFF >/dev/null
+ninja -C build-fuzz -j"$(nproc)" gguf_fuzz safetensors_fuzz
+mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-st
+build-fuzz/fuzz/gguf_fuzz -max_total_time=30 -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus-gguf fuzz/seeds/gguf
+build-fuzz/fuzz/safetensors_fuzz -max_total_time=30 -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus-st fuzz/seeds/safetensors
+echo "all tests passed"
