@@ -86,6 +86,7 @@ int RunGenerate(const CommonModelFlags& mf, const std::string& prompt_arg, const
   });
   if (!result.ok()) return Fail(result.status());
   std::fputc('\n', stdout);
+  std::fflush(stdout);
   if (verbose) {
     std::fprintf(stderr, "prompt %lld tokens in %.3f s (%.1f tok/s); generated %lld tokens in %.3f s (%.1f tok/s); finish: %s\n",
                  static_cast<long long>(result->prompt_tokens), result->prefill_seconds,

@@ -8,21 +8,21 @@
 namespace frugal {
 namespace {
 
-void DequantF32(const void* src, float* dst, int64_t n) {
+void DequantF32(const void* __restrict src, float* __restrict dst, int64_t n) {
   std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
-void DequantF16(const void* src, float* dst, int64_t n) {
+FRUGAL_MULTIVERSION void DequantF16(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* s = static_cast<const uint16_t*>(src);
   for (int64_t i = 0; i < n; ++i) dst[i] = Fp16ToFp32(s[i]);
 }
 
-void DequantBF16(const void* src, float* dst, int64_t n) {
+FRUGAL_MULTIVERSION void DequantBF16(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* s = static_cast<const uint16_t*>(src);
   for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToFp32(s[i]);
 }
 
-void DequantQ4_0(const void* src, float* dst, int64_t n) {
+FRUGAL_MULTIVERSION void DequantQ4_0(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const BlockQ4_0*>(src);
   for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
     const float d = Fp16ToFp32(b[i].d);
@@ -33,7 +33,7 @@ void DequantQ4_0(const void* src, float* dst, int64_t n) {
   }
 }
 
-void DequantQ4_1(const void* src, float* dst, int64_t n) {
+FRUGAL_MULTIVERSION void DequantQ4_1(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const BlockQ4_1*>(src);
   for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
     const float d = Fp16ToFp32(b[i].d);
@@ -45,7 +45,7 @@ void DequantQ4_1(const void* src, float* dst, int64_t n) {
   }
 }
 
-void DequantQ8_0(const void* src, float* dst, int64_t n) {
+FRUGAL_MULTIVERSION void DequantQ8_0(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const BlockQ8_0*>(src);
   for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
     const float d = Fp16ToFp32(b[i].d);
@@ -64,7 +64,7 @@ inline void Q4KScaleMin(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
   }
 }
 
-void DequantQ4_K(const void* src, float* dst, int64_t n) {
+FRUGAL_MULTIVERSION void DequantQ4_K(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const BlockQ4_K*>(src);
   for (int64_t i = 0; i < n / kQKK; ++i) {
     const float d = Fp16ToFp32(b[i].d);
@@ -85,7 +85,7 @@ void DequantQ4_K(const void* src, float* dst, int64_t n) {
   }
 }
 
-void DequantQ6_K(const void* src, float* dst, int64_t n) {
+FRUGAL_MULTIVERSION void DequantQ6_K(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const BlockQ6_K*>(src);
   for (int64_t i = 0; i < n / kQKK; ++i) {
     const float d = Fp16ToFp32(b[i].d);

@@ -9,7 +9,7 @@
 
 namespace frugal {
 
-float DotF32(const float* a, const float* b, int64_t n) {
+FRUGAL_MULTIVERSION float DotF32(const float* a, const float* b, int64_t n) {
   // Independent partial sums let the compiler vectorise without -ffast-math; the summation
   // order is fixed, so the result does not depend on threading.
   constexpr int kLanes = 16;
