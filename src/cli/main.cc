@@ -226,9 +226,15 @@ int RunDequant(const std::string& model, const std::string& tensor, const std::s
   return st.ok() ? 0 : Fail(st);
 }
 
-int RunTokenize(const std::string& model, const std::vector<std::string>& texts, bool jsonl, bool no_special, bool parse_special) {
+int RunTokenize(const std::string& model, const std::vector<std::string>& texts, bool jsonl, bool no_special,
+                bool parse_special, bool decode, bool skip_special) {
   auto tok = frugal::LoadTokenizer(model);
   if (!tok.ok()) return Fail(tok.status());
+  if (decode) {
+    if (!jsonl) return Fail(frugal::InvalidArgument("--decode reads JSON id arrays: use it with --jsonl"));
+    Status st = frugal::DecodeJsonl(**tok, std::cin, std::cout, skip_special);
+    return st.ok() ? 0 : Fail(st);
+  }
   if (jsonl) {
     Status st = frugal::TokenizeJsonl(**tok, std::cin, std::cout, !no_special, parse_special);
     return st.ok() ? 0 : Fail(st);
@@ -320,13 +326,15 @@ int main(int argc, char** argv) {
   // tokenize
   std::string tk_model;
   std::vector<std::string> tk_texts;
-  bool tk_jsonl = false, tk_no_special = false, tk_parse_special = false;
+  bool tk_jsonl = false, tk_no_special = false, tk_parse_special = false, tk_decode = false, tk_skip_special = false;
   auto* tk = app.add_subcommand("tokenize", "print token ids as JSON arrays");
   tk->add_option("-m,--model", tk_model, "a .gguf file, a tokenizer.json or a Hugging Face folder")->required();
   tk->add_option("texts", tk_texts, "texts to tokenize");
   tk->add_flag("--jsonl", tk_jsonl, "read one JSON string per stdin line, print one array per line");
   tk->add_flag("--no-special", tk_no_special, "do not add BOS/CLS/SEP");
   tk->add_flag("--parse-special", tk_parse_special, "turn special tokens written in the text into their ids");
+  tk->add_flag("--decode", tk_decode, "with --jsonl: read id arrays, print the decoded JSON strings");
+  tk->add_flag("--skip-special", tk_skip_special, "with --decode: drop special tokens");
 
   // dequant
   std::string dq_model, dq_tensor, dq_out;
@@ -358,7 +366,7 @@ int main(int argc, char** argv) {
   if (*info) return RunInfo(info_model, info_json, info_tensors);
   if (*bench) return RunBench(bench_mf, bench_prompt, bench_decode, bench_reps, bench_json);
   if (*lg) return RunLogits(lg_mf, lg_tokens, lg_out);
-  if (*tk) return RunTokenize(tk_model, tk_texts, tk_jsonl, tk_no_special, tk_parse_special);
+  if (*tk) return RunTokenize(tk_model, tk_texts, tk_jsonl, tk_no_special, tk_parse_special, tk_decode, tk_skip_special);
   if (*dq) return RunDequant(dq_model, dq_tensor, dq_out);
   return 2;
 }

@@ -30,11 +30,14 @@ enum class TokenizerKind {
 
 struct TokenizerSpec {
   TokenizerKind kind = TokenizerKind::kByteLevelBpe;
-  std::vector<std::string> tokens;  // id -> token text as stored in the vocabulary
+  std::vector<std::string> tokens;  // id -> token text as stored in the vocabulary (WordPiece:
+                                    // HF form, "##" continuations, also when read from GGUF)
   std::vector<float> scores;        // SentencePiece scores (GGUF "llama" tokenizers); may be empty
   std::vector<int32_t> token_types; // GGUF token types: 1 normal 2 unknown 3 control 4 user 5 unused 6 byte
   std::vector<std::pair<std::string, std::string>> merges;  // in rank order; empty -> use scores
-  // Pre-tokenizer split regexes (PCRE2 syntax, applied in order, matches kept as pieces). When
+                                                            // (SentencePiece), else no merging
+  // Pre-tokenizer split regexes (PCRE2 syntax, applied in order; the matches and the gaps
+  // between them become the pieces, as HF's Split with the Isolated behaviour). When
   // empty for byte-level BPE, `pre_name` picks a known one ("gpt2", "llama3"/"llama-bpe",
   // "qwen2", "smollm", ...).
   std::vector<std::string> pre_regexes;
@@ -54,8 +57,9 @@ struct TokenizerSpec {
   bool handle_chinese_chars = true;
   std::string continuing_prefix = "##";
   int max_input_chars_per_word = 100;
-  // Tokens matched verbatim in the input before pre-tokenisation when parse_special is set
-  // (control and user-defined tokens: "<|im_start|>", "[CLS]", ...).
+  // Tokens matched verbatim in the input before pre-tokenisation (leftmost, longest first):
+  // user-defined ones (type 4) always, the others (control, unknown) only when parse_special is
+  // set. "<|im_start|>", "[CLS]", ...
   std::vector<std::string> special_tokens;
   // Extra end-of-generation ids beyond eos_id ("<|im_end|>", "<|eot_id|>").
   std::vector<int32_t> eog_ids;
@@ -87,7 +91,9 @@ class Tokenizer {
   // parse_special: special tokens written in the text become their ids (chat templates need it).
   virtual std::vector<int32_t> Encode(std::string_view text, bool add_special,
                                       bool parse_special) const = 0;
-  // Concatenated text; skip_special drops control tokens (BOS, EOS, <|im_start|>, ...).
+  // Concatenated text, always valid UTF-8 (invalid sequences become U+FFFD); ids outside the
+  // vocabulary are skipped. skip_special drops control and unknown tokens (BOS, EOS,
+  // <|im_start|>, <unk>, ...); user-defined tokens are text and stay.
   virtual std::string Decode(std::span<const int32_t> ids, bool skip_special) const = 0;
   // The bytes of one token for streaming output; may be a partial UTF-8 sequence.
   virtual std::string TokenToPiece(int32_t id) const = 0;
