@@ -1,0 +1,158 @@
+"""Shared fixtures for the black-box tests of the `frugal` binary.
+
+Environment:
+  FRUGAL_BIN         the binary under test (default: <repo>/build/frugal)
+  FRUGAL_ROOT        the repository root (default: two folders above this file)
+  FRUGAL_MODELS_DIR  where scripts/get-models.sh put the models (default: <root>/models)
+
+Tests that need a downloaded model skip, naming the missing file, when it is absent. Nothing
+skips because of the binary: a missing or misbehaving binary is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+ROOT = Path(os.environ.get("FRUGAL_ROOT", HERE.parent.parent)).resolve()
+BIN = Path(os.environ.get("FRUGAL_BIN", ROOT / "build" / "frugal"))
+MODELS = Path(os.environ.get("FRUGAL_MODELS_DIR", ROOT / "models"))
+
+SMOLLM2_GGUF = MODELS / "smollm2-135m-instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+MINILM_DIR = MODELS / "all-minilm-l6-v2"
+ALICE_TXT = MODELS / "text" / "alice-wonderland-ch1-3.txt"
+
+DEFAULT_TIMEOUT_S = 120
+
+
+def require_file(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"model file missing: {path} (run scripts/get-models.sh)")
+    return path
+
+
+class Frugal:
+    """Runs the binary; every call has a timeout so a hang fails the test instead of CI."""
+
+    def __init__(self, binary: Path):
+        self.binary = binary
+
+    def run(self, *args, timeout=DEFAULT_TIMEOUT_S, input=None) -> subprocess.CompletedProcess:
+        assert self.binary.exists(), (
+            f"frugal binary not found at {self.binary}; build it (cmake --build build) or set "
+            "FRUGAL_BIN")
+        cmd = [str(self.binary)] + [str(a) for a in args]
+        try:
+            return subprocess.run(cmd, capture_output=True, timeout=timeout, input=input,
+                                  stdin=None if input is not None else subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"timed out after {timeout} s: {' '.join(cmd)}")
+
+    def ok(self, *args, timeout=DEFAULT_TIMEOUT_S) -> subprocess.CompletedProcess:
+        """Runs and asserts exit status 0."""
+        p = self.run(*args, timeout=timeout)
+        assert p.returncode == 0, (
+            f"`frugal {' '.join(str(a) for a in args)}` exited {p.returncode}\n"
+            f"stderr: {p.stderr.decode(errors='replace')[-3000:]}")
+        return p
+
+    def logits(self, model, tokens, tmp_path: Path, *extra) -> np.ndarray:
+        out = tmp_path / f"logits_{os.getpid()}_{len(tokens)}.f32"
+        if out.exists():
+            out.unlink()
+        self.ok("logits", "-m", model, "--tokens", ",".join(str(int(t)) for t in tokens),
+                "-o", out, *extra)
+        raw = np.fromfile(out, dtype="<f4")
+        assert raw.size % len(tokens) == 0, (
+            f"logits file holds {raw.size} floats, not a multiple of {len(tokens)} tokens")
+        return raw.reshape(len(tokens), -1)
+
+    def dequant(self, model, tensor: str, tmp_path: Path) -> np.ndarray:
+        out = tmp_path / f"dq_{tensor.replace('/', '_')}.f32"
+        self.ok("dequant", "-m", model, "--tensor", tensor, "-o", out)
+        return np.fromfile(out, dtype="<f4")
+
+    def embed(self, model, texts) -> np.ndarray:
+        p = self.ok("embed", "-m", model, *texts)
+        lines = [l for l in p.stdout.decode().splitlines() if l.strip()]
+        assert len(lines) == len(texts), f"expected {len(texts)} lines, got {len(lines)}: {lines!r}"
+        return np.array([json.loads(l) for l in lines], dtype=np.float64)
+
+
+@pytest.fixture(scope="session")
+def frugal() -> Frugal:
+    return Frugal(BIN)
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> Path:
+    return require_file(SMOLLM2_GGUF)
+
+
+@pytest.fixture(scope="session")
+def minilm_dir() -> Path:
+    require_file(MINILM_DIR / "model.safetensors")
+    require_file(MINILM_DIR / "tokenizer.json")
+    return MINILM_DIR
+
+
+@pytest.fixture(scope="session")
+def alice_text() -> str:
+    return require_file(ALICE_TXT).read_text(encoding="ascii")
+
+
+@pytest.fixture(scope="session")
+def smollm2_ref(smollm2_gguf):
+    """The numpy reference model (weights dequantized from the GGUF to float32)."""
+    import ref_llama
+
+    return ref_llama.load_gguf(str(smollm2_gguf), np.float32)
+
+
+@pytest.fixture(scope="session")
+def smollm2_tok(smollm2_gguf):
+    """SmolLM2's tokenizer rebuilt from the GGUF vocabulary with the `tokenizers` package."""
+    import ref_tokenizers
+
+    return ref_tokenizers.bpe_from_gguf(str(smollm2_gguf))
+
+
+def assert_logits_close(got: np.ndarray, ref: np.ndarray, rel_tol: float, what: str) -> None:
+    """Max |got - ref| <= rel_tol * std(ref); the engine's top-1 is (near) the reference's.
+
+    Top-1: at every position the reference logit of the engine's argmax lies within the
+    absolute tolerance of the reference maximum; where the reference's top-2 margin exceeds
+    twice the tolerance the argmaxes must be equal.
+    """
+    assert got.shape == ref.shape, f"{what}: shape {got.shape}, reference {ref.shape}"
+    assert np.all(np.isfinite(got)), f"{what}: non-finite logits"
+    std = float(ref.std())
+    tol = rel_tol * std
+    diff = np.abs(got.astype(np.float64) - ref)
+    worst = np.unravel_index(int(diff.argmax()), diff.shape)
+    assert diff.max() <= tol, (
+        f"{what}: max |engine - reference| = {diff.max():.3g} at (pos {worst[0]}, id {worst[1]}) "
+        f"> {rel_tol:g} * std(ref) = {tol:.3g}; per-position max diff "
+        f"{np.round(diff.max(axis=1), 5).tolist()}")
+    eng_top = got.argmax(axis=1)
+    ref_top = ref.argmax(axis=1)
+    srt = np.sort(ref, axis=1)
+    margin = srt[:, -1] - srt[:, -2]
+    for i in range(len(ref)):
+        assert ref[i, eng_top[i]] >= srt[i, -1] - tol, (
+            f"{what}: position {i}: engine top-1 {eng_top[i]} has reference logit "
+            f"{ref[i, eng_top[i]]:.4f}, reference top-1 {ref_top[i]} has {srt[i, -1]:.4f}")
+        if margin[i] > 2 * tol:
+            assert eng_top[i] == ref_top[i], (
+                f"{what}: position {i}: top-1 {eng_top[i]} != reference {ref_top[i]} "
+                f"(reference margin {margin[i]:.3f})")
