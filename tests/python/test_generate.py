@@ -58,3 +58,22 @@ def test_sampling_depends_on_seed(frugal, smollm2_gguf):
     outs = {gen(frugal, smollm2_gguf, "-p", STORY, "-n", "24", "--temperature", "1.0",
                 "--seed", str(s)) for s in (1, 2, 3, 4)}
     assert len(outs) >= 2, outs
+
+
+def test_stop_string_ends_generation_before_it(frugal, smollm2_gguf, greedy_reference):
+    # Take a word from the middle of the greedy continuation as the stop string: the output
+    # must be exactly the text before its first occurrence.
+    words = greedy_reference.split()
+    assert len(words) >= 6, greedy_reference
+    stop = " " + words[len(words) // 2]
+    cut = greedy_reference.index(stop)
+    out = gen(frugal, smollm2_gguf, "-p", STORY, "-n", "24", "--temperature", "0",
+              "--stop", stop)
+    assert out == greedy_reference[:cut] + "\n", (out, stop)
+
+
+def test_top_k_one_equals_greedy(frugal, smollm2_gguf, greedy_reference):
+    # With only the most likely token kept, sampling at any temperature is greedy decoding.
+    out = gen(frugal, smollm2_gguf, "-p", STORY, "-n", "24", "--temperature", "1.5",
+              "--top-k", "1", "--seed", "99")
+    assert out == greedy_reference
