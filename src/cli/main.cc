@@ -19,6 +19,7 @@
 #include "frugal/engine.h"
 #include "kernels/kernels.h"
 #include "models/describe.h"
+#include "models/model_source.h"
 #include "tokenizer/tokenize_jsonl.h"
 #include "tokenizer/tokenizer.h"
 
@@ -145,10 +146,21 @@ int RunInfo(const std::string& model, bool json, bool tensors) {
   o.model_path = model;
   o.threads = 1;
   auto engine = frugal::Engine::Open(o);
-  if (!engine.ok()) return Fail(engine.status());
-  const auto& e = **engine;
-  std::fputs((json ? frugal::DescribeModelJson(e.info(), e.source()) + "\n"
-                   : frugal::DescribeModelText(e.info(), e.source(), tensors)).c_str(), stdout);
+  if (engine.ok()) {
+    const auto& e = **engine;
+    std::fputs((json ? frugal::DescribeModelJson(e.info(), e.source()) + "\n"
+                     : frugal::DescribeModelText(e.info(), e.source(), tensors)).c_str(), stdout);
+    return 0;
+  }
+  // A well-formed file the engine cannot run (unknown architecture or tokenizer) is still
+  // described; a missing or corrupt file is an error.
+  if (engine.status().code() != StatusCode::kUnimplemented) return Fail(engine.status());
+  auto source = frugal::ModelSource::Open(model);
+  if (!source.ok()) return Fail(source.status());
+  const frugal::ModelInfo info = frugal::InspectSource(**source);
+  std::fputs((json ? frugal::DescribeModelJson(info, **source, engine.status().message()) + "\n"
+                   : frugal::DescribeModelText(info, **source, tensors, engine.status().message())).c_str(),
+             stdout);
   return 0;
 }
 

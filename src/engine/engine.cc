@@ -79,6 +79,13 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   info.name = src.is_gguf() ? src.gguf()->GetStringOr("general.name", "")
                             : std::filesystem::path(options.model_path).filename().string();
 
+  const std::string& arch = src.architecture();
+  const bool is_encoder = arch == "bert";
+  if (!is_encoder && arch != "llama" && arch != "qwen2" && arch != "mistral") {
+    return Unimplemented(options.model_path + ": architecture '" + arch +
+                         "' is not supported (supported: llama, qwen2, mistral, bert)");
+  }
+
   // Tokenizer and chat template come with the model.
   std::string chat_template_text;
   if (src.is_gguf()) {
@@ -98,7 +105,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
 
   const int threads = options.threads > 0 ? options.threads : ThreadPool::DefaultThreads();
   impl->pool = std::make_unique<ThreadPool>(threads);
-  if (src.architecture() == "bert") {
+  if (is_encoder) {
     FRUGAL_ASSIGN_OR_RETURN(impl->bert, BertModel::Load(src));
     const BertHParams& hp = impl->bert->hparams();
     info.kind = ModelKind::kEncoder;

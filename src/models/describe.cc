@@ -24,7 +24,19 @@ double BitsPerWeight(const ModelInfo& info) {
 
 }  // namespace
 
-std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, bool tensors) {
+ModelInfo InspectSource(const ModelSource& source) {
+  ModelInfo info;
+  info.path = source.path();
+  info.architecture = source.architecture();
+  info.format = source.is_gguf() ? "gguf" : "safetensors";
+  info.name = source.is_gguf() ? source.gguf()->GetStringOr("general.name", "") : "";
+  info.weight_bytes = source.total_bytes();
+  for (const auto* t : source.AllTensors()) info.parameters += t->elements();
+  return info;
+}
+
+std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, bool tensors,
+                              const std::string& not_loadable) {
   std::string out;
   char line[512];
   auto add = [&](const char* fmt, auto... args) {
@@ -34,14 +46,19 @@ std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, 
   add("model:         %s\n", info.path.c_str());
   add("name:          %s\n", info.name.c_str());
   add("format:        %s\n", info.format.c_str());
-  add("architecture:  %s (%s)\n", info.architecture.c_str(), info.kind == ModelKind::kDecoder ? "decoder" : "encoder");
-  add("layers:        %lld\n", static_cast<long long>(info.n_layer));
-  add("embedding:     %lld\n", static_cast<long long>(info.n_embd));
-  add("heads:         %lld (kv %lld)\n", static_cast<long long>(info.n_head), static_cast<long long>(info.n_head_kv));
-  add("feed-forward:  %lld\n", static_cast<long long>(info.n_ff));
-  add("vocabulary:    %lld\n", static_cast<long long>(info.n_vocab));
-  add("context:       %lld (trained %lld)\n", static_cast<long long>(info.context_length), static_cast<long long>(info.train_context));
-  if (!info.chat_format.empty()) add("chat template: %s\n", info.chat_format.c_str());
+  if (!not_loadable.empty()) {
+    add("architecture:  %s\n", info.architecture.c_str());
+    add("loadable:      no: %s\n", not_loadable.c_str());
+  } else {
+    add("architecture:  %s (%s)\n", info.architecture.c_str(), info.kind == ModelKind::kDecoder ? "decoder" : "encoder");
+    add("layers:        %lld\n", static_cast<long long>(info.n_layer));
+    add("embedding:     %lld\n", static_cast<long long>(info.n_embd));
+    add("heads:         %lld (kv %lld)\n", static_cast<long long>(info.n_head), static_cast<long long>(info.n_head_kv));
+    add("feed-forward:  %lld\n", static_cast<long long>(info.n_ff));
+    add("vocabulary:    %lld\n", static_cast<long long>(info.n_vocab));
+    add("context:       %lld (trained %lld)\n", static_cast<long long>(info.context_length), static_cast<long long>(info.train_context));
+    if (!info.chat_format.empty()) add("chat template: %s\n", info.chat_format.c_str());
+  }
   add("parameters:    %.1f M\n", static_cast<double>(info.parameters) / 1e6);
   add("size:          %s (%.2f bits/weight)\n", HumanBytes(info.weight_bytes).c_str(), BitsPerWeight(info));
   std::map<std::string, std::pair<int, size_t>> by_type;
@@ -62,8 +79,11 @@ std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, 
   return out;
 }
 
-std::string DescribeModelJson(const ModelInfo& info, const ModelSource& source) {
+std::string DescribeModelJson(const ModelInfo& info, const ModelSource& source,
+                              const std::string& not_loadable) {
   nlohmann::json j;
+  j["loadable"] = not_loadable.empty();
+  if (!not_loadable.empty()) j["not_loadable_reason"] = not_loadable;
   j["path"] = info.path;
   j["name"] = info.name;
   j["format"] = info.format;

@@ -8,8 +8,15 @@
 
 namespace frugal {
 
+// What can be told from the files alone (format, architecture, name, size, parameters), for
+// models the engine cannot load.
+ModelInfo InspectSource(const ModelSource& source);
+
 // Per-tensor listing (name, type, shape, bytes) plus totals and bits per weight.
-std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, bool tensors);
-std::string DescribeModelJson(const ModelInfo& info, const ModelSource& source);
+// `not_loadable` (non-empty) says why the engine cannot run the model.
+std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, bool tensors,
+                              const std::string& not_loadable = "");
+std::string DescribeModelJson(const ModelInfo& info, const ModelSource& source,
+                              const std::string& not_loadable = "");
 
 }  // namespace frugal

@@ -138,9 +138,15 @@ def test_unknown_architecture_gguf(frugal, tmp_path):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    expect_error(frugal, "generate on arch mamba9", "generate", "-m", p, "-p", "hi", "-n", "1")
+    e = expect_error(frugal, "generate on arch mamba9", "generate", "-m", p, "-p", "hi", "-n", "1")
+    assert b"mamba9" in e.stderr, e.stderr
     expect_error(frugal, "logits on arch mamba9", "logits", "-m", p, "--tokens", "1",
                  "-o", tmp_path / "o.f32")
+    # `info` still describes a well-formed file it cannot run, and says why.
+    info = frugal.ok("info", p, "--tensors").stdout.decode()
+    assert "mamba9" in info and "loadable:      no" in info and "token_embd.weight" in info, info
+    j = json.loads(frugal.ok("info", p, "--json").stdout)
+    assert j["loadable"] is False and "mamba9" in j["not_loadable_reason"], j
 
 
 def test_unknown_architecture_hf(frugal, tmp_path):
