@@ -1,0 +1,28 @@
+"""`frugal bench --json` reports prefill/decode speed and where decode stands against the
+memory-read roofline, all measured in the same run."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_bench_json_fields_are_consistent(frugal, smollm2_gguf):
+    p = frugal.ok("bench", "-m", smollm2_gguf, "--json", "--prompt-tokens", "16",
+                  "--decode-tokens", "4", "--reps", "1")
+    r = json.loads(p.stdout)
+    for key in ("prefill_tokens_per_s", "decode_tokens_per_s", "weight_bytes_per_token",
+                "memory_read_gbps", "roofline_fraction"):
+        assert key in r, (key, r)
+        assert r[key] > 0, (key, r)
+    # Every matmul weight of the model is streamed once per decoded token: SmolLM2's linear
+    # layers and tied Q8_0 output head are ~96 MB; the whole file is ~97 MB.
+    assert 80e6 < r["weight_bytes_per_token"] < 98e6, r
+    expected = r["decode_tokens_per_s"] * r["weight_bytes_per_token"] / 1e9 / r["memory_read_gbps"]
+    assert abs(r["roofline_fraction"] - expected) < 1e-6 * max(1.0, expected), r
+    assert r["roofline_fraction"] < 1.5, r  # cannot stream weights much faster than memory
+
+
+def test_bench_rejects_a_run_longer_than_the_context(frugal, smollm2_gguf):
+    p = frugal.run("bench", "-m", smollm2_gguf, "-c", "64", "--prompt-tokens", "60",
+                   "--decode-tokens", "10")
+    assert p.returncode == 2 and p.stderr.decode().startswith("frugal: error: "), p.stderr
