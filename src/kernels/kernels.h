@@ -12,6 +12,7 @@
 #include "common/thread_pool.h"
 #include "formats/gguf.h"
 #include "formats/tensor_types.h"
+#include "kernels/cpu.h"
 
 // Reference kernels are compiled for several ISA levels and picked at load time by CPUID (GCC
 // ifunc), so the plain C++ path is usable on any x86-64; no -ffast-math and no FP contraction
@@ -30,8 +31,18 @@ struct KernelTraits {
   void (*dequantize_row)(const void* src, float* dst, int64_t n);
 };
 
-// Null for a type without kernels.
+// Float dot products of one level. dot4 computes four dots of `w` against rows x, x + ldx, ...
+// with exactly the arithmetic of dot for each row.
+struct F32Kernels {
+  float (*dot)(const float* a, const float* b, int64_t n);
+  void (*dot4)(const float* w, const float* x, int64_t ldx, int64_t n, float* out);
+};
+
+// The traits of the active CPU level; null for a type without kernels.
 const KernelTraits* GetKernelTraits(TensorType type);
+// The traits of one level (tests); null when the type or the level has none.
+const KernelTraits* GetKernelTraits(TensorType type, CpuLevel level);
+const F32Kernels& GetF32Kernels(CpuLevel level);
 
 // Y[b][r] = sum_k W[r][k] * X[b][k] for b < batch, r < rows(W); W is a 2-D tensor view
 // (ne[0] = k = input features, ne[1] = rows). X is [batch][k], Y is [batch][rows], both
@@ -41,6 +52,7 @@ void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, Thread
 // Copies row `row` of a 2-D tensor (e.g. a token embedding) to dst as float.
 void GetRow(const TensorView& w, int64_t row, float* dst);
 
+// Dot product at the active level.
 float DotF32(const float* a, const float* b, int64_t n);
 
 // --- element-wise ops (reference versions; vectorised in the kernels issue) ---

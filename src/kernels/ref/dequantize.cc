@@ -114,7 +114,7 @@ FRUGAL_MULTIVERSION void DequantQ6_K(const void* __restrict src, float* __restri
 
 }  // namespace
 
-const KernelTraits* GetKernelTraits(TensorType type) {
+const KernelTraits* GetScalarKernelTraits(TensorType type) {
   static const KernelTraits kF32{DequantF32};
   static const KernelTraits kF16{DequantF16};
   static const KernelTraits kBF16{DequantBF16};

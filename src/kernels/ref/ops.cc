@@ -9,7 +9,7 @@
 
 namespace frugal {
 
-FRUGAL_MULTIVERSION float DotF32(const float* a, const float* b, int64_t n) {
+FRUGAL_MULTIVERSION float RefDotF32(const float* a, const float* b, int64_t n) {
   // Independent partial sums let the compiler vectorise without -ffast-math; the summation
   // order is fixed, so the result does not depend on threading.
   constexpr int kLanes = 16;
@@ -36,6 +36,7 @@ void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, Thread
   const int64_t rows = w.rows();
   const KernelTraits* traits = GetKernelTraits(w.type);
   FRUGAL_CHECK(traits != nullptr);
+  static const F32Kernels& f32 = GetF32Kernels(ActiveCpuLevel());
   const size_t row_bytes = w.nbytes / static_cast<size_t>(rows);
   const bool is_f32 = w.type == TensorType::kF32;
   pool.ParallelFor(
@@ -43,6 +44,7 @@ void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, Thread
       [&](int64_t r0, int64_t r1) {
         thread_local std::vector<float> buf;
         if (!is_f32) buf.resize(static_cast<size_t>(k));
+        float out4[4];
         for (int64_t r = r0; r < r1; ++r) {
           const float* wr;
           if (is_f32) {
@@ -51,7 +53,13 @@ void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, Thread
             traits->dequantize_row(w.data + row_bytes * static_cast<size_t>(r), buf.data(), k);
             wr = buf.data();
           }
-          for (int64_t b = 0; b < batch; ++b) y[b * rows + r] = DotF32(wr, x + b * k, k);
+          // The dequantized row is reused from L1 for every activation row.
+          int64_t b = 0;
+          for (; b + 4 <= batch; b += 4) {
+            f32.dot4(wr, x + b * k, k, k, out4);
+            for (int j = 0; j < 4; ++j) y[(b + j) * rows + r] = out4[j];
+          }
+          for (; b < batch; ++b) y[b * rows + r] = f32.dot(wr, x + b * k, k);
         }
       },
       /*grain=*/16);

@@ -1,0 +1,204 @@
+// AVX2 + FMA + F16C kernels. Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt) and reached
+// only through dispatch when the CPU supports them.
+//
+// Dequantization reproduces the scalar oracle bit for bit (same operations, no fused
+// multiply-add), so a model's weights mean the same thing at every level. Dot products use FMA
+// and a different summation order than the oracle; their error budget is tested in
+// tests/unit/kernels_simd_test.cc. Dot and Dot4 share one template, so a row's result does not
+// depend on how many rows were computed together (batch composition never changes outputs).
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/kernels.h"
+#include "kernels/x86/avx2.h"
+
+namespace frugal::avx2 {
+namespace {
+
+inline float Half(uint16_t h) { return _cvtsh_ss(h); }
+
+inline float HorizontalSum(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v);
+  const __m128 hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+  return _mm_cvtss_f32(lo);
+}
+
+// Eight unsigned bytes -> eight floats.
+inline __m256 U8x8ToFloat(__m128i bytes) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)); }
+
+// out[r] = sum_i w[i] * x[r * ldx + i] for r < R, with per-row arithmetic independent of R.
+template <int R>
+inline void DotRows(const float* w, const float* x, int64_t ldx, int64_t n, float* out) {
+  __m256 acc0[R], acc1[R];
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 w0 = _mm256_loadu_ps(w + i), w1 = _mm256_loadu_ps(w + i + 8);
+    for (int r = 0; r < R; ++r) {
+      acc0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * ldx + i), acc0[r]);
+      acc1[r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + r * ldx + i + 8), acc1[r]);
+    }
+  }
+  if (i + 8 <= n) {
+    const __m256 w0 = _mm256_loadu_ps(w + i);
+    for (int r = 0; r < R; ++r) acc0[r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + r * ldx + i), acc0[r]);
+    i += 8;
+  }
+  for (int r = 0; r < R; ++r) {
+    float s = HorizontalSum(_mm256_add_ps(acc0[r], acc1[r]));
+    for (int64_t j = i; j < n; ++j) s += w[j] * x[r * ldx + j];
+    out[r] = s;
+  }
+}
+
+}  // namespace
+
+float DotF32(const float* a, const float* b, int64_t n) {
+  float out;
+  DotRows<1>(a, b, 0, n, &out);
+  return out;
+}
+
+void DotF32x4(const float* w, const float* x, int64_t ldx, int64_t n, float* out) {
+  DotRows<4>(w, x, ldx, n, out);
+}
+
+void DequantF16(const void* __restrict src, float* __restrict dst, int64_t n) {
+  const auto* s = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+  }
+  for (; i < n; ++i) dst[i] = Half(s[i]);
+}
+
+void DequantBF16(const void* __restrict src, float* __restrict dst, int64_t n) {
+  const auto* s = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+  }
+  for (; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(s[i]) << 16;
+    std::memcpy(dst + i, &bits, 4);
+  }
+}
+
+void DequantQ8_0(const void* __restrict src, float* __restrict dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ8_0*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const __m256 d = _mm256_set1_ps(Half(b[i].d));
+    for (int g = 0; g < 4; ++g) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b[i].qs + 8 * g));
+      _mm256_storeu_ps(dst + 8 * g, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+    }
+  }
+}
+
+void DequantQ4_0(const void* __restrict src, float* __restrict dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_0*>(src);
+  const __m128i mask = _mm_set1_epi8(0x0f);
+  const __m256i eight = _mm256_set1_epi32(8);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const __m256 d = _mm256_set1_ps(Half(b[i].d));
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs));
+    const __m128i lo = _mm_and_si128(q, mask), hi = _mm_and_si128(_mm_srli_epi16(q, 4), mask);
+    const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+    for (int g = 0; g < 4; ++g) {
+      const __m256i v = _mm256_sub_epi32(_mm256_cvtepu8_epi32(parts[g]), eight);
+      _mm256_storeu_ps(dst + 8 * g, _mm256_mul_ps(_mm256_cvtepi32_ps(v), d));
+    }
+  }
+}
+
+void DequantQ4_1(const void* __restrict src, float* __restrict dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_1*>(src);
+  const __m128i mask = _mm_set1_epi8(0x0f);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const __m256 d = _mm256_set1_ps(Half(b[i].d)), m = _mm256_set1_ps(Half(b[i].m));
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs));
+    const __m128i lo = _mm_and_si128(q, mask), hi = _mm_and_si128(_mm_srli_epi16(q, 4), mask);
+    const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+    for (int g = 0; g < 4; ++g) {
+      // mul then add, as the oracle does: no fused multiply-add.
+      _mm256_storeu_ps(dst + 8 * g, _mm256_add_ps(_mm256_mul_ps(U8x8ToFloat(parts[g]), d), m));
+    }
+  }
+}
+
+void DequantQ4_K(const void* __restrict src, float* __restrict dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_K*>(src);
+  const __m128i mask = _mm_set1_epi8(0x0f);
+  for (int64_t i = 0; i < n / kQKK; ++i) {
+    const float d = Half(b[i].d), dmin = Half(b[i].dmin);
+    const uint8_t* q = b[i].qs;
+    const uint8_t* s = b[i].scales;
+    for (int j = 0; j < 4; ++j) {  // 64 elements: 32 low nibbles, then 32 high nibbles
+      uint8_t sc[2], mn[2];
+      for (int h = 0; h < 2; ++h) {
+        const int k = 2 * j + h;
+        if (k < 4) {
+          sc[h] = s[k] & 63;
+          mn[h] = s[k + 4] & 63;
+        } else {
+          sc[h] = static_cast<uint8_t>((s[k + 4] & 0x0f) | ((s[k - 4] >> 6) << 4));
+          mn[h] = static_cast<uint8_t>((s[k + 4] >> 4) | ((s[k] >> 6) << 4));
+        }
+      }
+      const __m256 d1 = _mm256_set1_ps(d * sc[0]), m1 = _mm256_set1_ps(dmin * mn[0]);
+      const __m256 d2 = _mm256_set1_ps(d * sc[1]), m2 = _mm256_set1_ps(dmin * mn[1]);
+      for (int half = 0; half < 2; ++half) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * half));
+        const __m128i lo = _mm_and_si128(v, mask), hi = _mm_and_si128(_mm_srli_epi16(v, 4), mask);
+        float* out = dst + 16 * half;
+        _mm256_storeu_ps(out, _mm256_sub_ps(_mm256_mul_ps(U8x8ToFloat(lo), d1), m1));
+        _mm256_storeu_ps(out + 8, _mm256_sub_ps(_mm256_mul_ps(U8x8ToFloat(_mm_srli_si128(lo, 8)), d1), m1));
+        _mm256_storeu_ps(out + 32, _mm256_sub_ps(_mm256_mul_ps(U8x8ToFloat(hi), d2), m2));
+        _mm256_storeu_ps(out + 40, _mm256_sub_ps(_mm256_mul_ps(U8x8ToFloat(_mm_srli_si128(hi, 8)), d2), m2));
+      }
+      dst += 64;
+      q += 32;
+    }
+  }
+}
+
+void DequantQ6_K(const void* __restrict src, float* __restrict dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ6_K*>(src);
+  const __m256i low4 = _mm256_set1_epi32(0x0f), two = _mm256_set1_epi32(3), bias = _mm256_set1_epi32(32);
+  for (int64_t i = 0; i < n / kQKK; ++i) {
+    const float d = Half(b[i].d);
+    const uint8_t* ql = b[i].ql;
+    const uint8_t* qh = b[i].qh;
+    const int8_t* sc = b[i].scales;
+    for (int half = 0; half < 2; ++half) {
+      for (int l = 0; l < 32; l += 8) {
+        const int is = l / 16;
+        const __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(ql + l)));
+        const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(ql + l + 32)));
+        const __m256i h = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qh + l)));
+        const __m256i q1 = _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(a, low4), _mm256_slli_epi32(_mm256_and_si256(h, two), 4)), bias);
+        const __m256i q2 = _mm256_sub_epi32(_mm256_or_si256(_mm256_and_si256(c, low4), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 2), two), 4)), bias);
+        const __m256i q3 = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(a, 4), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 4), two), 4)), bias);
+        const __m256i q4 = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(c, 4), _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 6), two), 4)), bias);
+        // (d * scale) * q, in the oracle's order.
+        _mm256_storeu_ps(dst + l, _mm256_mul_ps(_mm256_set1_ps(d * sc[is]), _mm256_cvtepi32_ps(q1)));
+        _mm256_storeu_ps(dst + l + 32, _mm256_mul_ps(_mm256_set1_ps(d * sc[is + 2]), _mm256_cvtepi32_ps(q2)));
+        _mm256_storeu_ps(dst + l + 64, _mm256_mul_ps(_mm256_set1_ps(d * sc[is + 4]), _mm256_cvtepi32_ps(q3)));
+        _mm256_storeu_ps(dst + l + 96, _mm256_mul_ps(_mm256_set1_ps(d * sc[is + 6]), _mm256_cvtepi32_ps(q4)));
+      }
+      dst += 128;
+      ql += 64;
+      qh += 32;
+      sc += 8;
+    }
+  }
+}
+
+}  // namespace frugal::avx2
+#endif  // __x86_64__

@@ -1,0 +1,18 @@
+// AVX2 kernel entry points (see avx2.cc). Call only when DetectedCpuLevel() >= kAvx2.
+#pragma once
+
+#include <cstdint>
+
+namespace frugal::avx2 {
+
+float DotF32(const float* a, const float* b, int64_t n);
+void DotF32x4(const float* w, const float* x, int64_t ldx, int64_t n, float* out);
+void DequantF16(const void* __restrict src, float* __restrict dst, int64_t n);
+void DequantBF16(const void* __restrict src, float* __restrict dst, int64_t n);
+void DequantQ8_0(const void* __restrict src, float* __restrict dst, int64_t n);
+void DequantQ4_0(const void* __restrict src, float* __restrict dst, int64_t n);
+void DequantQ4_1(const void* __restrict src, float* __restrict dst, int64_t n);
+void DequantQ4_K(const void* __restrict src, float* __restrict dst, int64_t n);
+void DequantQ6_K(const void* __restrict src, float* __restrict dst, int64_t n);
+
+}  // namespace frugal::avx2
