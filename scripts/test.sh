@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 echo "== ctest (unit, model, integration)"
 ctest --test-dir build --output-on-failure -j2
 
+echo "== unit tests with kernels forced to the scalar level (the default run used the CPU's best)"
+FRUGAL_CPU=scalar ctest --test-dir build -L unit --output-on-failure -j2
+
 echo "== unit tests under ASan+UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFRUGAL_SANITIZE=ON >/dev/null
 ninja -C build-asan -j"$(nproc)" frugal_unit_tests

@@ -1,0 +1,140 @@
+// Every SIMD kernel against the scalar oracle, at every CPU level this machine supports, at
+// awkward sizes. Error budgets:
+//  - dequantization: bit-identical to the oracle (the SIMD code does the same operations);
+//  - float dot products: |dot - exact| <= 1e-5 x sum|a_i b_i| (exact = long double);
+//  - dot4: bit-identical to dot, row by row (batch composition must not change results).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "common/fp16.h"
+#include "kernels/kernels.h"
+
+namespace frugal {
+namespace {
+
+constexpr int64_t kAwkward[] = {1, 7, 31, 33, 127, 129, 4095};
+
+std::vector<uint8_t> RandomRow(TensorType type, int64_t n, std::mt19937& rng) {
+  const TypeInfo* info = GetTypeInfo(type);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n / info->block_size) * info->block_bytes);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> scale(0.001f, 0.1f), value(-2.0f, 2.0f);
+  auto put_half = [&](size_t offset, float v) {
+    const uint16_t h = Fp32ToFp16(v);
+    std::memcpy(&bytes[offset], &h, 2);
+  };
+  const size_t bb = info->block_bytes;
+  for (size_t blk = 0; blk < bytes.size() / bb; ++blk) {
+    const size_t o = blk * bb;
+    switch (type) {
+      case TensorType::kF32: {
+        const float v = value(rng);
+        std::memcpy(&bytes[o], &v, 4);
+        break;
+      }
+      case TensorType::kF16: put_half(o, value(rng)); break;
+      case TensorType::kBF16: {
+        const uint16_t h = Fp32ToBf16(value(rng));
+        std::memcpy(&bytes[o], &h, 2);
+        break;
+      }
+      case TensorType::kQ4_0: case TensorType::kQ8_0: put_half(o, scale(rng)); break;
+      case TensorType::kQ4_1: put_half(o, scale(rng)); put_half(o + 2, -scale(rng)); break;
+      case TensorType::kQ4_K: put_half(o, scale(rng)); put_half(o + 2, scale(rng)); break;
+      case TensorType::kQ6_K: put_half(o + offsetof(BlockQ6_K, d), scale(rng)); break;
+    }
+  }
+  return bytes;
+}
+
+const TensorType kTypes[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
+                             TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ4_K, TensorType::kQ6_K};
+
+TEST(SimdKernelsTest, DequantizeMatchesOracleBitForBit) {
+  std::mt19937 rng(7);
+  for (CpuLevel level : SupportedCpuLevels()) {
+    for (TensorType type : kTypes) {
+      const KernelTraits* simd = GetKernelTraits(type, level);
+      const KernelTraits* oracle = GetKernelTraits(type, CpuLevel::kScalar);
+      ASSERT_NE(simd, nullptr) << CpuLevelName(level) << " " << TypeName(type);
+      const int64_t block = GetTypeInfo(type)->block_size;
+      for (int64_t blocks : kAwkward) {
+        if (block == kQKK && blocks > 129) continue;  // keep K-quant rows at a sane size
+        const int64_t n = blocks * block;
+        const auto row = RandomRow(type, n, rng);
+        std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+        simd->dequantize_row(row.data(), a.data(), n);
+        oracle->dequantize_row(row.data(), b.data(), n);
+        ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4))
+            << CpuLevelName(level) << " " << TypeName(type) << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST(SimdKernelsTest, DotWithinBudgetAndDot4IdenticalToDot) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd;
+  for (CpuLevel level : SupportedCpuLevels()) {
+    const F32Kernels& k = GetF32Kernels(level);
+    for (int64_t n : kAwkward) {
+      std::vector<float> w(static_cast<size_t>(n)), x(static_cast<size_t>(4 * n + 3));
+      for (auto& v : w) v = nd(rng);
+      for (auto& v : x) v = nd(rng);
+      const int64_t ldx = n + 1;  // rows not packed: exercises the stride
+      float out4[4];
+      k.dot4(w.data(), x.data(), ldx, n, out4);
+      for (int r = 0; r < 4; ++r) {
+        const float* xr = x.data() + r * ldx;
+        long double exact = 0, magnitude = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          exact += static_cast<long double>(w[static_cast<size_t>(i)]) * xr[i];
+          magnitude += std::fabs(static_cast<long double>(w[static_cast<size_t>(i)]) * xr[i]);
+        }
+        const float one = k.dot(w.data(), xr, n);
+        EXPECT_EQ(one, out4[r]) << CpuLevelName(level) << " n=" << n << " row " << r;
+        EXPECT_LE(std::fabs(static_cast<long double>(one) - exact), 1e-5L * magnitude + 1e-30L)
+            << CpuLevelName(level) << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST(SimdKernelsTest, MatMulAtEveryBatchSizeMatchesSingleRows) {
+  // A row's output must not depend on the batch it was computed in (dot vs dot4 paths).
+  std::mt19937 rng(5);
+  const int64_t k = 96, rows = 19;
+  const auto wbytes = RandomRow(TensorType::kQ4_1, k * rows, rng);
+  TensorView t;
+  t.type = TensorType::kQ4_1;
+  t.n_dims = 2;
+  t.ne[0] = k;
+  t.ne[1] = rows;
+  t.data = wbytes.data();
+  t.nbytes = wbytes.size();
+  std::normal_distribution<float> nd;
+  std::vector<float> x(static_cast<size_t>(9 * k));
+  for (auto& v : x) v = nd(rng);
+  ThreadPool pool(2);
+  std::vector<float> all(static_cast<size_t>(9 * rows)), one(static_cast<size_t>(rows));
+  MatMul(t, x.data(), 9, all.data(), pool);
+  for (int64_t b = 0; b < 9; ++b) {
+    MatMul(t, x.data() + b * k, 1, one.data(), pool);
+    for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(b * rows + r)]);
+  }
+}
+
+TEST(CpuLevelTest, LevelsAreOrderedAndNamed) {
+  const auto levels = SupportedCpuLevels();
+  ASSERT_FALSE(levels.empty());
+  EXPECT_EQ(levels.front(), CpuLevel::kScalar);
+  EXPECT_EQ(levels.back(), DetectedCpuLevel());
+  EXPECT_LE(static_cast<int>(ActiveCpuLevel()), static_cast<int>(DetectedCpuLevel()));
+  EXPECT_STREQ(CpuLevelName(CpuLevel::kAvx2), "avx2");
+}
+
+}  // namespace
+}  // namespace frugal
