@@ -2,7 +2,17 @@
 
 #include <algorithm>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define FRUGAL_CPU_RELAX() _mm_pause()
+#else
+#define FRUGAL_CPU_RELAX() std::this_thread::yield()
+#endif
+
 namespace frugal {
+namespace {
+constexpr int kSpinIterations = 20000;  // ~50-100 us of _mm_pause before sleeping
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
   workers_.reserve(n_threads_ - 1);
@@ -13,6 +23,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   work_cv_.notify_all();
   for (auto& t : workers_) t.join();
@@ -35,39 +46,52 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
   }
   std::lock_guard<std::mutex> call_lock(call_mu_);
   const int64_t chunk = (n + used - 1) / used;
+  fn_ = &fn;
+  n_ = n;
+  chunk_ = chunk;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   {
+    // Bumping under the mutex means a worker about to sleep either sees the new generation
+    // in its wait predicate or is already waiting and gets the notification.
     std::lock_guard<std::mutex> lock(mu_);
-    fn_ = &fn;
-    n_ = n;
-    chunk_ = chunk;
-    pending_ = n_threads_ - 1;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   work_cv_.notify_all();
   fn(0, std::min(n, chunk));  // the caller takes chunk 0
+  for (int i = 0; i < kSpinIterations; ++i) {
+    if (pending_.load(std::memory_order_acquire) == 0) return;
+    FRUGAL_CPU_RELAX();
+  }
   std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [this] { return pending_ == 0; });
-  fn_ = nullptr;
+  done_cv_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
 }
 
 void ThreadPool::WorkerLoop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* fn;
-    int64_t begin, end;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      fn = fn_;
-      begin = std::min(n_, chunk_ * index);
-      end = std::min(n_, begin + chunk_);
+    bool woke = false;
+    for (int i = 0; i < kSpinIterations; ++i) {
+      if (generation_.load(std::memory_order_acquire) != seen) {
+        woke = true;
+        break;
+      }
+      FRUGAL_CPU_RELAX();
     }
-    if (begin < end) (*fn)(begin, end);
+    if (!woke) {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+    }
+    seen = generation_.load(std::memory_order_acquire);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+      if (stop_) return;
+    }
+    const int64_t begin = std::min(n_, chunk_ * index);
+    const int64_t end = std::min(n_, begin + chunk_);
+    if (begin < end) (*fn_)(begin, end);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mu_);  // pairs with the caller's predicate check
+      done_cv_.notify_one();
     }
   }
 }
