@@ -74,6 +74,7 @@ struct PerplexityResult {
 struct BenchResult {
   int64_t prompt_tokens = 0, decode_tokens = 0;
   double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
+  double batch8_decode_tokens_per_s = 0;  // 8 sequences decoded together, tokens of all 8
   size_t weight_bytes_per_token = 0;
   double weight_gbps = 0;        // weight bytes streamed per second while decoding
   double memory_read_gbps = 0;   // the machine's read bandwidth measured in the same run

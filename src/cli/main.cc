@@ -174,6 +174,7 @@ int RunBench(const CommonModelFlags& mf, int64_t prompt_tokens, int64_t decode_t
                         {"prompt_tokens", r->prompt_tokens}, {"decode_tokens", r->decode_tokens},
                         {"prefill_tokens_per_s", r->prefill_tokens_per_s},
                         {"decode_tokens_per_s", r->decode_tokens_per_s},
+                        {"batch8_decode_tokens_per_s", r->batch8_decode_tokens_per_s},
                         {"weight_bytes_per_token", r->weight_bytes_per_token},
                         {"weight_read_gbps", r->weight_gbps},
                         {"memory_read_gbps", r->memory_read_gbps},
@@ -183,6 +184,8 @@ int RunBench(const CommonModelFlags& mf, int64_t prompt_tokens, int64_t decode_t
     std::printf("threads:            %d\n", r->threads);
     std::printf("prefill:            %.1f tokens/s (%lld-token prompt, median of %d)\n", r->prefill_tokens_per_s, static_cast<long long>(r->prompt_tokens), reps);
     std::printf("decode:             %.1f tokens/s (%lld tokens, median of %d)\n", r->decode_tokens_per_s, static_cast<long long>(r->decode_tokens), reps);
+    std::printf("decode, 8 seqs:     %.1f tokens/s (all 8 together; %.2fx one sequence)\n", r->batch8_decode_tokens_per_s,
+                r->batch8_decode_tokens_per_s / std::max(r->decode_tokens_per_s, 1e-9));
     std::printf("weights per token:  %.1f MB\n", static_cast<double>(r->weight_bytes_per_token) / 1e6);
     std::printf("weight read rate:   %.2f GB/s\n", r->weight_gbps);
     std::printf("memory read (meas): %.2f GB/s\n", r->memory_read_gbps);

@@ -256,8 +256,39 @@ Status LlamaModel::Forward(std::span<const int32_t> tokens, KvCache& kv, ThreadP
     return OutOfRange(std::to_string(pos0 + n) + " tokens exceed the context of " +
                       std::to_string(kv.capacity()));
   }
-  for (int32_t t : tokens) {
-    if (t < 0 || t >= hp_.n_vocab) return InvalidArgument("token id " + std::to_string(t) + " is out of the vocabulary");
+  std::vector<Item> items(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) items[static_cast<size_t>(i)] = {tokens[static_cast<size_t>(i)], &kv, pos0 + i};
+  FRUGAL_RETURN_IF_ERROR(Run(items, pool, logits, all_logits ? 0 : n - 1));
+  kv.set_size(pos0 + n);
+  return Status::Ok();
+}
+
+Status LlamaModel::DecodeBatch(std::span<const int32_t> tokens, std::span<KvCache* const> caches,
+                               ThreadPool& pool, std::vector<float>* logits) const {
+  if (tokens.empty() || tokens.size() != caches.size()) {
+    return InvalidArgument("DecodeBatch needs one cache per token");
+  }
+  std::vector<Item> items(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    KvCache* kv = caches[i];
+    if (kv->size() + 1 > kv->capacity()) {
+      return OutOfRange("sequence " + std::to_string(i) + " is at its context limit of " + std::to_string(kv->capacity()));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (caches[j] == kv) return InvalidArgument("DecodeBatch got the same cache twice");
+    }
+    items[i] = {tokens[i], kv, kv->size()};
+  }
+  FRUGAL_RETURN_IF_ERROR(Run(items, pool, logits, 0));
+  for (KvCache* kv : caches) kv->set_size(kv->size() + 1);
+  return Status::Ok();
+}
+
+Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::vector<float>* logits,
+                       int64_t first_logit) const {
+  const auto n = static_cast<int64_t>(items.size());
+  for (const Item& it : items) {
+    if (it.token < 0 || it.token >= hp_.n_vocab) return InvalidArgument("token id " + std::to_string(it.token) + " is out of the vocabulary");
   }
   const int64_t d = hp_.n_embd, hd = hp_.head_dim, q_dim = hp_.n_head * hd;
   const int64_t kv_d = kv_dim(), group = hp_.n_head / hp_.n_head_kv;
@@ -265,7 +296,7 @@ Status LlamaModel::Forward(std::span<const int32_t> tokens, KvCache& kv, ThreadP
   std::vector<float> q(static_cast<size_t>(n * q_dim)), k(static_cast<size_t>(n * kv_d)),
       v(static_cast<size_t>(n * kv_d)), attn(static_cast<size_t>(n * q_dim)), o(x.size());
   std::vector<float> g(static_cast<size_t>(n * hp_.n_ff)), u(g.size());
-  for (int64_t i = 0; i < n; ++i) GetRow(*tok_embd_, tokens[static_cast<size_t>(i)], &x[static_cast<size_t>(i * d)]);
+  for (int64_t i = 0; i < n; ++i) GetRow(*tok_embd_, items[static_cast<size_t>(i)].token, &x[static_cast<size_t>(i * d)]);
 
   const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
   auto add_bias = [](std::vector<float>& y, const std::vector<float>& b, int64_t rows) {
@@ -286,17 +317,19 @@ Status LlamaModel::Forward(std::span<const int32_t> tokens, KvCache& kv, ThreadP
     add_bias(k, l.bk, n);
     add_bias(v, l.bv, n);
     for (int64_t i = 0; i < n; ++i) {
-      ApplyRope(&q[static_cast<size_t>(i * q_dim)], hp_.n_head, pos0 + i);
-      ApplyRope(&k[static_cast<size_t>(i * kv_d)], hp_.n_head_kv, pos0 + i);
-      std::memcpy(kv.K(li, pos0 + i), &k[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
-      std::memcpy(kv.V(li, pos0 + i), &v[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
+      const Item& it = items[static_cast<size_t>(i)];
+      ApplyRope(&q[static_cast<size_t>(i * q_dim)], hp_.n_head, it.pos);
+      ApplyRope(&k[static_cast<size_t>(i * kv_d)], hp_.n_head_kv, it.pos);
+      std::memcpy(it.kv->K(li, it.pos), &k[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
+      std::memcpy(it.kv->V(li, it.pos), &v[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
     }
     // Causal attention, one task per (token, head).
     pool.ParallelFor(n * hp_.n_head, [&](int64_t t0, int64_t t1) {
       thread_local std::vector<float> scores;
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t i = t / hp_.n_head, h = t % hp_.n_head, kvh = h / group;
-        const int64_t n_past = pos0 + i + 1;
+        KvCache& kv = *items[static_cast<size_t>(i)].kv;
+        const int64_t n_past = items[static_cast<size_t>(i)].pos + 1;
         scores.resize(static_cast<size_t>(n_past));
         const float* qh = &q[static_cast<size_t>(i * q_dim + h * hd)];
         for (int64_t p = 0; p < n_past; ++p) {
@@ -323,9 +356,8 @@ Status LlamaModel::Forward(std::span<const int32_t> tokens, KvCache& kv, ThreadP
     MatMul(*l.w_down, g.data(), n, o.data(), pool);
     for (size_t e = 0; e < x.size(); ++e) x[e] += o[e];
   }
-  kv.set_size(pos0 + n);
 
-  const int64_t first = all_logits ? 0 : n - 1;
+  const int64_t first = first_logit;
   const int64_t n_out = n - first;
   for (int64_t i = first; i < n; ++i) {
     RmsNorm(&x[static_cast<size_t>(i * d)], output_norm_.data(), &xn[static_cast<size_t>((i - first) * d)], d, hp_.rms_eps);

@@ -54,6 +54,12 @@ class LlamaModel {
   Status Forward(std::span<const int32_t> tokens, KvCache& kv, ThreadPool& pool,
                  std::vector<float>* logits, bool all_logits) const;
 
+  // One decode step for several sequences at once: tokens[i] is appended to caches[i] (all
+  // distinct) at its next position; every weight matrix is read once for the whole batch.
+  // logits: [n][n_vocab]. A sequence's result is bit-identical to decoding it alone.
+  Status DecodeBatch(std::span<const int32_t> tokens, std::span<KvCache* const> caches,
+                     ThreadPool& pool, std::vector<float>* logits) const;
+
   // Bytes of weights streamed per decoded token (every matmul weight once + one embedding row).
   size_t weight_bytes_per_token() const;
 
@@ -70,7 +76,17 @@ class LlamaModel {
     std::vector<float> bq, bk, bv, bo;  // empty when absent
   };
 
+  struct Item {
+    int32_t token;
+    KvCache* kv;
+    int64_t pos;
+  };
+
   LlamaModel() = default;
+  // Runs items (any mix of sequences and positions) through the model; writes their K/V, then
+  // attention reads each item's cache up to its position. Logits for items >= first_logit.
+  Status Run(const std::vector<Item>& items, ThreadPool& pool, std::vector<float>* logits,
+             int64_t first_logit) const;
   void ApplyRope(float* x, int64_t n_heads, int64_t pos) const;
 
   LlamaHParams hp_;
