@@ -1,0 +1,126 @@
+// Kernel micro-benchmarks: weight bytes/s for dequantization and matrix x vector (decode),
+// FLOP/s for matrix x matrix (prefill) and float dot products, at every CPU level.
+//
+//   build/bench/kernels_bench --benchmark_filter=MatVec
+//
+// Counters: "bytes_per_second" is weight bytes streamed; "FLOPS" counts 2 per multiply-add.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "common/fp16.h"
+#include "common/thread_pool.h"
+#include "kernels/kernels.h"
+
+namespace frugal {
+namespace {
+
+std::vector<uint8_t> RandomWeights(TensorType type, int64_t elements) {
+  const TypeInfo* info = GetTypeInfo(type);
+  std::vector<uint8_t> bytes(static_cast<size_t>(elements / info->block_size) * info->block_bytes);
+  std::mt19937 rng(1);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  if (type == TensorType::kF32) {
+    for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+      const float v = static_cast<float>(rng() % 1000) / 1000.0f;
+      std::memcpy(&bytes[i], &v, 4);
+    }
+  } else if (type == TensorType::kF16 || type == TensorType::kBF16) {
+    for (size_t i = 0; i + 2 <= bytes.size(); i += 2) {
+      const uint16_t h = type == TensorType::kF16 ? Fp32ToFp16(0.01f * static_cast<float>(rng() % 100)) : Fp32ToBf16(0.5f);
+      std::memcpy(&bytes[i], &h, 2);
+    }
+  }
+  return bytes;
+}
+
+TensorView View(TensorType type, int64_t k, int64_t rows, const std::vector<uint8_t>& bytes) {
+  TensorView t;
+  t.type = type;
+  t.n_dims = 2;
+  t.ne[0] = k;
+  t.ne[1] = rows;
+  t.data = bytes.data();
+  t.nbytes = bytes.size();
+  return t;
+}
+
+const TensorType kTypes[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
+                             TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ4_K, TensorType::kQ6_K};
+
+// Dequantize one 1536 x 576 matrix row by row (the FFN shape of SmolLM2).
+void BM_Dequantize(benchmark::State& state) {
+  const auto type = static_cast<TensorType>(state.range(0));
+  const auto level = static_cast<CpuLevel>(state.range(1));
+  const KernelTraits* traits = GetKernelTraits(type, level);
+  if (traits == nullptr) {
+    state.SkipWithError("level not supported here");
+    return;
+  }
+  const int64_t k = 1536, rows = 576;
+  const auto w = RandomWeights(type, k * rows);
+  std::vector<float> out(static_cast<size_t>(k));
+  const size_t row_bytes = w.size() / static_cast<size_t>(rows);
+  for (auto _ : state) {
+    for (int64_t r = 0; r < rows; ++r) traits->dequantize_row(w.data() + r * row_bytes, out.data(), k);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
+  state.SetLabel(std::string(TypeName(type)) + "/" + CpuLevelName(level));
+}
+
+void BM_DotF32(benchmark::State& state) {
+  const auto level = static_cast<CpuLevel>(state.range(1));
+  const int64_t n = state.range(0);
+  const F32Kernels& k = GetF32Kernels(level);
+  std::vector<float> a(static_cast<size_t>(n), 0.5f), b(static_cast<size_t>(n), 0.25f);
+  for (auto _ : state) benchmark::DoNotOptimize(k.dot(a.data(), b.data(), n));
+  state.counters["FLOPS"] = benchmark::Counter(static_cast<double>(2 * n) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.SetLabel(CpuLevelName(level));
+}
+
+// y = W x with the active level and all threads: the decode (batch 1) and prefill (batch 64)
+// shapes of SmolLM2's FFN up-projection.
+void BM_MatMul(benchmark::State& state) {
+  const auto type = static_cast<TensorType>(state.range(0));
+  const int64_t batch = state.range(1);
+  const int64_t k = 576, rows = 1536;
+  const auto w = RandomWeights(type, k * rows);
+  const TensorView t = View(type, k, rows, w);
+  std::vector<float> x(static_cast<size_t>(batch * k), 0.1f), y(static_cast<size_t>(batch * rows));
+  static ThreadPool pool(ThreadPool::DefaultThreads());
+  for (auto _ : state) {
+    MatMul(t, x.data(), batch, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
+  state.counters["FLOPS"] = benchmark::Counter(2.0 * static_cast<double>(k * rows * batch) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(TypeName(type)) + "/batch " + std::to_string(batch) + "/" + CpuLevelName(ActiveCpuLevel()));
+}
+
+void DequantArgs(benchmark::internal::Benchmark* b) {
+  for (TensorType t : kTypes) {
+    for (CpuLevel l : SupportedCpuLevels()) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l)});
+  }
+}
+void DotArgs(benchmark::internal::Benchmark* b) {
+  for (int64_t n : {64, 576, 4096}) {
+    for (CpuLevel l : SupportedCpuLevels()) b->Args({n, static_cast<int64_t>(l)});
+  }
+}
+void MatMulArgs(benchmark::internal::Benchmark* b) {
+  for (TensorType t : kTypes) {
+    for (int64_t batch : {1, 8, 64}) b->Args({static_cast<int64_t>(t), batch});
+  }
+}
+
+BENCHMARK(BM_Dequantize)->Apply(DequantArgs);
+BENCHMARK(BM_DotF32)->Apply(DotArgs);
+BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime();
+
+}  // namespace
+}  // namespace frugal
+
+BENCHMARK_MAIN();
