@@ -57,7 +57,7 @@ def main() -> int:
         print("llama-cpp-python is not installed: pip install llama-cpp-python", file=sys.stderr)
         return 2
     llm = Llama(model_path=args.model, n_ctx=args.prompt_tokens + args.decode_tokens + 8,
-                n_batch=args.prompt_tokens, n_threads=args.threads, n_threads_batch=args.threads,
+                n_batch=args.prompt_tokens + args.decode_tokens + 8, n_threads=args.threads, n_threads_batch=args.threads,
                 verbose=False)
     vocab = llm.n_vocab()
     rows = {"frugal_prefill": [], "frugal_decode": [], "llama_prefill": [], "llama_decode": []}
