@@ -26,6 +26,9 @@ struct EngineOptions {
   std::string model_path;      // .gguf file or HF checkpoint folder
   int threads = 0;             // compute threads; 0 = one per online CPU
   int64_t context_length = 0;  // tokens per sequence; 0 = the model's, capped at 8192
+  // Matmul activations: false = float; true = INT8 per 32-block for weight types with an
+  // integer kernel (Q4_0, Q4_1, Q8_0), as llama.cpp does: faster, slightly less exact.
+  bool int8_activations = false;
 };
 
 enum class ModelKind { kDecoder, kEncoder };

@@ -41,17 +41,21 @@ struct CommonModelFlags {
   std::string model;
   int threads = 0;
   int64_t ctx = 0;
+  std::string activations = "f32";
 
   void Add(CLI::App* cmd, bool with_ctx = true) {
     cmd->add_option("-m,--model", model, "model: a .gguf file or a Hugging Face folder")->required();
     cmd->add_option("-t,--threads", threads, "compute threads (default: all CPUs)")->check(CLI::Range(0, 1024));
     if (with_ctx) cmd->add_option("-c,--ctx", ctx, "context length in tokens (default: the model's, at most 8192)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+    cmd->add_option("--activations", activations, "matmul activations: f32 (default) or int8 (faster; Q4_0/Q4_1/Q8_0 weights)")
+        ->check(CLI::IsMember({"f32", "int8"}));
   }
   frugal::StatusOr<std::unique_ptr<frugal::Engine>> Open() const {
     frugal::EngineOptions o;
     o.model_path = model;
     o.threads = threads;
     o.context_length = ctx;
+    o.int8_activations = activations == "int8";
     return frugal::Engine::Open(o);
   }
 };

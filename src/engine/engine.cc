@@ -122,6 +122,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     auto model = LlamaModel::Load(src);
     if (!model.ok()) return model.status().WithContext(options.model_path);
     impl->llama = std::move(model).value();
+    impl->llama->set_activation_precision(options.int8_activations ? ActivationPrecision::kInt8
+                                                                   : ActivationPrecision::kF32);
     const LlamaHParams& hp = impl->llama->hparams();
     info.kind = ModelKind::kDecoder;
     info.n_vocab = hp.n_vocab;

@@ -75,4 +75,14 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210);
 
+// Activations quantized on the fly for integer dot products (never stored in files): one block
+// of 32 values, float scale d (value = q * d) and s = d * sum(q) for the weight types with a
+// minimum term.
+struct BlockQ8Act {
+  float d;
+  float s;
+  int8_t qs[kQK];
+};
+static_assert(sizeof(BlockQ8Act) == 40);
+
 }  // namespace frugal

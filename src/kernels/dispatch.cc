@@ -17,9 +17,9 @@ const KernelTraits* GetAvx2KernelTraits(TensorType type) {
 #if defined(__x86_64__)
   static const KernelTraits kF16{avx2::DequantF16};
   static const KernelTraits kBF16{avx2::DequantBF16};
-  static const KernelTraits kQ4_0{avx2::DequantQ4_0};
-  static const KernelTraits kQ4_1{avx2::DequantQ4_1};
-  static const KernelTraits kQ8_0{avx2::DequantQ8_0};
+  static const KernelTraits kQ4_0{avx2::DequantQ4_0, avx2::DotQ8Q4_0};
+  static const KernelTraits kQ4_1{avx2::DequantQ4_1, avx2::DotQ8Q4_1};
+  static const KernelTraits kQ8_0{avx2::DequantQ8_0, avx2::DotQ8Q8_0};
   static const KernelTraits kQ4_K{avx2::DequantQ4_K};
   static const KernelTraits kQ6_K{avx2::DequantQ6_K};
   switch (type) {

@@ -29,7 +29,19 @@ namespace frugal {
 struct KernelTraits {
   // Dequantizes n consecutive elements (n a multiple of the block size) to float.
   void (*dequantize_row)(const void* src, float* dst, int64_t n);
+  // Optional: dot product of a stored row with INT8-quantized activations (n / 32 blocks).
+  // Null when the type has no integer path.
+  float (*dot_q8)(const void* row, const BlockQ8Act* x, int64_t n) = nullptr;
 };
+
+// How MatMul treats activations: kF32 keeps them in float (exact up to float rounding);
+// kInt8 quantizes each activation row to INT8 per 32-block (as llama.cpp does) for weight types
+// with an integer dot product, and uses float for the others.
+enum class ActivationPrecision { kF32, kInt8 };
+
+// Quantizes n floats (n a multiple of 32) to INT8 blocks: d = max|x| / 127, q = round(x / d).
+// The same result at every CPU level.
+void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n);
 
 // Float dot products of one level. dot4 computes four dots of `w` against rows x, x + ldx, ...
 // with exactly the arithmetic of dot for each row.
@@ -47,7 +59,8 @@ const F32Kernels& GetF32Kernels(CpuLevel level);
 // Y[b][r] = sum_k W[r][k] * X[b][k] for b < batch, r < rows(W); W is a 2-D tensor view
 // (ne[0] = k = input features, ne[1] = rows). X is [batch][k], Y is [batch][rows], both
 // row-major float. Each weight row is read once per call whatever the batch size.
-void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, ThreadPool& pool);
+void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, ThreadPool& pool,
+            ActivationPrecision precision = ActivationPrecision::kF32);
 
 // Copies row `row` of a 2-D tensor (e.g. a token embedding) to dst as float.
 void GetRow(const TensorView& w, int64_t row, float* dst);

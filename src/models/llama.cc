@@ -310,9 +310,9 @@ Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::ve
   for (int64_t li = 0; li < hp_.n_layer; ++li) {
     const Layer& l = layers_[static_cast<size_t>(li)];
     for (int64_t i = 0; i < n; ++i) RmsNorm(&x[static_cast<size_t>(i * d)], l.attn_norm.data(), &xn[static_cast<size_t>(i * d)], d, hp_.rms_eps);
-    MatMul(*l.wq, xn.data(), n, q.data(), pool);
-    MatMul(*l.wk, xn.data(), n, k.data(), pool);
-    MatMul(*l.wv, xn.data(), n, v.data(), pool);
+    MatMul(*l.wq, xn.data(), n, q.data(), pool, act_);
+    MatMul(*l.wk, xn.data(), n, k.data(), pool, act_);
+    MatMul(*l.wv, xn.data(), n, v.data(), pool, act_);
     add_bias(q, l.bq, n);
     add_bias(k, l.bk, n);
     add_bias(v, l.bv, n);
@@ -345,15 +345,15 @@ Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::ve
         }
       }
     });
-    MatMul(*l.wo, attn.data(), n, o.data(), pool);
+    MatMul(*l.wo, attn.data(), n, o.data(), pool, act_);
     add_bias(o, l.bo, n);
     for (size_t e = 0; e < x.size(); ++e) x[e] += o[e];
 
     for (int64_t i = 0; i < n; ++i) RmsNorm(&x[static_cast<size_t>(i * d)], l.ffn_norm.data(), &xn[static_cast<size_t>(i * d)], d, hp_.rms_eps);
-    MatMul(*l.w_gate, xn.data(), n, g.data(), pool);
-    MatMul(*l.w_up, xn.data(), n, u.data(), pool);
+    MatMul(*l.w_gate, xn.data(), n, g.data(), pool, act_);
+    MatMul(*l.w_up, xn.data(), n, u.data(), pool, act_);
     SwiGlu(g.data(), u.data(), g.data(), static_cast<int64_t>(g.size()));
-    MatMul(*l.w_down, g.data(), n, o.data(), pool);
+    MatMul(*l.w_down, g.data(), n, o.data(), pool, act_);
     for (size_t e = 0; e < x.size(); ++e) x[e] += o[e];
   }
 
@@ -363,7 +363,7 @@ Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::ve
     RmsNorm(&x[static_cast<size_t>(i * d)], output_norm_.data(), &xn[static_cast<size_t>((i - first) * d)], d, hp_.rms_eps);
   }
   logits->resize(static_cast<size_t>(n_out * hp_.n_vocab));
-  MatMul(*output_, xn.data(), n_out, logits->data(), pool);
+  MatMul(*output_, xn.data(), n_out, logits->data(), pool, act_);
   return Status::Ok();
 }
 

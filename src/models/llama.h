@@ -16,6 +16,7 @@
 #include "common/thread_pool.h"
 #include "engine/kv_cache.h"
 #include "formats/gguf.h"
+#include "kernels/kernels.h"
 #include "frugal/status.h"
 #include "models/model_source.h"
 
@@ -45,6 +46,9 @@ class LlamaModel {
   static StatusOr<std::unique_ptr<LlamaModel>> Load(const ModelSource& source);
 
   const LlamaHParams& hparams() const { return hp_; }
+  // Activations of the matmuls: float (default) or INT8 per 32-block. Set before use.
+  void set_activation_precision(ActivationPrecision p) { act_ = p; }
+  ActivationPrecision activation_precision() const { return act_; }
   int64_t kv_dim() const { return hp_.n_head_kv * hp_.head_dim; }
   std::unique_ptr<KvCache> NewKvCache(int64_t n_ctx) const;
 
@@ -90,6 +94,7 @@ class LlamaModel {
   void ApplyRope(float* x, int64_t n_heads, int64_t pos) const;
 
   LlamaHParams hp_;
+  ActivationPrecision act_ = ActivationPrecision::kF32;
   const TensorView* tok_embd_ = nullptr;
   const TensorView* output_ = nullptr;
   std::vector<float> output_norm_;

@@ -138,3 +138,90 @@ TEST(CpuLevelTest, LevelsAreOrderedAndNamed) {
 
 }  // namespace
 }  // namespace frugal
+
+namespace frugal {
+namespace {
+
+// INT8 activations: the oracle's integer dot product stays within the error that activation
+// rounding can cause (each |x_j - d q_j| <= d/2, so |error| <= sum_blocks d/2 sum_j |w_j|,
+// plus float slack); SIMD versions match the oracle to float rounding (1e-5 of sum|w_j x_j|).
+TEST(Int8ActivationTest, QuantizeRoundTripsWithinHalfAStep) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0, 3);
+  std::vector<float> x(96);
+  for (auto& v : x) v = nd(rng);
+  x[5] = 0;
+  std::vector<BlockQ8Act> q(3);
+  QuantizeRowQ8Act(x.data(), q.data(), 96);
+  for (int b = 0; b < 3; ++b) {
+    int sum = 0;
+    for (int j = 0; j < kQK; ++j) {
+      EXPECT_LE(std::fabs(x[static_cast<size_t>(b * kQK + j)] - q[static_cast<size_t>(b)].d * q[static_cast<size_t>(b)].qs[j]), q[static_cast<size_t>(b)].d / 2 * 1.0001f);
+      sum += q[static_cast<size_t>(b)].qs[j];
+    }
+    EXPECT_FLOAT_EQ(q[static_cast<size_t>(b)].s, q[static_cast<size_t>(b)].d * static_cast<float>(sum));
+  }
+  std::vector<float> zeros(32, 0.0f);
+  QuantizeRowQ8Act(zeros.data(), q.data(), 32);
+  EXPECT_EQ(q[0].d, 0.0f);
+  EXPECT_EQ(q[0].qs[0], 0);
+}
+
+TEST(Int8ActivationTest, IntegerDotsWithinBudgetAtEveryLevel) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd;
+  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0}) {
+    const KernelTraits* oracle = GetKernelTraits(type, CpuLevel::kScalar);
+    ASSERT_NE(oracle->dot_q8, nullptr) << TypeName(type);
+    for (int64_t blocks : kAwkward) {
+      const int64_t n = blocks * kQK;
+      const auto row = RandomRow(type, n, rng);
+      std::vector<float> x(static_cast<size_t>(n)), w(static_cast<size_t>(n));
+      for (auto& v : x) v = nd(rng);
+      oracle->dequantize_row(row.data(), w.data(), n);
+      std::vector<BlockQ8Act> xq(static_cast<size_t>(blocks));
+      QuantizeRowQ8Act(x.data(), xq.data(), n);
+      long double exact = 0, magnitude = 0, rounding = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        exact += static_cast<long double>(w[static_cast<size_t>(i)]) * x[static_cast<size_t>(i)];
+        magnitude += std::fabs(static_cast<long double>(w[static_cast<size_t>(i)]) * x[static_cast<size_t>(i)]);
+        rounding += std::fabs(static_cast<long double>(w[static_cast<size_t>(i)])) * xq[static_cast<size_t>(i / kQK)].d / 2;
+      }
+      const float ref = oracle->dot_q8(row.data(), xq.data(), n);
+      EXPECT_LE(std::fabs(ref - exact), rounding + 1e-5L * magnitude) << TypeName(type) << " n=" << n;
+      for (CpuLevel level : SupportedCpuLevels()) {
+        const float simd = GetKernelTraits(type, level)->dot_q8(row.data(), xq.data(), n);
+        EXPECT_LE(std::fabs(static_cast<long double>(simd) - ref), 1e-5L * (magnitude + rounding) + 1e-6L)
+            << CpuLevelName(level) << " " << TypeName(type) << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST(Int8ActivationTest, MatMulBatchInvariant) {
+  std::mt19937 rng(21);
+  const int64_t k = 128, rows = 11;
+  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0}) {
+    const auto wbytes = RandomRow(type, k * rows, rng);
+    TensorView t;
+    t.type = type;
+    t.n_dims = 2;
+    t.ne[0] = k;
+    t.ne[1] = rows;
+    t.data = wbytes.data();
+    t.nbytes = wbytes.size();
+    std::normal_distribution<float> nd;
+    std::vector<float> x(static_cast<size_t>(6 * k));
+    for (auto& v : x) v = nd(rng);
+    ThreadPool pool(2);
+    std::vector<float> all(static_cast<size_t>(6 * rows)), one(static_cast<size_t>(rows));
+    MatMul(t, x.data(), 6, all.data(), pool, ActivationPrecision::kInt8);
+    for (int64_t b = 0; b < 6; ++b) {
+      MatMul(t, x.data() + b * k, 1, one.data(), pool, ActivationPrecision::kInt8);
+      for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(b * rows + r)]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace frugal

@@ -1,5 +1,7 @@
 // Reference (scalar) dequantization for every tensor type the engine reads. These define the
 // meaning of each block layout; SIMD kernels are tested against them.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "common/fp16.h"
@@ -112,15 +114,70 @@ FRUGAL_MULTIVERSION void DequantQ6_K(const void* __restrict src, float* __restri
   }
 }
 
+// Integer dot products with INT8 activations: the oracle for the SIMD versions.
+float DotQ8Q4_0(const void* row, const BlockQ8Act* x, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_0*>(row);
+  float sum = 0;
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    int32_t isum = 0;
+    for (int j = 0; j < kQK / 2; ++j) {
+      isum += ((b[i].qs[j] & 0x0f) - 8) * x[i].qs[j] + ((b[i].qs[j] >> 4) - 8) * x[i].qs[j + kQK / 2];
+    }
+    sum += Fp16ToFp32(b[i].d) * x[i].d * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+float DotQ8Q4_1(const void* row, const BlockQ8Act* x, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_1*>(row);
+  float sum = 0;
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    int32_t isum = 0;
+    for (int j = 0; j < kQK / 2; ++j) {
+      isum += (b[i].qs[j] & 0x0f) * x[i].qs[j] + (b[i].qs[j] >> 4) * x[i].qs[j + kQK / 2];
+    }
+    sum += Fp16ToFp32(b[i].d) * x[i].d * static_cast<float>(isum) + Fp16ToFp32(b[i].m) * x[i].s;
+  }
+  return sum;
+}
+
+float DotQ8Q8_0(const void* row, const BlockQ8Act* x, int64_t n) {
+  const auto* b = static_cast<const BlockQ8_0*>(row);
+  float sum = 0;
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    int32_t isum = 0;
+    for (int j = 0; j < kQK; ++j) isum += b[i].qs[j] * x[i].qs[j];
+    sum += Fp16ToFp32(b[i].d) * x[i].d * static_cast<float>(isum);
+  }
+  return sum;
+}
+
 }  // namespace
+
+void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) {
+  for (int64_t i = 0; i < n / kQK; ++i, x += kQK) {
+    float amax = 0;
+    for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    int32_t qsum = 0;
+    for (int j = 0; j < kQK; ++j) {
+      const auto q = static_cast<int32_t>(std::nearbyint(x[j] * id));
+      out[i].qs[j] = static_cast<int8_t>(q);
+      qsum += q;
+    }
+    out[i].d = d;
+    out[i].s = d * static_cast<float>(qsum);
+  }
+}
 
 const KernelTraits* GetScalarKernelTraits(TensorType type) {
   static const KernelTraits kF32{DequantF32};
   static const KernelTraits kF16{DequantF16};
   static const KernelTraits kBF16{DequantBF16};
-  static const KernelTraits kQ4_0{DequantQ4_0};
-  static const KernelTraits kQ4_1{DequantQ4_1};
-  static const KernelTraits kQ8_0{DequantQ8_0};
+  static const KernelTraits kQ4_0{DequantQ4_0, DotQ8Q4_0};
+  static const KernelTraits kQ4_1{DequantQ4_1, DotQ8Q4_1};
+  static const KernelTraits kQ8_0{DequantQ8_0, DotQ8Q8_0};
   static const KernelTraits kQ4_K{DequantQ4_K};
   static const KernelTraits kQ6_K{DequantQ6_K};
   switch (type) {

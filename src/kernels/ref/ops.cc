@@ -31,11 +31,29 @@ void GetRow(const TensorView& w, int64_t row, float* dst) {
   traits->dequantize_row(w.data + row_bytes * static_cast<size_t>(row), dst, w.ne[0]);
 }
 
-void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, ThreadPool& pool) {
+void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, ThreadPool& pool,
+            ActivationPrecision precision) {
   const int64_t k = w.ne[0];
   const int64_t rows = w.rows();
   const KernelTraits* traits = GetKernelTraits(w.type);
   FRUGAL_CHECK(traits != nullptr);
+  if (precision == ActivationPrecision::kInt8 && traits->dot_q8 != nullptr && k % kQK == 0) {
+    // Each activation row is quantized on its own, so a row's result never depends on the
+    // batch it came in.
+    const int64_t blocks = k / kQK;
+    thread_local std::vector<BlockQ8Act> xq;
+    xq.resize(static_cast<size_t>(batch * blocks));
+    for (int64_t b = 0; b < batch; ++b) QuantizeRowQ8Act(x + b * k, &xq[static_cast<size_t>(b * blocks)], k);
+    const size_t row_bytes = w.nbytes / static_cast<size_t>(rows);
+    const BlockQ8Act* xq_data = xq.data();
+    pool.ParallelFor(rows, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* row = w.data + row_bytes * static_cast<size_t>(r);
+        for (int64_t b = 0; b < batch; ++b) y[b * rows + r] = traits->dot_q8(row, xq_data + b * blocks, k);
+      }
+    }, /*grain=*/16);
+    return;
+  }
   static const F32Kernels& f32 = GetF32Kernels(ActiveCpuLevel());
   const size_t row_bytes = w.nbytes / static_cast<size_t>(rows);
   const bool is_f32 = w.type == TensorType::kF32;

@@ -56,7 +56,57 @@ inline void DotRows(const float* w, const float* x, int64_t ldx, int64_t n, floa
   }
 }
 
+inline __m256i Q4Bytes(const uint8_t* qs) {  // 32 nibbles as bytes, in element order
+  const __m128i mask = _mm_set1_epi8(0x0f);
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), mask), _mm_and_si128(v, mask));
+}
+
+// Sum of u8 x s8 products of 32 bytes, as 8 int32 lanes converted to float.
+inline __m256 DotU8S8(__m256i u, __m256i s) {
+  const __m256i p16 = _mm256_maddubs_epi16(u, s);  // |pair sums| <= 2 * 255 * 128 fits int16
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+}
+
 }  // namespace
+
+float DotQ8Q4_0(const void* row, const BlockQ8Act* x, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_0*>(row);
+  __m256 acc = _mm256_setzero_ps();
+  float corr = 0;  // the -8 offset: -8 * d_w * d_x * sum(q_x)
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const float dw = Half(b[i].d);
+    const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[i].d), DotU8S8(Q4Bytes(b[i].qs), y), acc);
+    corr += dw * x[i].s;
+  }
+  return HorizontalSum(acc) - 8.0f * corr;
+}
+
+float DotQ8Q4_1(const void* row, const BlockQ8Act* x, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_1*>(row);
+  __m256 acc = _mm256_setzero_ps();
+  float summ = 0;
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(Half(b[i].d) * x[i].d), DotU8S8(Q4Bytes(b[i].qs), y), acc);
+    summ += Half(b[i].m) * x[i].s;
+  }
+  return HorizontalSum(acc) + summ;
+}
+
+float DotQ8Q8_0(const void* row, const BlockQ8Act* x, int64_t n) {
+  const auto* b = static_cast<const BlockQ8_0*>(row);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK; ++i) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs));
+    const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+    // |w| as unsigned times y with w's sign: the u8 x s8 instruction on signed inputs.
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(Half(b[i].d) * x[i].d),
+                          DotU8S8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(y, w)), acc);
+  }
+  return HorizontalSum(acc);
+}
 
 float DotF32(const float* a, const float* b, int64_t n) {
   float out;
