@@ -34,9 +34,11 @@ def time_llama_cpp(llm, vocab: int, prompt_tokens: int, decode_tokens: int) -> t
     return prompt_tokens / (t1 - t0), decode_tokens / (t2 - t1)
 
 
-def time_frugal(frugal: str, model: str, threads: int, prompt_tokens: int, decode_tokens: int) -> dict:
+def time_frugal(frugal: str, model: str, threads: int, prompt_tokens: int, decode_tokens: int,
+                activations: str) -> dict:
     out = subprocess.run([frugal, "bench", "-m", model, "--json", "--reps", "1", "-t", str(threads),
-                          "--prompt-tokens", str(prompt_tokens), "--decode-tokens", str(decode_tokens)],
+                          "--prompt-tokens", str(prompt_tokens), "--decode-tokens", str(decode_tokens),
+                          "--activations", activations],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
@@ -49,6 +51,8 @@ def main() -> int:
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--decode-tokens", type=int, default=32)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--activations", choices=["f32", "int8"], default="f32",
+                    help="Frugal's matmul activations (llama.cpp always uses int8 for these types)")
     args = ap.parse_args()
     try:
         from llama_cpp import Llama
@@ -62,7 +66,8 @@ def main() -> int:
     vocab = llm.n_vocab()
     rows = {"frugal_prefill": [], "frugal_decode": [], "llama_prefill": [], "llama_decode": []}
     for rep in range(args.reps):
-        f = time_frugal(args.frugal, args.model, args.threads, args.prompt_tokens, args.decode_tokens)
+        f = time_frugal(args.frugal, args.model, args.threads, args.prompt_tokens, args.decode_tokens,
+                        args.activations)
         rows["frugal_prefill"].append(f["prefill_tokens_per_s"])
         rows["frugal_decode"].append(f["decode_tokens_per_s"])
         lp, ld = time_llama_cpp(llm, vocab, args.prompt_tokens, args.decode_tokens)
@@ -73,13 +78,13 @@ def main() -> int:
     med = {k: statistics.median(v) for k, v in rows.items()}
     result = {
         "model": args.model, "threads": args.threads, "prompt_tokens": args.prompt_tokens,
-        "decode_tokens": args.decode_tokens, "reps": args.reps,
+        "decode_tokens": args.decode_tokens, "reps": args.reps, "frugal_activations": args.activations,
         "llama_cpp_python": llama_cpp.__version__, **med,
         "prefill_ratio": med["frugal_prefill"] / med["llama_prefill"],
         "decode_ratio": med["frugal_decode"] / med["llama_decode"],
     }
     print("| engine | prefill tok/s | decode tok/s |\n|---|---|---|")
-    print(f"| Frugal | {med['frugal_prefill']:.1f} | {med['frugal_decode']:.1f} |")
+    print(f"| Frugal (--activations {args.activations}) | {med['frugal_prefill']:.1f} | {med['frugal_decode']:.1f} |")
     print(f"| llama.cpp ({llama_cpp.__version__}) | {med['llama_prefill']:.1f} | {med['llama_decode']:.1f} |")
     print(f"| ratio Frugal / llama.cpp | {result['prefill_ratio']:.2f}x | {result['decode_ratio']:.2f}x |")
     print(json.dumps(result))
