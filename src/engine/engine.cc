@@ -181,6 +181,11 @@ StatusOr<GenerateResult> Engine::Generate(const GenerateRequest& req,
   std::lock_guard<std::mutex> lock(impl_->mu);
   const Tokenizer& tok = *impl_->tokenizer;
   std::vector<int32_t> history = tok.Encode(req.prompt, /*add_special=*/true, req.parse_special);
+  // A rendered chat template may already start with BOS (Llama 3's "<|begin_of_text|>"):
+  // never feed the model two.
+  if (history.size() >= 2 && tok.bos_id() >= 0 && history[0] == tok.bos_id() && history[1] == tok.bos_id()) {
+    history.erase(history.begin());
+  }
   GenerateResult result;
   result.prompt_tokens = static_cast<int64_t>(history.size());
   if (history.empty()) return InvalidArgument("the prompt is empty");
