@@ -4,6 +4,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace frugal {
 
 const char* CpuLevelName(CpuLevel level) {
@@ -14,14 +18,31 @@ const char* CpuLevelName(CpuLevel level) {
   return "?";
 }
 
+namespace {
+
+#if defined(__x86_64__)
+// AVX2 + FMA + F16C, and the OS saves the YMM registers (XCR0 bits 1 and 2). Read with CPUID
+// directly: compilers disagree on which names __builtin_cpu_supports accepts.
+bool HasAvx2FmaF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const bool fma = (ecx >> 12) & 1, osxsave = (ecx >> 27) & 1, avx = (ecx >> 28) & 1,
+             f16c = (ecx >> 29) & 1;
+  if (!(fma && osxsave && avx && f16c)) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & 0x6) != 0x6) return false;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  return (ebx >> 5) & 1;  // AVX2
+}
+#endif
+
+}  // namespace
+
 CpuLevel DetectedCpuLevel() {
   static const CpuLevel level = [] {
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")) {
-      return CpuLevel::kAvx2;
-    }
+#if defined(__x86_64__)
+    if (HasAvx2FmaF16c()) return CpuLevel::kAvx2;
 #endif
     return CpuLevel::kScalar;
   }();
