@@ -1,7 +1,8 @@
 // Compute kernels the models run on.
 //
-// One traits table per tensor type (see ggml's type_traits): the reference kernels in
-// kernels/ref are the oracle that every SIMD kernel (a later issue) is tested against. All
+// One traits table per (tensor type, CPU level) (see ggml's type_traits): the reference
+// kernels in kernels/ref are the oracle that every SIMD kernel in kernels/x86 is tested
+// against (tests/unit/kernels_simd_test.cc). All
 // functions are thread-safe; the ones that take a ThreadPool split work by output rows, so each
 // output element is computed by exactly the same arithmetic whatever the thread count: results
 // are bit-identical across thread counts.
