@@ -100,6 +100,37 @@ void BM_MatMul(benchmark::State& state) {
   state.SetLabel(std::string(TypeName(type)) + "/batch " + std::to_string(batch) + "/" + CpuLevelName(ActiveCpuLevel()));
 }
 
+// Integer dot products against INT8 activations over one 1536 x 576 matrix (weight bytes/s).
+void BM_DotQ8(benchmark::State& state) {
+  const auto type = static_cast<TensorType>(state.range(0));
+  const auto level = static_cast<CpuLevel>(state.range(1));
+  const KernelTraits* traits = GetKernelTraits(type, level);
+  if (traits == nullptr || traits->dot_q8 == nullptr) {
+    state.SkipWithError("no integer kernel for this type/level");
+    return;
+  }
+  const int64_t k = 576, rows = 1536;
+  const auto w = RandomWeights(type, k * rows);
+  std::vector<float> x(static_cast<size_t>(k));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17) - 8.0f;
+  std::vector<BlockQ8Act> xq(static_cast<size_t>(k / kQK));
+  QuantizeRowQ8Act(x.data(), xq.data(), k);
+  const size_t row_bytes = w.size() / static_cast<size_t>(rows);
+  float sink = 0;
+  for (auto _ : state) {
+    for (int64_t r = 0; r < rows; ++r) sink += traits->dot_q8(w.data() + r * row_bytes, xq.data(), k);
+    benchmark::DoNotOptimize(sink);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
+  state.SetLabel(std::string(TypeName(type)) + "/" + CpuLevelName(level));
+}
+
+void DotQ8Args(benchmark::internal::Benchmark* b) {
+  for (TensorType t : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0}) {
+    for (CpuLevel l : SupportedCpuLevels()) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l)});
+  }
+}
+
 void DequantArgs(benchmark::internal::Benchmark* b) {
   for (TensorType t : kTypes) {
     for (CpuLevel l : SupportedCpuLevels()) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l)});
@@ -118,6 +149,7 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Dequantize)->Apply(DequantArgs);
 BENCHMARK(BM_DotF32)->Apply(DotArgs);
+BENCHMARK(BM_DotQ8)->Apply(DotQ8Args);
 BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime();
 
 }  // namespace
