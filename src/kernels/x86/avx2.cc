@@ -72,40 +72,69 @@ inline __m256 DotU8S8(__m256i u, __m256i s) {
 
 float DotQ8Q4_0(const void* row, const BlockQ8Act* x, int64_t n) {
   const auto* b = static_cast<const BlockQ4_0*>(row);
-  __m256 acc = _mm256_setzero_ps();
+  const int64_t nb = n / kQK;
+  auto block = [&](int64_t i) {
+    return DotU8S8(Q4Bytes(b[i].qs), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs)));
+  };
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();  // even, odd blocks
   float corr = 0;  // the -8 offset: -8 * d_w * d_x * sum(q_x)
-  for (int64_t i = 0; i < n / kQK; ++i) {
+  int64_t i = 0;
+  for (; i + 2 <= nb; i += 2) {
+    const float dw0 = Half(b[i].d), dw1 = Half(b[i + 1].d);
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(dw0 * x[i].d), block(i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(dw1 * x[i + 1].d), block(i + 1), acc1);
+    corr += dw0 * x[i].s;
+    corr += dw1 * x[i + 1].s;
+  }
+  if (i < nb) {
     const float dw = Half(b[i].d);
-    const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[i].d), DotU8S8(Q4Bytes(b[i].qs), y), acc);
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(dw * x[i].d), block(i), acc0);
     corr += dw * x[i].s;
   }
-  return HorizontalSum(acc) - 8.0f * corr;
+  return HorizontalSum(_mm256_add_ps(acc0, acc1)) - 8.0f * corr;
 }
 
 float DotQ8Q4_1(const void* row, const BlockQ8Act* x, int64_t n) {
   const auto* b = static_cast<const BlockQ4_1*>(row);
-  __m256 acc = _mm256_setzero_ps();
+  const int64_t nb = n / kQK;
+  // Two independent accumulators (even, odd blocks) so consecutive FMAs do not wait on each
+  // other; the summation order is fixed, so results stay deterministic and batch-invariant.
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   float summ = 0;
-  for (int64_t i = 0; i < n / kQK; ++i) {
+  int64_t i = 0;
+  for (; i + 2 <= nb; i += 2) {
+    const __m256i y0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+    const __m256i y1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i + 1].qs));
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(Half(b[i].d) * x[i].d), DotU8S8(Q4Bytes(b[i].qs), y0), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(Half(b[i + 1].d) * x[i + 1].d), DotU8S8(Q4Bytes(b[i + 1].qs), y1), acc1);
+    summ += Half(b[i].m) * x[i].s;
+    summ += Half(b[i + 1].m) * x[i + 1].s;
+  }
+  if (i < nb) {
     const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(Half(b[i].d) * x[i].d), DotU8S8(Q4Bytes(b[i].qs), y), acc);
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(Half(b[i].d) * x[i].d), DotU8S8(Q4Bytes(b[i].qs), y), acc0);
     summ += Half(b[i].m) * x[i].s;
   }
-  return HorizontalSum(acc) + summ;
+  return HorizontalSum(_mm256_add_ps(acc0, acc1)) + summ;
 }
 
 float DotQ8Q8_0(const void* row, const BlockQ8Act* x, int64_t n) {
   const auto* b = static_cast<const BlockQ8_0*>(row);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n / kQK; ++i) {
+  const int64_t nb = n / kQK;
+  // |w| as unsigned times y with w's sign: the u8 x s8 instruction on signed inputs.
+  auto block = [&](int64_t i) {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs));
     const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
-    // |w| as unsigned times y with w's sign: the u8 x s8 instruction on signed inputs.
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(Half(b[i].d) * x[i].d),
-                          DotU8S8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(y, w)), acc);
+    return DotU8S8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(y, w));
+  };
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();  // even, odd blocks
+  int64_t i = 0;
+  for (; i + 2 <= nb; i += 2) {
+    acc0 = _mm256_fmadd_ps(_mm256_set1_ps(Half(b[i].d) * x[i].d), block(i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_set1_ps(Half(b[i + 1].d) * x[i + 1].d), block(i + 1), acc1);
   }
-  return HorizontalSum(acc);
+  if (i < nb) acc0 = _mm256_fmadd_ps(_mm256_set1_ps(Half(b[i].d) * x[i].d), block(i), acc0);
+  return HorizontalSum(_mm256_add_ps(acc0, acc1));
 }
 
 float DotF32(const float* a, const float* b, int64_t n) {
