@@ -103,28 +103,36 @@ TEST(SimdKernelsTest, DotWithinBudgetAndDot4IdenticalToDot) {
   }
 }
 
-TEST(SimdKernelsTest, MatMulAtEveryBatchSizeMatchesSingleRows) {
-  // A row's output must not depend on the batch it was computed in (dot vs dot4 paths).
-  std::mt19937 rng(5);
-  const int64_t k = 96, rows = 19;
-  const auto wbytes = RandomRow(TensorType::kQ4_1, k * rows, rng);
+// A row's output must not depend on the batch it was computed in (dot vs dot4 paths, and
+// per-row activation quantization).
+void ExpectBatchInvariant(TensorType type, int64_t k, int64_t rows, int64_t batch,
+                          ActivationPrecision precision, std::mt19937& rng) {
+  const auto wbytes = RandomRow(type, k * rows, rng);
   TensorView t;
-  t.type = TensorType::kQ4_1;
+  t.type = type;
   t.n_dims = 2;
   t.ne[0] = k;
   t.ne[1] = rows;
   t.data = wbytes.data();
   t.nbytes = wbytes.size();
   std::normal_distribution<float> nd;
-  std::vector<float> x(static_cast<size_t>(9 * k));
+  std::vector<float> x(static_cast<size_t>(batch * k));
   for (auto& v : x) v = nd(rng);
   ThreadPool pool(2);
-  std::vector<float> all(static_cast<size_t>(9 * rows)), one(static_cast<size_t>(rows));
-  MatMul(t, x.data(), 9, all.data(), pool);
-  for (int64_t b = 0; b < 9; ++b) {
-    MatMul(t, x.data() + b * k, 1, one.data(), pool);
-    for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(b * rows + r)]);
+  std::vector<float> all(static_cast<size_t>(batch * rows)), one(static_cast<size_t>(rows));
+  MatMul(t, x.data(), batch, all.data(), pool, precision);
+  for (int64_t b = 0; b < batch; ++b) {
+    MatMul(t, x.data() + b * k, 1, one.data(), pool, precision);
+    for (int64_t r = 0; r < rows; ++r) {
+      EXPECT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(b * rows + r)])
+          << TypeName(type) << " batch row " << b << " row " << r;
+    }
   }
+}
+
+TEST(SimdKernelsTest, MatMulAtEveryBatchSizeMatchesSingleRows) {
+  std::mt19937 rng(5);
+  ExpectBatchInvariant(TensorType::kQ4_1, 96, 19, 9, ActivationPrecision::kF32, rng);
 }
 
 TEST(CpuLevelTest, LevelsAreOrderedAndNamed) {
@@ -200,26 +208,8 @@ TEST(Int8ActivationTest, IntegerDotsWithinBudgetAtEveryLevel) {
 
 TEST(Int8ActivationTest, MatMulBatchInvariant) {
   std::mt19937 rng(21);
-  const int64_t k = 128, rows = 11;
   for (TensorType type : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0}) {
-    const auto wbytes = RandomRow(type, k * rows, rng);
-    TensorView t;
-    t.type = type;
-    t.n_dims = 2;
-    t.ne[0] = k;
-    t.ne[1] = rows;
-    t.data = wbytes.data();
-    t.nbytes = wbytes.size();
-    std::normal_distribution<float> nd;
-    std::vector<float> x(static_cast<size_t>(6 * k));
-    for (auto& v : x) v = nd(rng);
-    ThreadPool pool(2);
-    std::vector<float> all(static_cast<size_t>(6 * rows)), one(static_cast<size_t>(rows));
-    MatMul(t, x.data(), 6, all.data(), pool, ActivationPrecision::kInt8);
-    for (int64_t b = 0; b < 6; ++b) {
-      MatMul(t, x.data() + b * k, 1, one.data(), pool, ActivationPrecision::kInt8);
-      for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(one[static_cast<size_t>(r)], all[static_cast<size_t>(b * rows + r)]);
-    }
+    ExpectBatchInvariant(type, 128, 11, 6, ActivationPrecision::kInt8, rng);
   }
 }
 
