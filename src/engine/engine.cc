@@ -5,12 +5,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <mutex>
 
 #include "common/thread_pool.h"
 #include "engine/kv_cache.h"
 #include "models/bert.h"
+#include "models/describe.h"
 #include "models/llama.h"
 #include "models/model_source.h"
 #include "tokenizer/tokenizer.h"
@@ -70,14 +70,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   auto impl = std::make_unique<Impl>();
   FRUGAL_ASSIGN_OR_RETURN(impl->source, ModelSource::Open(options.model_path));
   const ModelSource& src = *impl->source;
-  ModelInfo info;
-  info.path = options.model_path;
-  info.architecture = src.architecture();
-  info.format = src.is_gguf() ? "gguf" : "safetensors";
-  info.weight_bytes = src.total_bytes();
-  for (const auto* t : src.AllTensors()) info.parameters += t->elements();
-  info.name = src.is_gguf() ? src.gguf()->GetStringOr("general.name", "")
-                            : std::filesystem::path(options.model_path).filename().string();
+  ModelInfo info = InspectSource(src);  // what the files alone say; the model fills the rest
 
   const std::string& arch = src.architecture();
   const bool is_encoder = arch == "bert";

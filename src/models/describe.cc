@@ -1,6 +1,7 @@
 #include "models/describe.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -29,7 +30,8 @@ ModelInfo InspectSource(const ModelSource& source) {
   info.path = source.path();
   info.architecture = source.architecture();
   info.format = source.is_gguf() ? "gguf" : "safetensors";
-  info.name = source.is_gguf() ? source.gguf()->GetStringOr("general.name", "") : "";
+  info.name = source.is_gguf() ? source.gguf()->GetStringOr("general.name", "")
+                               : std::filesystem::path(source.path()).filename().string();
   info.weight_bytes = source.total_bytes();
   for (const auto* t : source.AllTensors()) info.parameters += t->elements();
   return info;

@@ -8,8 +8,9 @@
 
 namespace frugal {
 
-// What can be told from the files alone (format, architecture, name, size, parameters), for
-// models the engine cannot load.
+// What can be told from the files alone (format, architecture, name, size, parameters); the
+// engine completes it with the model's dimensions, and `frugal info` shows it as is for files
+// the engine cannot load.
 ModelInfo InspectSource(const ModelSource& source);
 
 // Per-tensor listing (name, type, shape, bytes) plus totals and bits per weight.
