@@ -22,7 +22,7 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_relaxed);  // published by the release bump below
     generation_.fetch_add(1, std::memory_order_release);
   }
   work_cv_.notify_all();
@@ -82,10 +82,7 @@ void ThreadPool::WorkerLoop(int index) {
       work_cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
     }
     seen = generation_.load(std::memory_order_acquire);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) return;
-    }
+    if (stop_.load(std::memory_order_relaxed)) return;  // ordered by the acquire above
     const int64_t begin = std::min(n_, chunk_ * index);
     const int64_t end = std::min(n_, begin + chunk_);
     if (begin < end) (*fn_)(begin, end);

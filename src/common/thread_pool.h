@@ -52,7 +52,7 @@ class ThreadPool {
   alignas(64) std::mutex mu_;                // for sleeping only
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
-  bool stop_ = false;  // guarded by mu_ (and announced by a generation bump)
+  std::atomic<bool> stop_{false};  // set before the final generation bump
 };
 
 }  // namespace frugal
