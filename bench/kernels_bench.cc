@@ -36,17 +36,6 @@ std::vector<uint8_t> RandomWeights(TensorType type, int64_t elements) {
   return bytes;
 }
 
-TensorView View(TensorType type, int64_t k, int64_t rows, const std::vector<uint8_t>& bytes) {
-  TensorView t;
-  t.type = type;
-  t.n_dims = 2;
-  t.ne[0] = k;
-  t.ne[1] = rows;
-  t.data = bytes.data();
-  t.nbytes = bytes.size();
-  return t;
-}
-
 const TensorType kTypes[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
                              TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ4_K, TensorType::kQ6_K};
 
@@ -88,7 +77,7 @@ void BM_MatMul(benchmark::State& state) {
   const int64_t batch = state.range(1);
   const int64_t k = 576, rows = 1536;
   const auto w = RandomWeights(type, k * rows);
-  const TensorView t = View(type, k, rows, w);
+  const TensorView t = TensorView::Matrix(type, k, rows, w.data(), w.size());
   std::vector<float> x(static_cast<size_t>(batch * k), 0.1f), y(static_cast<size_t>(batch * rows));
   static ThreadPool pool(ThreadPool::DefaultThreads());
   for (auto _ : state) {

@@ -47,6 +47,19 @@ struct TensorView {
   const uint8_t* data = nullptr;
   size_t nbytes = 0;
 
+  // A 2-D view over caller-owned bytes: `rows` rows of `cols` elements of `type`.
+  static TensorView Matrix(TensorType type, int64_t cols, int64_t rows, const uint8_t* data,
+                           size_t nbytes) {
+    TensorView t;
+    t.type = type;
+    t.n_dims = 2;
+    t.ne[0] = cols;
+    t.ne[1] = rows;
+    t.data = data;
+    t.nbytes = nbytes;
+    return t;
+  }
+
   int64_t elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
   int64_t rows() const { return ne[1] * ne[2] * ne[3]; }
   std::string ShapeString() const;

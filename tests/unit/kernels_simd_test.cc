@@ -108,13 +108,7 @@ TEST(SimdKernelsTest, DotWithinBudgetAndDot4IdenticalToDot) {
 void ExpectBatchInvariant(TensorType type, int64_t k, int64_t rows, int64_t batch,
                           ActivationPrecision precision, std::mt19937& rng) {
   const auto wbytes = RandomRow(type, k * rows, rng);
-  TensorView t;
-  t.type = type;
-  t.n_dims = 2;
-  t.ne[0] = k;
-  t.ne[1] = rows;
-  t.data = wbytes.data();
-  t.nbytes = wbytes.size();
+  const TensorView t = TensorView::Matrix(type, k, rows, wbytes.data(), wbytes.size());
   std::normal_distribution<float> nd;
   std::vector<float> x(static_cast<size_t>(batch * k));
   for (auto& v : x) v = nd(rng);

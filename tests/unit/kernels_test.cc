@@ -97,13 +97,8 @@ TEST(MatMulTest, MatchesNaiveAndIsThreadInvariant) {
   std::vector<float> w(static_cast<size_t>(k * rows)), x(static_cast<size_t>(k * batch));
   for (auto& v : w) v = nd(rng);
   for (auto& v : x) v = nd(rng);
-  TensorView t;
-  t.type = TensorType::kF32;
-  t.n_dims = 2;
-  t.ne[0] = k;
-  t.ne[1] = rows;
-  t.data = reinterpret_cast<const uint8_t*>(w.data());
-  t.nbytes = w.size() * 4;
+  const TensorView t = TensorView::Matrix(TensorType::kF32, k, rows,
+                                          reinterpret_cast<const uint8_t*>(w.data()), w.size() * 4);
   std::vector<float> y1(static_cast<size_t>(rows * batch)), y2(y1.size());
   ThreadPool one(1), three(3);
   MatMul(t, x.data(), batch, y1.data(), one);

@@ -1,5 +1,4 @@
-// Reference matmul and element-wise ops. Correct and threaded; the SIMD issue replaces the hot
-// paths behind the same signatures.
+// MatMul (dispatching to the active level's kernels) and the scalar element-wise ops.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -37,6 +36,7 @@ void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, Thread
   const int64_t rows = w.rows();
   const KernelTraits* traits = GetKernelTraits(w.type);
   FRUGAL_CHECK(traits != nullptr);
+  const size_t row_bytes = w.nbytes / static_cast<size_t>(rows);
   if (precision == ActivationPrecision::kInt8 && traits->dot_q8 != nullptr && k % kQK == 0) {
     // Each activation row is quantized on its own, so a row's result never depends on the
     // batch it came in.
@@ -44,7 +44,6 @@ void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, Thread
     thread_local std::vector<BlockQ8Act> xq;
     xq.resize(static_cast<size_t>(batch * blocks));
     for (int64_t b = 0; b < batch; ++b) QuantizeRowQ8Act(x + b * k, &xq[static_cast<size_t>(b * blocks)], k);
-    const size_t row_bytes = w.nbytes / static_cast<size_t>(rows);
     const BlockQ8Act* xq_data = xq.data();
     pool.ParallelFor(rows, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
@@ -55,7 +54,6 @@ void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, Thread
     return;
   }
   static const F32Kernels& f32 = GetF32Kernels(ActiveCpuLevel());
-  const size_t row_bytes = w.nbytes / static_cast<size_t>(rows);
   const bool is_f32 = w.type == TensorType::kF32;
   pool.ParallelFor(
       rows,
