@@ -57,6 +57,20 @@ class LlamaModel:
 # RoPE helpers
 
 
+
+# Per-layer tensor names: transformers (HF) -> GGUF.
+HF_TO_GGUF = {
+    "input_layernorm": "attn_norm",
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output",
+    "post_attention_layernorm": "ffn_norm",
+    "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+}
+
 def llama3_freq_factors(
     head_dim_rot: int,
     theta: float,
@@ -326,19 +340,8 @@ def load_hf(folder: str, dtype=np.float64) -> LlamaModel:
     }
     if not cfg.get("tie_word_embeddings", False) and "lm_head.weight" in t:
         w["output"] = t["lm_head.weight"]
-    names = {
-        "input_layernorm": "attn_norm",
-        "self_attn.q_proj": "attn_q",
-        "self_attn.k_proj": "attn_k",
-        "self_attn.v_proj": "attn_v",
-        "self_attn.o_proj": "attn_output",
-        "post_attention_layernorm": "ffn_norm",
-        "mlp.gate_proj": "ffn_gate",
-        "mlp.up_proj": "ffn_up",
-        "mlp.down_proj": "ffn_down",
-    }
     for l in range(cfg["num_hidden_layers"]):
-        for hf, gg in names.items():
+        for hf, gg in HF_TO_GGUF.items():
             w[f"blk.{l}.{gg}"] = t[f"model.layers.{l}.{hf}.weight"]
             b = t.get(f"model.layers.{l}.{hf}.bias")
             if b is not None:

@@ -212,19 +212,6 @@ def write_hf_llama(
 # --------------------------------------------------------------------------------------------
 # GGUF
 
-_HF_TO_GGUF = {
-    "input_layernorm": "attn_norm",
-    "self_attn.q_proj": "attn_q",
-    "self_attn.k_proj": "attn_k",
-    "self_attn.v_proj": "attn_v",
-    "self_attn.o_proj": "attn_output",
-    "post_attention_layernorm": "ffn_norm",
-    "mlp.gate_proj": "ffn_gate",
-    "mlp.up_proj": "ffn_up",
-    "mlp.down_proj": "ffn_down",
-}
-
-
 def hf_to_gguf_tensors(t: dict, spec: dict, arch: str) -> dict:
     """HF names -> GGUF names; Q/K rows permuted for arch llama as llama.cpp's converter does."""
     out = {"token_embd.weight": t["model.embed_tokens.weight"],
@@ -232,7 +219,7 @@ def hf_to_gguf_tensors(t: dict, spec: dict, arch: str) -> dict:
     if "lm_head.weight" in t:
         out["output.weight"] = t["lm_head.weight"]
     for l in range(spec["n_layer"]):
-        for hf, gg in _HF_TO_GGUF.items():
+        for hf, gg in ref_llama.HF_TO_GGUF.items():
             for suffix in ("weight", "bias"):
                 a = t.get(f"model.layers.{l}.{hf}.{suffix}")
                 if a is None:
