@@ -1,9 +1,12 @@
 #include "frugal/engine.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -136,6 +139,18 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     if (chat.ok()) {
       impl->chat = *chat;
       info.chat_format = impl->chat.name();
+    }
+    // Refuse a context whose KV cache cannot fit in memory instead of thrashing or aborting.
+    const double kv_bytes = 2.0 * static_cast<double>(hp.n_layer) * static_cast<double>(impl->n_ctx) *
+                            static_cast<double>(impl->llama->kv_dim()) * sizeof(float);
+    const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    if (ram > 0 && kv_bytes > 0.5 * ram) {
+      char msg[256];
+      std::snprintf(msg, sizeof msg,
+                    "a context of %lld tokens needs %.1f GiB of KV cache, more than half of this "
+                    "machine's %.1f GiB of memory; lower --ctx",
+                    static_cast<long long>(impl->n_ctx), kv_bytes / (1 << 30), ram / (1 << 30));
+      return OutOfRange(msg);
     }
     impl->kv = impl->llama->NewKvCache(impl->n_ctx);
   }

@@ -316,3 +316,10 @@ def test_malformed_gguf(frugal, tmp_path, case):
     name = "a.weight" if case == "duplicate tensor name" else "token_embd.weight"
     expect_error(frugal, f"dequant on GGUF with {case}", "dequant", "-m", p, "--tensor", name,
                  "-o", tmp_path / "o.f32", timeout=30)
+
+
+def test_context_too_large_for_memory_is_refused(frugal, smollm2_gguf):
+    # 2^20 tokens of SmolLM2 KV cache is ~45 GiB: refused up front, not allocated (which hung).
+    e = expect_error(frugal, "generate with a 2^20-token context", "generate", "-m", smollm2_gguf,
+                     "-c", "1048576", "-p", "hi", "-n", "1", timeout=30)
+    assert b"KV cache" in e.stderr, e.stderr
