@@ -13,14 +13,22 @@
 #include "common/fp16.h"
 #include "common/thread_pool.h"
 #include "kernels/kernels.h"
+#include "kernels/quantize.h"
 
 namespace frugal {
 namespace {
 
-std::vector<uint8_t> RandomWeights(TensorType type, int64_t elements) {
-  const TypeInfo* info = GetTypeInfo(type);
-  std::vector<uint8_t> bytes(static_cast<size_t>(elements / info->block_size) * info->block_bytes);
+// rows x k weights of `type`; Frugal types are RTN-quantized from random floats (random bytes
+// would make denormal or NaN scales, which time differently).
+std::vector<uint8_t> RandomWeights(TensorType type, int64_t k, int64_t rows) {
   std::mt19937 rng(1);
+  if (IsFrugalType(type)) {
+    std::normal_distribution<float> nd(0, 0.05f);
+    std::vector<float> w(static_cast<size_t>(k * rows));
+    for (auto& v : w) v = nd(rng);
+    return *QuantizeRowsRtn(type, w.data(), rows, k);
+  }
+  std::vector<uint8_t> bytes(*RowBytes(type, k) * static_cast<size_t>(rows));
   for (auto& b : bytes) b = static_cast<uint8_t>(rng());
   if (type == TensorType::kF32) {
     for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
@@ -36,8 +44,13 @@ std::vector<uint8_t> RandomWeights(TensorType type, int64_t elements) {
   return bytes;
 }
 
-const TensorType kTypes[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
-                             TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ4_K, TensorType::kQ6_K};
+// Frugal's types at group size 64 (SmolLM2's 576-wide rows are not a multiple of 128).
+const TensorType kTypes[] = {TensorType::kF32,    TensorType::kF16,     TensorType::kBF16,
+                             TensorType::kQ8_0,   TensorType::kQ4_0,    TensorType::kQ4_1,
+                             TensorType::kQ4_K,   TensorType::kQ6_K,    TensorType::kI8_C,
+                             TensorType::kI8_G64, TensorType::kI4S_G64, TensorType::kI4A_G64};
+const TensorType kInt8Types[] = {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0, TensorType::kI8_C,
+                                 TensorType::kI8_G64, TensorType::kI4S_G64, TensorType::kI4A_G64};
 
 // Dequantize one 1536 x 576 matrix row by row (the FFN shape of SmolLM2).
 void BM_Dequantize(benchmark::State& state) {
@@ -49,11 +62,18 @@ void BM_Dequantize(benchmark::State& state) {
     return;
   }
   const int64_t k = 1536, rows = 576;
-  const auto w = RandomWeights(type, k * rows);
-  std::vector<float> out(static_cast<size_t>(k));
+  const auto w = RandomWeights(type, k, rows);
+  std::vector<float> out(static_cast<size_t>(kTileRows * k));
   const size_t row_bytes = w.size() / static_cast<size_t>(rows);
+  const int tile = traits->tile_rows();
   for (auto _ : state) {
-    for (int64_t r = 0; r < rows; ++r) traits->dequantize_row(w.data() + r * row_bytes, out.data(), k);
+    for (int64_t r = 0; r < rows; r += tile) {
+      if (tile == 1) {
+        traits->dequantize_row(w.data() + r * row_bytes, out.data(), k);
+      } else {
+        traits->dequantize_tile(w.data() + r * row_bytes, out.data(), k);
+      }
+    }
     benchmark::DoNotOptimize(out.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
@@ -71,22 +91,24 @@ void BM_DotF32(benchmark::State& state) {
 }
 
 // y = W x with the active level and all threads: the decode (batch 1) and prefill (batch 64)
-// shapes of SmolLM2's FFN up-projection.
+// shapes of SmolLM2's FFN up-projection, with float or INT8 activations.
 void BM_MatMul(benchmark::State& state) {
   const auto type = static_cast<TensorType>(state.range(0));
   const int64_t batch = state.range(1);
+  const auto precision = static_cast<ActivationPrecision>(state.range(2));
   const int64_t k = 576, rows = 1536;
-  const auto w = RandomWeights(type, k * rows);
+  const auto w = RandomWeights(type, k, rows);
   const TensorView t = TensorView::Matrix(type, k, rows, w.data(), w.size());
   std::vector<float> x(static_cast<size_t>(batch * k), 0.1f), y(static_cast<size_t>(batch * rows));
   static ThreadPool pool(ThreadPool::DefaultThreads());
   for (auto _ : state) {
-    MatMul(t, x.data(), batch, y.data(), pool);
+    MatMul(t, x.data(), batch, y.data(), pool, precision);
     benchmark::DoNotOptimize(y.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
   state.counters["FLOPS"] = benchmark::Counter(2.0 * static_cast<double>(k * rows * batch) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(TypeName(type)) + "/batch " + std::to_string(batch) + "/" + CpuLevelName(ActiveCpuLevel()));
+  state.SetLabel(std::string(TypeName(type)) + "/batch " + std::to_string(batch) +
+                 (precision == ActivationPrecision::kInt8 ? "/int8/" : "/f32/") + CpuLevelName(ActiveCpuLevel()));
 }
 
 // Integer dot products against INT8 activations over one 1536 x 576 matrix (weight bytes/s).
@@ -94,20 +116,28 @@ void BM_DotQ8(benchmark::State& state) {
   const auto type = static_cast<TensorType>(state.range(0));
   const auto level = static_cast<CpuLevel>(state.range(1));
   const KernelTraits* traits = GetKernelTraits(type, level);
-  if (traits == nullptr || traits->dot_q8 == nullptr) {
+  if (traits == nullptr || (traits->dot_q8 == nullptr && traits->dot_q8_tile == nullptr)) {
     state.SkipWithError("no integer kernel for this type/level");
     return;
   }
   const int64_t k = 576, rows = 1536;
-  const auto w = RandomWeights(type, k * rows);
+  const auto w = RandomWeights(type, k, rows);
   std::vector<float> x(static_cast<size_t>(k));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17) - 8.0f;
   std::vector<BlockQ8Act> xq(static_cast<size_t>(k / kQK));
   QuantizeRowQ8Act(x.data(), xq.data(), k);
   const size_t row_bytes = w.size() / static_cast<size_t>(rows);
   float sink = 0;
+  float out[kTileRows];
   for (auto _ : state) {
-    for (int64_t r = 0; r < rows; ++r) sink += traits->dot_q8(w.data() + r * row_bytes, xq.data(), k);
+    if (traits->dot_q8_tile != nullptr) {
+      for (int64_t r = 0; r < rows; r += kTileRows) {
+        traits->dot_q8_tile(w.data() + r * row_bytes, xq.data(), k, out);
+        sink += out[0];
+      }
+    } else {
+      for (int64_t r = 0; r < rows; ++r) sink += traits->dot_q8(w.data() + r * row_bytes, xq.data(), k);
+    }
     benchmark::DoNotOptimize(sink);
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
@@ -115,7 +145,7 @@ void BM_DotQ8(benchmark::State& state) {
 }
 
 void DotQ8Args(benchmark::internal::Benchmark* b) {
-  for (TensorType t : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0}) {
+  for (TensorType t : kInt8Types) {
     for (CpuLevel l : SupportedCpuLevels()) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l)});
   }
 }
@@ -132,7 +162,10 @@ void DotArgs(benchmark::internal::Benchmark* b) {
 }
 void MatMulArgs(benchmark::internal::Benchmark* b) {
   for (TensorType t : kTypes) {
-    for (int64_t batch : {1, 8, 64}) b->Args({static_cast<int64_t>(t), batch});
+    for (int64_t batch : {1, 8, 64}) b->Args({static_cast<int64_t>(t), batch, 0});
+  }
+  for (TensorType t : kInt8Types) {
+    for (int64_t batch : {1, 8, 64}) b->Args({static_cast<int64_t>(t), batch, 1});
   }
 }
 

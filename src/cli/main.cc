@@ -240,7 +240,7 @@ int RunDequant(const std::string& model, const std::string& tensor, const std::s
   const frugal::TensorView* t = (*gguf)->FindTensor(tensor);
   if (t == nullptr) return Fail(frugal::NotFound("no tensor '" + tensor + "' in " + model));
   std::vector<float> v(static_cast<size_t>(t->elements()));
-  for (int64_t r = 0; r < t->rows(); ++r) frugal::GetRow(*t, r, &v[static_cast<size_t>(r * t->ne[0])]);
+  frugal::DequantizeTensor(*t, v.data());
   Status st = WriteFloats(out, v);
   return st.ok() ? 0 : Fail(st);
 }

@@ -243,6 +243,7 @@ Status GgufFile::ParseAll() {
   };
   std::vector<RawInfo> raw(n_tensors);
   tensors_.resize(n_tensors);
+  bool uses_frugal_types = false;
   for (uint64_t i = 0; i < n_tensors; ++i) {
     TensorView& t = tensors_[i];
     std::string_view name;
@@ -276,13 +277,35 @@ Status GgufFile::ParseAll() {
       return DataLoss("tensor '" + t.name + "' row of " + std::to_string(t.ne[0]) +
                       " is not a multiple of the " + info->name + " block");
     }
-    t.nbytes = static_cast<size_t>(total / info->block_size) * info->block_bytes;
+    const uint64_t rows = total / static_cast<uint64_t>(t.ne[0]);
+    if (rows % static_cast<uint64_t>(info->tile_rows) != 0) {
+      return DataLoss("tensor '" + t.name + "' has " + std::to_string(rows) + " rows; " +
+                      info->name + " stores rows in tiles of " + std::to_string(info->tile_rows));
+    }
+    FRUGAL_ASSIGN_OR_RETURN(const size_t row_bytes, RowBytes(t.type, t.ne[0]));
+    t.nbytes = static_cast<size_t>(rows) * row_bytes;
+    if (IsFrugalType(t.type)) uses_frugal_types = true;
     FRUGAL_RETURN_IF_ERROR(c.Read(&raw[i].offset, "tensor offset"));
     if (raw[i].offset % alignment != 0) {
       return DataLoss("tensor '" + t.name + "' offset is not aligned");
     }
     if (!tensor_index_.emplace(t.name, i).second) {
       return DataLoss("duplicate tensor name '" + t.name + "'");
+    }
+  }
+
+  // Frugal's own tensor types mean what this build's version of docs/formats.md says only if
+  // the file was written for that version.
+  if (const GgufValue* v = Find(kFrugalFormatVersionKey); v != nullptr || uses_frugal_types) {
+    if (v == nullptr) {
+      return DataLoss("the file has Frugal tensor types but no " +
+                                std::string(kFrugalFormatVersionKey) + " metadata");
+    }
+    if (!IsIntegerType(v->type) || v->integer != kFrugalFormatVersion) {
+      return Unimplemented(
+          "the file uses Frugal tensor format version " +
+          (IsIntegerType(v->type) ? std::to_string(v->integer) : std::string("(not an integer)")) +
+          "; this build reads version " + std::to_string(kFrugalFormatVersion));
     }
   }
 

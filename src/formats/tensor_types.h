@@ -11,7 +11,9 @@
 
 namespace frugal {
 
-// Values are GGUF's (ggml_type) ids, so they can be read from and written to files as is.
+// Values below 1024 are GGUF's (ggml_type) ids, so they can be read from and written to files as
+// is. From 1024 on are Frugal's own weight formats (docs/formats.md): llama.cpp does not read
+// them, and Frugal reads them only from a file whose `frugal.format_version` it supports.
 enum class TensorType : uint32_t {
   kF32 = 0,
   kF16 = 1,
@@ -21,12 +23,36 @@ enum class TensorType : uint32_t {
   kQ4_K = 12,
   kQ6_K = 14,
   kBF16 = 30,
+  // Frugal formats: 8 rows interleaved per tile (see BlockI8 and friends below).
+  kI8_C = 1024,     // INT8 symmetric, one float scale per output channel (row)
+  kI8_G32 = 1025,   // INT8 symmetric, fp16 scale per 32 / 64 / 128 input weights
+  kI8_G64 = 1026,
+  kI8_G128 = 1027,
+  kI4S_G32 = 1028,  // INT4 symmetric (q - 8) * d, fp16 scale per group
+  kI4S_G64 = 1029,
+  kI4S_G128 = 1030,
+  kI4A_G32 = 1031,  // INT4 asymmetric q * d + m (m = -d * zero point), fp16 scale and offset
+  kI4A_G64 = 1032,
+  kI4A_G128 = 1033,
 };
 
+// The version of the Frugal formats this build reads and writes, stored in a GGUF file's
+// metadata under kFrugalFormatVersionKey. A file with Frugal tensors and another version (or
+// none) is refused: a layout change bumps the version.
+constexpr uint32_t kFrugalFormatVersion = 1;
+constexpr const char* kFrugalFormatVersionKey = "frugal.format_version";
+
+// Storage: a tensor is a sequence of tiles of `tile_rows` rows (1 for the GGUF types). A tile
+// of n-element rows takes tile_header_bytes + (n / block_size) * block_bytes bytes, so row r of
+// a 1-row type and tile r / 8 of a Frugal type both start at r * RowBytes(type, n).
 struct TypeInfo {
   const char* name;
-  int64_t block_size;  // elements per block
-  size_t block_bytes;  // bytes per block
+  int64_t block_size;  // elements per block (per row of the tile)
+  size_t block_bytes;  // bytes per block (all rows of the tile)
+  int tile_rows = 1;
+  size_t tile_header_bytes = 0;
+  int group_size = 0;  // Frugal types: input weights per scale (0: per channel)
+  int bits = 0;        // Frugal types: bits per quantized weight
 };
 
 // Null for an id this build cannot read.
@@ -34,7 +60,10 @@ const TypeInfo* GetTypeInfo(TensorType type);
 const TypeInfo* GetTypeInfo(uint32_t raw_type);
 std::string TypeName(TensorType type);
 
-// Bytes of a row of n elements; n must be a multiple of the block size.
+inline bool IsFrugalType(TensorType type) { return static_cast<uint32_t>(type) >= 1024; }
+
+// Bytes of a row of n elements (for a tiled type: a tile's bytes / tile_rows); n must be a
+// multiple of the block size.
 StatusOr<size_t> RowBytes(TensorType type, int64_t n);
 
 constexpr int kQK = 32;    // elements per Q4_0/Q4_1/Q8_0 block
@@ -74,6 +103,51 @@ struct BlockQ6_K {
   uint16_t d;                // fp16 super-block scale
 };
 static_assert(sizeof(BlockQ6_K) == 210);
+
+// --- Frugal formats (docs/formats.md) ---
+//
+// Rows are stored in tiles of 8 interleaved rows so that an integer dot-product kernel loads one
+// activation block once and applies it to 8 rows, and a tile's quantized bytes sit at 16-byte
+// aligned offsets. A tile of rows r..r+7 with n inputs is n / G blocks, each covering the G
+// inputs [g * G, (g + 1) * G) of all 8 rows: first the 8 scales (and 8 offsets), then G / 32
+// chunks of 32 inputs, and in each chunk the 8 rows one after the other. INT4 chunks use
+// GGUF's nibble order: byte j holds input j (low nibble) and input j + 16 (high nibble).
+constexpr int kTileRows = 8;
+
+template <int G>
+struct BlockI8 {  // value = q * d
+  uint16_t d[kTileRows];                    // fp16 scale of each row's group
+  int8_t qs[G / kQK][kTileRows][kQK];
+};
+static_assert(sizeof(BlockI8<32>) == 272 && sizeof(BlockI8<64>) == 528 &&
+              sizeof(BlockI8<128>) == 1040);
+
+template <int G>
+struct BlockI4S {  // value = (q - 8) * d, q in [0, 15]
+  uint16_t d[kTileRows];
+  uint8_t qs[G / kQK][kTileRows][kQK / 2];
+};
+static_assert(sizeof(BlockI4S<32>) == 144 && sizeof(BlockI4S<64>) == 272 &&
+              sizeof(BlockI4S<128>) == 528);
+
+template <int G>
+struct BlockI4A {  // value = q * d + m, q in [0, 15]
+  uint16_t d[kTileRows];
+  uint16_t m[kTileRows];                    // fp16 offset, -d * zero point
+  uint8_t qs[G / kQK][kTileRows][kQK / 2];
+};
+static_assert(sizeof(BlockI4A<32>) == 160 && sizeof(BlockI4A<64>) == 288 &&
+              sizeof(BlockI4A<128>) == 544);
+
+// INT8 per channel: a tile is a TileI8CHeader followed by n / 32 BlockI8C.
+struct TileI8CHeader {
+  float d[kTileRows];  // scale of each row; value = q * d
+};
+static_assert(sizeof(TileI8CHeader) == 32);
+struct BlockI8C {
+  int8_t qs[kTileRows][kQK];
+};
+static_assert(sizeof(BlockI8C) == 256);
 
 // Activations quantized on the fly for integer dot products (never stored in files): one block
 // of 32 values, float scale d (value = q * d) and s = d * sum(q) for the weight types with a

@@ -15,6 +15,7 @@ void RefDotF32x4(const float* w, const float* x, int64_t ldx, int64_t n, float* 
 
 const KernelTraits* GetAvx2KernelTraits(TensorType type) {
 #if defined(__x86_64__)
+  if (IsFrugalType(type)) return avx2::GetAvx2FrugalTraits(type);
   static const KernelTraits kF16{avx2::DequantF16};
   static const KernelTraits kBF16{avx2::DequantBF16};
   static const KernelTraits kQ4_0{avx2::DequantQ4_0, avx2::DotQ8Q4_0};
@@ -31,6 +32,7 @@ const KernelTraits* GetAvx2KernelTraits(TensorType type) {
     case TensorType::kQ8_0: return &kQ8_0;
     case TensorType::kQ4_K: return &kQ4_K;
     case TensorType::kQ6_K: return &kQ6_K;
+    default: break;
   }
 #else
   (void)type;

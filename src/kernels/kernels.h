@@ -28,11 +28,18 @@
 namespace frugal {
 
 struct KernelTraits {
-  // Dequantizes n consecutive elements (n a multiple of the block size) to float.
-  void (*dequantize_row)(const void* src, float* dst, int64_t n);
+  // One-row types (GGUF's): dequantizes n consecutive elements (n a multiple of the block
+  // size) to float. Null for the tiled types.
+  void (*dequantize_row)(const void* src, float* dst, int64_t n) = nullptr;
   // Optional: dot product of a stored row with INT8-quantized activations (n / 32 blocks).
   // Null when the type has no integer path.
   float (*dot_q8)(const void* row, const BlockQ8Act* x, int64_t n) = nullptr;
+  // Tiled types (Frugal's, kTileRows rows per tile): dequantizes a tile of kTileRows rows of
+  // n elements to dst[r * n + i], and the dot products of its rows with one activation row.
+  void (*dequantize_tile)(const void* tile, float* dst, int64_t n) = nullptr;
+  void (*dot_q8_tile)(const void* tile, const BlockQ8Act* x, int64_t n, float* out) = nullptr;
+
+  int tile_rows() const { return dequantize_tile != nullptr ? kTileRows : 1; }
 };
 
 // How MatMul treats activations: kF32 keeps them in float (exact up to float rounding);
@@ -65,6 +72,9 @@ void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, Thread
 
 // Copies row `row` of a 2-D tensor (e.g. a token embedding) to dst as float.
 void GetRow(const TensorView& w, int64_t row, float* dst);
+
+// Dequantizes a whole tensor to dst (w.elements() floats).
+void DequantizeTensor(const TensorView& w, float* dst);
 
 // Dot product at the active level.
 float DotF32(const float* a, const float* b, int64_t n);

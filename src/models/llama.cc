@@ -95,7 +95,7 @@ StatusOr<std::vector<float>> LoadVector(const TensorView* t, int64_t expected,
   const KernelTraits* traits = GetKernelTraits(t->type);
   if (traits == nullptr) return Unimplemented("tensor '" + name + "' has an unsupported type");
   std::vector<float> v(static_cast<size_t>(expected));
-  traits->dequantize_row(t->data, v.data(), expected);
+  DequantizeTensor(*t, v.data());
   return v;
 }
 

@@ -45,6 +45,7 @@ std::vector<uint8_t> RandomRow(TensorType type, int64_t n, std::mt19937& rng) {
       case TensorType::kQ4_1: put_half(o, scale(rng)); put_half(o + 2, -scale(rng)); break;
       case TensorType::kQ4_K: put_half(o, scale(rng)); put_half(o + 2, scale(rng)); break;
       case TensorType::kQ6_K: put_half(o + offsetof(BlockQ6_K, d), scale(rng)); break;
+      default: break;
     }
   }
   return bytes;

@@ -171,7 +171,10 @@ void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) {
   }
 }
 
+const KernelTraits* GetScalarFrugalTraits(TensorType type);  // kernels/ref/frugal_types.cc
+
 const KernelTraits* GetScalarKernelTraits(TensorType type) {
+  if (IsFrugalType(type)) return GetScalarFrugalTraits(type);
   static const KernelTraits kF32{DequantF32};
   static const KernelTraits kF16{DequantF16};
   static const KernelTraits kBF16{DequantBF16};
@@ -189,6 +192,7 @@ const KernelTraits* GetScalarKernelTraits(TensorType type) {
     case TensorType::kQ8_0: return &kQ8_0;
     case TensorType::kQ4_K: return &kQ4_K;
     case TensorType::kQ6_K: return &kQ6_K;
+    default: break;
   }
   return nullptr;
 }

@@ -26,9 +26,82 @@ FRUGAL_MULTIVERSION float RefDotF32(const float* a, const float* b, int64_t n) {
 void GetRow(const TensorView& w, int64_t row, float* dst) {
   const KernelTraits* traits = GetKernelTraits(w.type);
   FRUGAL_CHECK(traits != nullptr);
+  const int64_t k = w.ne[0];
   const size_t row_bytes = w.nbytes / static_cast<size_t>(w.rows());
-  traits->dequantize_row(w.data + row_bytes * static_cast<size_t>(row), dst, w.ne[0]);
+  if (traits->dequantize_tile != nullptr) {
+    thread_local std::vector<float> tile;
+    tile.resize(static_cast<size_t>(kTileRows * k));
+    const int64_t t = row / kTileRows;
+    traits->dequantize_tile(w.data + row_bytes * static_cast<size_t>(t * kTileRows), tile.data(), k);
+    std::copy_n(tile.data() + (row % kTileRows) * k, k, dst);
+    return;
+  }
+  traits->dequantize_row(w.data + row_bytes * static_cast<size_t>(row), dst, k);
 }
+
+void DequantizeTensor(const TensorView& w, float* dst) {
+  const KernelTraits* traits = GetKernelTraits(w.type);
+  FRUGAL_CHECK(traits != nullptr);
+  const int64_t k = w.ne[0];
+  if (traits->dequantize_tile == nullptr) {
+    traits->dequantize_row(w.data, dst, w.elements());
+    return;
+  }
+  const size_t tile_bytes = w.nbytes / static_cast<size_t>(w.rows() / kTileRows);
+  for (int64_t t = 0; t < w.rows() / kTileRows; ++t) {
+    traits->dequantize_tile(w.data + tile_bytes * static_cast<size_t>(t), dst + t * kTileRows * k, k);
+  }
+}
+
+namespace {
+
+// Y = W X for a tiled type: the same as below, 8 rows at a time.
+void MatMulTiled(const TensorView& w, const KernelTraits& traits, const float* x, int64_t batch,
+                 float* y, ThreadPool& pool, ActivationPrecision precision) {
+  const int64_t k = w.ne[0];
+  const int64_t rows = w.rows();
+  const int64_t tiles = rows / kTileRows;
+  const size_t tile_bytes = w.nbytes / static_cast<size_t>(tiles);
+  if (precision == ActivationPrecision::kInt8 && traits.dot_q8_tile != nullptr) {
+    const int64_t blocks = k / kQK;
+    thread_local std::vector<BlockQ8Act> xq;
+    xq.resize(static_cast<size_t>(batch * blocks));
+    for (int64_t b = 0; b < batch; ++b) QuantizeRowQ8Act(x + b * k, &xq[static_cast<size_t>(b * blocks)], k);
+    const BlockQ8Act* xq_data = xq.data();
+    pool.ParallelFor(tiles, [&](int64_t t0, int64_t t1) {
+      float out[kTileRows];
+      for (int64_t t = t0; t < t1; ++t) {
+        const uint8_t* tile = w.data + tile_bytes * static_cast<size_t>(t);
+        for (int64_t b = 0; b < batch; ++b) {
+          traits.dot_q8_tile(tile, xq_data + b * blocks, k, out);
+          std::copy_n(out, kTileRows, y + b * rows + t * kTileRows);
+        }
+      }
+    }, /*grain=*/2);
+    return;
+  }
+  static const F32Kernels& f32 = GetF32Kernels(ActiveCpuLevel());
+  pool.ParallelFor(tiles, [&](int64_t t0, int64_t t1) {
+    thread_local std::vector<float> buf;
+    buf.resize(static_cast<size_t>(kTileRows * k));
+    float out4[4];
+    for (int64_t t = t0; t < t1; ++t) {
+      traits.dequantize_tile(w.data + tile_bytes * static_cast<size_t>(t), buf.data(), k);
+      for (int j = 0; j < kTileRows; ++j) {
+        const float* wr = buf.data() + j * k;
+        const int64_t r = t * kTileRows + j;
+        int64_t b = 0;
+        for (; b + 4 <= batch; b += 4) {
+          f32.dot4(wr, x + b * k, k, k, out4);
+          for (int i = 0; i < 4; ++i) y[(b + i) * rows + r] = out4[i];
+        }
+        for (; b < batch; ++b) y[b * rows + r] = f32.dot(wr, x + b * k, k);
+      }
+    }
+  }, /*grain=*/2);
+}
+
+}  // namespace
 
 void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, ThreadPool& pool,
             ActivationPrecision precision) {
@@ -36,6 +109,10 @@ void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, Thread
   const int64_t rows = w.rows();
   const KernelTraits* traits = GetKernelTraits(w.type);
   FRUGAL_CHECK(traits != nullptr);
+  if (traits->dequantize_tile != nullptr) {
+    MatMulTiled(w, *traits, x, batch, y, pool, precision);
+    return;
+  }
   const size_t row_bytes = w.nbytes / static_cast<size_t>(rows);
   if (precision == ActivationPrecision::kInt8 && traits->dot_q8 != nullptr && k % kQK == 0) {
     // Each activation row is quantized on its own, so a row's result never depends on the

@@ -5,7 +5,14 @@
 
 #include "formats/tensor_types.h"
 
+namespace frugal {
+struct KernelTraits;
+}
+
 namespace frugal::avx2 {
+
+// The tiled Frugal formats (avx2_tiles.cc); null for other types.
+const KernelTraits* GetAvx2FrugalTraits(TensorType type);
 
 float DotF32(const float* a, const float* b, int64_t n);
 float DotQ8Q4_0(const void* row, const BlockQ8Act* x, int64_t n);

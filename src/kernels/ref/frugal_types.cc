@@ -1,0 +1,309 @@
+// Reference (scalar) kernels for Frugal's tiled formats: they define what the bytes mean
+// (docs/formats.md) and are the oracle for the SIMD versions. Also packing and RTN.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "common/fp16.h"
+#include "kernels/kernels.h"
+#include "kernels/quantize.h"
+
+namespace frugal {
+namespace {
+
+constexpr int kR = kTileRows;
+
+// The stored integer of input j of a row's 32-input chunk.
+inline int I4At(const uint8_t* qs, int j) { return j < 16 ? (qs[j] & 0x0f) : (qs[j - 16] >> 4); }
+
+template <int G>
+void DequantTileI8(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockI8<G>*>(src);
+  for (int64_t g = 0; g < n / G; ++g) {
+    for (int r = 0; r < kR; ++r) {
+      const float d = Fp16ToFp32(b[g].d[r]);
+      for (int c = 0; c < G / kQK; ++c) {
+        float* out = dst + r * n + g * G + c * kQK;
+        for (int j = 0; j < kQK; ++j) out[j] = static_cast<float>(b[g].qs[c][r][j]) * d;
+      }
+    }
+  }
+}
+
+template <int G>
+void DequantTileI4S(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockI4S<G>*>(src);
+  for (int64_t g = 0; g < n / G; ++g) {
+    for (int r = 0; r < kR; ++r) {
+      const float d = Fp16ToFp32(b[g].d[r]);
+      for (int c = 0; c < G / kQK; ++c) {
+        float* out = dst + r * n + g * G + c * kQK;
+        for (int j = 0; j < kQK; ++j) out[j] = static_cast<float>(I4At(b[g].qs[c][r], j) - 8) * d;
+      }
+    }
+  }
+}
+
+template <int G>
+void DequantTileI4A(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockI4A<G>*>(src);
+  for (int64_t g = 0; g < n / G; ++g) {
+    for (int r = 0; r < kR; ++r) {
+      const float d = Fp16ToFp32(b[g].d[r]);
+      const float m = Fp16ToFp32(b[g].m[r]);
+      for (int c = 0; c < G / kQK; ++c) {
+        float* out = dst + r * n + g * G + c * kQK;
+        for (int j = 0; j < kQK; ++j) out[j] = static_cast<float>(I4At(b[g].qs[c][r], j)) * d + m;
+      }
+    }
+  }
+}
+
+void DequantTileI8C(const void* src, float* dst, int64_t n) {
+  const auto* h = static_cast<const TileI8CHeader*>(src);
+  const auto* b = reinterpret_cast<const BlockI8C*>(h + 1);
+  for (int64_t k = 0; k < n / kQK; ++k) {
+    for (int r = 0; r < kR; ++r) {
+      float* out = dst + r * n + k * kQK;
+      for (int j = 0; j < kQK; ++j) out[j] = static_cast<float>(b[k].qs[r][j]) * h->d[r];
+    }
+  }
+}
+
+// Integer dots with INT8 activations: out[r] = sum over 32-blocks of d_w * d_x * isum (+ m * s_x).
+template <int G>
+void DotTileI8(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
+  const auto* b = static_cast<const BlockI8<G>*>(tile);
+  for (int r = 0; r < kR; ++r) {
+    float sum = 0;
+    for (int64_t g = 0; g < n / G; ++g) {
+      const float d = Fp16ToFp32(b[g].d[r]);
+      for (int c = 0; c < G / kQK; ++c) {
+        const BlockQ8Act& xb = x[g * (G / kQK) + c];
+        int32_t isum = 0;
+        for (int j = 0; j < kQK; ++j) isum += b[g].qs[c][r][j] * xb.qs[j];
+        sum += d * xb.d * static_cast<float>(isum);
+      }
+    }
+    out[r] = sum;
+  }
+}
+
+template <int G>
+void DotTileI4S(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
+  const auto* b = static_cast<const BlockI4S<G>*>(tile);
+  for (int r = 0; r < kR; ++r) {
+    float sum = 0;
+    for (int64_t g = 0; g < n / G; ++g) {
+      const float d = Fp16ToFp32(b[g].d[r]);
+      for (int c = 0; c < G / kQK; ++c) {
+        const BlockQ8Act& xb = x[g * (G / kQK) + c];
+        int32_t isum = 0;
+        for (int j = 0; j < kQK; ++j) isum += (I4At(b[g].qs[c][r], j) - 8) * xb.qs[j];
+        sum += d * xb.d * static_cast<float>(isum);
+      }
+    }
+    out[r] = sum;
+  }
+}
+
+template <int G>
+void DotTileI4A(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
+  const auto* b = static_cast<const BlockI4A<G>*>(tile);
+  for (int r = 0; r < kR; ++r) {
+    float sum = 0;
+    for (int64_t g = 0; g < n / G; ++g) {
+      const float d = Fp16ToFp32(b[g].d[r]);
+      const float m = Fp16ToFp32(b[g].m[r]);
+      for (int c = 0; c < G / kQK; ++c) {
+        const BlockQ8Act& xb = x[g * (G / kQK) + c];
+        int32_t isum = 0;
+        for (int j = 0; j < kQK; ++j) isum += I4At(b[g].qs[c][r], j) * xb.qs[j];
+        sum += d * xb.d * static_cast<float>(isum) + m * xb.s;
+      }
+    }
+    out[r] = sum;
+  }
+}
+
+void DotTileI8C(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
+  const auto* h = static_cast<const TileI8CHeader*>(tile);
+  const auto* b = reinterpret_cast<const BlockI8C*>(h + 1);
+  for (int r = 0; r < kR; ++r) {
+    float sum = 0;
+    for (int64_t k = 0; k < n / kQK; ++k) {
+      int32_t isum = 0;
+      for (int j = 0; j < kQK; ++j) isum += b[k].qs[r][j] * x[k].qs[j];
+      sum += x[k].d * static_cast<float>(isum);
+    }
+    out[r] = h->d[r] * sum;
+  }
+}
+
+enum class Kind { kI8, kI8C, kI4S, kI4A };
+
+Kind KindOf(TensorType type) {
+  switch (type) {
+    case TensorType::kI8_C: return Kind::kI8C;
+    case TensorType::kI8_G32:
+    case TensorType::kI8_G64:
+    case TensorType::kI8_G128: return Kind::kI8;
+    case TensorType::kI4S_G32:
+    case TensorType::kI4S_G64:
+    case TensorType::kI4S_G128: return Kind::kI4S;
+    default: return Kind::kI4A;
+  }
+}
+
+}  // namespace
+
+const KernelTraits* GetScalarFrugalTraits(TensorType type) {
+  static const KernelTraits kI8_C{.dequantize_tile = DequantTileI8C, .dot_q8_tile = DotTileI8C};
+  static const KernelTraits kI8_G32{.dequantize_tile = DequantTileI8<32>, .dot_q8_tile = DotTileI8<32>};
+  static const KernelTraits kI8_G64{.dequantize_tile = DequantTileI8<64>, .dot_q8_tile = DotTileI8<64>};
+  static const KernelTraits kI8_G128{.dequantize_tile = DequantTileI8<128>, .dot_q8_tile = DotTileI8<128>};
+  static const KernelTraits kI4S_G32{.dequantize_tile = DequantTileI4S<32>, .dot_q8_tile = DotTileI4S<32>};
+  static const KernelTraits kI4S_G64{.dequantize_tile = DequantTileI4S<64>, .dot_q8_tile = DotTileI4S<64>};
+  static const KernelTraits kI4S_G128{.dequantize_tile = DequantTileI4S<128>, .dot_q8_tile = DotTileI4S<128>};
+  static const KernelTraits kI4A_G32{.dequantize_tile = DequantTileI4A<32>, .dot_q8_tile = DotTileI4A<32>};
+  static const KernelTraits kI4A_G64{.dequantize_tile = DequantTileI4A<64>, .dot_q8_tile = DotTileI4A<64>};
+  static const KernelTraits kI4A_G128{.dequantize_tile = DequantTileI4A<128>, .dot_q8_tile = DotTileI4A<128>};
+  switch (type) {
+    case TensorType::kI8_C: return &kI8_C;
+    case TensorType::kI8_G32: return &kI8_G32;
+    case TensorType::kI8_G64: return &kI8_G64;
+    case TensorType::kI8_G128: return &kI8_G128;
+    case TensorType::kI4S_G32: return &kI4S_G32;
+    case TensorType::kI4S_G64: return &kI4S_G64;
+    case TensorType::kI4S_G128: return &kI4S_G128;
+    case TensorType::kI4A_G32: return &kI4A_G32;
+    case TensorType::kI4A_G64: return &kI4A_G64;
+    case TensorType::kI4A_G128: return &kI4A_G128;
+    default: return nullptr;
+  }
+}
+
+int64_t GroupsPerRow(TensorType type, int64_t cols) {
+  const TypeInfo* info = GetTypeInfo(type);
+  return info->group_size == 0 ? 1 : cols / info->group_size;
+}
+
+float RoundScale(TensorType type, float v) {
+  return type == TensorType::kI8_C ? v : Fp16ToFp32(Fp32ToFp16(v));
+}
+
+Status PackRows(TensorType type, int64_t rows, int64_t cols, const int8_t* q, const float* scale,
+                const float* offset, uint8_t* dst) {
+  if (!IsFrugalType(type) || GetTypeInfo(type) == nullptr) {
+    return InvalidArgument("PackRows: " + TypeName(type) + " is not a Frugal format");
+  }
+  const Kind kind = KindOf(type);
+  if (rows % kR != 0) {
+    return InvalidArgument(TypeName(type) + " needs a multiple of 8 rows, not " + std::to_string(rows));
+  }
+  if ((kind == Kind::kI4A) != (offset != nullptr)) {
+    return InvalidArgument("PackRows: offsets are given exactly for the asymmetric INT4 types");
+  }
+  FRUGAL_ASSIGN_OR_RETURN(const size_t row_bytes, RowBytes(type, cols));
+  const int64_t groups = GroupsPerRow(type, cols);
+  const int64_t gsize = cols / groups;
+  const int64_t chunks = gsize / kQK;
+  for (int64_t t = 0; t < rows / kR; ++t) {
+    uint8_t* p = dst + static_cast<size_t>(t * kR) * row_bytes;
+    const int64_t r0 = t * kR;
+    if (kind == Kind::kI8C) {
+      TileI8CHeader h;
+      for (int r = 0; r < kR; ++r) h.d[r] = scale[r0 + r];
+      std::memcpy(p, &h, sizeof(h));
+      p += sizeof(h);
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      if (kind != Kind::kI8C) {
+        for (int r = 0; r < kR; ++r) {
+          const uint16_t d = Fp32ToFp16(scale[(r0 + r) * groups + g]);
+          std::memcpy(p + 2 * r, &d, 2);
+        }
+        p += 2 * kR;
+        if (kind == Kind::kI4A) {
+          for (int r = 0; r < kR; ++r) {
+            const uint16_t m = Fp32ToFp16(offset[(r0 + r) * groups + g]);
+            std::memcpy(p + 2 * r, &m, 2);
+          }
+          p += 2 * kR;
+        }
+      }
+      for (int64_t c = 0; c < chunks; ++c) {
+        for (int r = 0; r < kR; ++r) {
+          const int8_t* src = q + (r0 + r) * cols + g * gsize + c * kQK;
+          if (kind == Kind::kI8 || kind == Kind::kI8C) {
+            for (int j = 0; j < kQK; ++j) {
+              if (src[j] < -127) return InvalidArgument("INT8 level below -127");
+            }
+            std::memcpy(p, src, kQK);
+            p += kQK;
+          } else {
+            for (int j = 0; j < kQK / 2; ++j) {
+              if (src[j] < 0 || src[j] > 15 || src[j + 16] < 0 || src[j + 16] > 15) {
+                return InvalidArgument("INT4 level outside [0, 15]");
+              }
+              p[j] = static_cast<uint8_t>(src[j] | (src[j + 16] << 4));
+            }
+            p += kQK / 2;
+          }
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<uint8_t>> QuantizeRowsRtn(TensorType type, const float* src, int64_t rows,
+                                               int64_t cols) {
+  if (!IsFrugalType(type) || GetTypeInfo(type) == nullptr) {
+    return InvalidArgument(TypeName(type) + " is not a Frugal format");
+  }
+  FRUGAL_ASSIGN_OR_RETURN(const size_t row_bytes, RowBytes(type, cols));
+  const Kind kind = KindOf(type);
+  const int64_t groups = GroupsPerRow(type, cols);
+  const int64_t gsize = cols / groups;
+  std::vector<int8_t> q(static_cast<size_t>(rows * cols));
+  std::vector<float> scale(static_cast<size_t>(rows * groups));
+  std::vector<float> offset(kind == Kind::kI4A ? scale.size() : 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* w = src + r * cols + g * gsize;
+      int8_t* qg = &q[static_cast<size_t>(r * cols + g * gsize)];
+      const size_t si = static_cast<size_t>(r * groups + g);
+      if (kind == Kind::kI4A) {
+        float lo = w[0], hi = w[0];
+        for (int64_t j = 1; j < gsize; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
+        const float d = RoundScale(type, (hi - lo) / 15.0f);
+        const float m = RoundScale(type, lo);
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        for (int64_t j = 0; j < gsize; ++j) {
+          qg[j] = static_cast<int8_t>(std::clamp(std::nearbyint((w[j] - m) * id), 0.0f, 15.0f));
+        }
+        scale[si] = d;
+        offset[si] = m;
+        continue;
+      }
+      float amax = 0;
+      for (int64_t j = 0; j < gsize; ++j) amax = std::max(amax, std::fabs(w[j]));
+      const bool int8 = kind != Kind::kI4S;
+      const float d = RoundScale(type, amax / (int8 ? 127.0f : 7.0f));
+      const float id = d != 0 ? 1.0f / d : 0.0f;
+      for (int64_t j = 0; j < gsize; ++j) {
+        const float v = std::nearbyint(w[j] * id);
+        qg[j] = int8 ? static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f))
+                     : static_cast<int8_t>(std::clamp(v, -8.0f, 7.0f) + 8.0f);
+      }
+      scale[si] = d;
+    }
+  }
+  std::vector<uint8_t> out(static_cast<size_t>(rows) * row_bytes);
+  FRUGAL_RETURN_IF_ERROR(PackRows(type, rows, cols, q.data(), scale.data(),
+                                  offset.empty() ? nullptr : offset.data(), out.data()));
+  return out;
+}
+
+}  // namespace frugal
