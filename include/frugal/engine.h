@@ -29,6 +29,9 @@ struct EngineOptions {
   // Matmul activations: false = float; true = INT8 per 32-block for weight types with an
   // integer kernel (Q4_0, Q4_1, Q8_0), as llama.cpp does: faster, slightly less exact.
   bool int8_activations = false;
+  // Re-lay Q4_0 / Q4_1 / Q8_0 matrices at load into Frugal's 8-row tiles (same values, faster
+  // kernels; a copy of those weights in memory). false keeps the file's layout.
+  bool repack_weights = true;
 };
 
 enum class ModelKind { kDecoder, kEncoder };

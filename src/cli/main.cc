@@ -42,6 +42,7 @@ struct CommonModelFlags {
   int threads = 0;
   int64_t ctx = 0;
   std::string activations = "f32";
+  bool no_repack = false;
 
   void Add(CLI::App* cmd, bool with_ctx = true) {
     cmd->add_option("-m,--model", model, "model: a .gguf file or a Hugging Face folder")->required();
@@ -49,6 +50,7 @@ struct CommonModelFlags {
     if (with_ctx) cmd->add_option("-c,--ctx", ctx, "context length in tokens (default: the model's, at most 8192)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
     cmd->add_option("--activations", activations, "matmul activations: f32 (default) or int8 (faster; Q4_0/Q4_1/Q8_0 weights)")
         ->check(CLI::IsMember({"f32", "int8"}));
+    cmd->add_flag("--no-repack", no_repack, "keep Q4_0/Q4_1/Q8_0 matrices in the file's layout instead of Frugal's 8-row tiles");
   }
   frugal::StatusOr<std::unique_ptr<frugal::Engine>> Open() const {
     frugal::EngineOptions o;
@@ -56,6 +58,7 @@ struct CommonModelFlags {
     o.threads = threads;
     o.context_length = ctx;
     o.int8_activations = activations == "int8";
+    o.repack_weights = !no_repack;
     return frugal::Engine::Open(o);
   }
 };

@@ -120,6 +120,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     impl->llama = std::move(model).value();
     impl->llama->set_activation_precision(options.int8_activations ? ActivationPrecision::kInt8
                                                                    : ActivationPrecision::kF32);
+    if (options.repack_weights) impl->llama->RepackWeights();
     const LlamaHParams& hp = impl->llama->hparams();
     info.kind = ModelKind::kDecoder;
     info.n_vocab = hp.n_vocab;

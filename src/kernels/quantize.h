@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "formats/gguf.h"
 #include "formats/tensor_types.h"
 #include "frugal/status.h"
 
@@ -31,5 +33,13 @@ float RoundScale(TensorType type, float v);
 // and m = min. Returns the packed bytes.
 StatusOr<std::vector<uint8_t>> QuantizeRowsRtn(TensorType type, const float* src, int64_t rows,
                                                int64_t cols);
+
+// GGUF types whose blocks hold exactly the values of a Frugal format (Q4_0 = I4S_G32,
+// Q4_1 = I4A_G32, Q8_0 = I8_G32): re-laid into tiles, a tensor keeps every weight bit for bit
+// and runs on the tiled kernels. nullopt for other types and for a row count not a multiple
+// of 8.
+std::optional<TensorType> RepackedType(const TensorView& t);
+// Writes t in the layout of *RepackedType(t) to dst (t.nbytes bytes: the sizes are equal).
+void RepackRows(const TensorView& t, uint8_t* dst);
 
 }  // namespace frugal

@@ -4,8 +4,11 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <optional>
 
 #include "kernels/kernels.h"
+#include "kernels/quantize.h"
 
 namespace frugal {
 namespace {
@@ -212,6 +215,33 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const ModelSource& src) {
     FRUGAL_RETURN_IF_ERROR(bias("attn_output", hp.n_embd, &l.bo));
   }
   return m;
+}
+
+size_t LlamaModel::RepackWeights() {
+  std::map<const TensorView*, const TensorView*> done;  // tied embeddings are repacked once
+  size_t bytes = 0;
+  auto repack = [&](const TensorView*& t) {
+    if (auto it = done.find(t); it != done.end()) {
+      t = it->second;
+      return;
+    }
+    const std::optional<TensorType> type = RepackedType(*t);
+    if (!type) return;
+    std::vector<uint8_t>& data = repacked_data_.emplace_back(t->nbytes);
+    RepackRows(*t, data.data());
+    TensorView& v = repacked_views_.emplace_back(*t);
+    v.type = *type;
+    v.data = data.data();
+    bytes += v.nbytes;
+    done[t] = &v;
+    t = &v;
+  };
+  repack(tok_embd_);
+  repack(output_);
+  for (Layer& l : layers_) {
+    for (const TensorView** w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) repack(*w);
+  }
+  return bytes;
 }
 
 std::unique_ptr<KvCache> LlamaModel::NewKvCache(int64_t n_ctx) const {

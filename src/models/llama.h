@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -64,6 +65,11 @@ class LlamaModel {
   Status DecodeBatch(std::span<const int32_t> tokens, std::span<KvCache* const> caches,
                      ThreadPool& pool, std::vector<float>* logits) const;
 
+  // Re-lays GGUF Q4_0 / Q4_1 / Q8_0 matrices into the equivalent tiled Frugal formats
+  // (kernels/quantize.h: RepackedType), so the tiled kernels run on them. Every weight keeps its
+  // value; costs a copy of those matrices in memory. Returns the number of bytes repacked.
+  size_t RepackWeights();
+
   // Bytes of weights streamed per decoded token (every matmul weight once + one embedding row).
   size_t weight_bytes_per_token() const;
 
@@ -100,6 +106,8 @@ class LlamaModel {
   std::vector<float> output_norm_;
   std::vector<Layer> layers_;
   std::vector<TensorView> owned_views_;  // renamed views for HF checkpoints
+  std::deque<TensorView> repacked_views_;  // stable addresses: layers point into it
+  std::vector<std::vector<uint8_t>> repacked_data_;
 };
 
 // Loads a small 1-D tensor (norm weight, bias) of any float type into a float vector.

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
+#include "common/check.h"
 #include "common/fp16.h"
 #include "kernels/kernels.h"
 #include "kernels/quantize.h"
@@ -304,6 +306,47 @@ StatusOr<std::vector<uint8_t>> QuantizeRowsRtn(TensorType type, const float* src
   FRUGAL_RETURN_IF_ERROR(PackRows(type, rows, cols, q.data(), scale.data(),
                                   offset.empty() ? nullptr : offset.data(), out.data()));
   return out;
+}
+
+std::optional<TensorType> RepackedType(const TensorView& t) {
+  if (t.rows() % kR != 0 || t.ne[0] % kQK != 0) return std::nullopt;
+  switch (t.type) {
+    case TensorType::kQ4_0: return TensorType::kI4S_G32;
+    case TensorType::kQ4_1: return TensorType::kI4A_G32;
+    case TensorType::kQ8_0: return TensorType::kI8_G32;
+    default: return std::nullopt;
+  }
+}
+
+namespace {
+
+// One GGUF block type -> its tiled form: per 32 inputs, 8 scales (8 offsets), 8 rows of quants.
+template <typename Src, typename Dst>
+void RepackAs(const TensorView& t, uint8_t* dst) {
+  const int64_t blocks = t.ne[0] / kQK;
+  const auto* src = reinterpret_cast<const Src*>(t.data);
+  auto* out = reinterpret_cast<Dst*>(dst);
+  for (int64_t tile = 0; tile < t.rows() / kR; ++tile) {
+    for (int64_t b = 0; b < blocks; ++b, ++out) {
+      for (int r = 0; r < kR; ++r) {
+        const Src& in = src[(tile * kR + r) * blocks + b];
+        out->d[r] = in.d;
+        if constexpr (std::is_same_v<Src, BlockQ4_1>) out->m[r] = in.m;
+        std::memcpy(out->qs[0][r], in.qs, sizeof(in.qs));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void RepackRows(const TensorView& t, uint8_t* dst) {
+  switch (t.type) {
+    case TensorType::kQ4_0: RepackAs<BlockQ4_0, BlockI4S<32>>(t, dst); break;
+    case TensorType::kQ4_1: RepackAs<BlockQ4_1, BlockI4A<32>>(t, dst); break;
+    case TensorType::kQ8_0: RepackAs<BlockQ8_0, BlockI8<32>>(t, dst); break;
+    default: FRUGAL_CHECK(false && "RepackRows: type has no tiled form");
+  }
 }
 
 }  // namespace frugal
