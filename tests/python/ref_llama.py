@@ -160,8 +160,23 @@ def silu(x: np.ndarray) -> np.ndarray:
     return x / (1.0 + np.exp(-x))
 
 
-def forward(m: LlamaModel, tokens, dtype=np.float64) -> np.ndarray:
-    """Logits [T, n_vocab] for every position of `tokens` (positions 0..T-1, causal)."""
+def quantize_act_q8(x: np.ndarray) -> np.ndarray:
+    """Activations rounded as the engine's INT8 path does (float32, per 32 along the last axis):
+    d = max|x| / 127, q = rint(x / d); returns q * d."""
+    xf = x.astype(np.float32)
+    blocks = xf.reshape(*xf.shape[:-1], -1, 32)
+    d = np.abs(blocks).max(axis=-1, keepdims=True) / np.float32(127)
+    inv = np.where(d != 0, np.float32(1) / np.where(d != 0, d, 1), 0).astype(np.float32)
+    q = np.rint(blocks * inv)
+    return (q * d).reshape(x.shape).astype(x.dtype)
+
+
+def forward(m: LlamaModel, tokens, dtype=np.float64, int8_inputs: bool = False) -> np.ndarray:
+    """Logits [T, n_vocab] for every position of `tokens` (positions 0..T-1, causal).
+
+    int8_inputs: round the input of every per-layer matrix (not the output head) as the
+    engine's `--activations int8` does for weight types with an integer kernel."""
+    a8 = quantize_act_q8 if int8_inputs else (lambda v: v)
     ids = np.asarray(tokens, dtype=np.int64)
     T = len(ids)
     W = {k: v.astype(dtype, copy=False) for k, v in m.w.items()}
@@ -173,7 +188,7 @@ def forward(m: LlamaModel, tokens, dtype=np.float64) -> np.ndarray:
     scale = 1.0 / math.sqrt(D)
     for l in range(m.n_layer):
         p = f"blk.{l}."
-        h = rms_norm(x, W[p + "attn_norm"], m.rms_eps)
+        h = a8(rms_norm(x, W[p + "attn_norm"], m.rms_eps))
 
         def proj(name):
             y = h @ W[p + name].T
@@ -193,14 +208,14 @@ def forward(m: LlamaModel, tokens, dtype=np.float64) -> np.ndarray:
             e = np.exp(s)
             pr = e / e.sum(axis=-1, keepdims=True)
             att[:, hh, :] = pr @ v[:, kv, :]
-        o = att.reshape(T, H * D) @ W[p + "attn_output"].T
+        o = a8(att.reshape(T, H * D)) @ W[p + "attn_output"].T
         if (b := W.get(p + "attn_output.bias")) is not None:
             o = o + b
         x = x + o
-        h = rms_norm(x, W[p + "ffn_norm"], m.rms_eps)
+        h = a8(rms_norm(x, W[p + "ffn_norm"], m.rms_eps))
         g = h @ W[p + "ffn_gate"].T
         u = h @ W[p + "ffn_up"].T
-        x = x + (silu(g) * u) @ W[p + "ffn_down"].T
+        x = x + a8(silu(g) * u) @ W[p + "ffn_down"].T
     x = rms_norm(x, W["output_norm"], m.rms_eps)
     out = W.get("output")
     if out is None:

@@ -242,10 +242,16 @@ def write_gguf_llama(
     rope_freqs: np.ndarray | None = None,
     rope_linear_factor: float | None = None,
     hf_tensors: dict | None = None,
+    frugal_types: dict | None = None,
     **spec_over,
 ) -> dict:
-    """Writes a tiny GGUF (matrices in wtype: F32 | F16 | Q8_0; norms, biases F32)."""
+    """Writes a tiny GGUF (matrices in wtype: F32 | F16 | Q8_0; norms, biases F32).
+
+    frugal_types maps a matrix role ("attn_q", "ffn_down", ...) to one of Frugal's types
+    (frugal_format.TYPES): those matrices are RTN-quantized and packed by frugal_format."""
     import gguf
+
+    import frugal_format
 
     if arch == "qwen2":
         spec_over.setdefault("bias", True)
@@ -285,9 +291,18 @@ def write_gguf_llama(
     w.add_chat_template(CHAT_TEMPLATE)
     qt = {"F32": None, "F16": gguf.GGMLQuantizationType.F16,
           "Q8_0": gguf.GGMLQuantizationType.Q8_0}[wtype]
+    patches = {}
+    if frugal_types:
+        w.add_uint32(frugal_format.VERSION_KEY, frugal_format.FORMAT_VERSION)
     for name, a in gt.items():
         a = np.ascontiguousarray(a, dtype=np.float32)
-        if a.ndim == 1 or qt is None:
+        role = name.split(".")[-2] if name.startswith("blk.") else name.split(".")[0]
+        if a.ndim == 2 and frugal_types and role in frugal_types:
+            ftype = frugal_types[role]
+            q, d, m = frugal_format.rtn(a, ftype)
+            frugal_format.add_tensor(w, name, frugal_format.pack(q, d, m, ftype), patches, ftype,
+                                     a.shape[1])
+        elif a.ndim == 1 or qt is None:
             w.add_tensor(name, a)
         elif qt == gguf.GGMLQuantizationType.F16:
             w.add_tensor(name, a.astype(np.float16))
@@ -299,4 +314,5 @@ def write_gguf_llama(
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+    frugal_format.patch_file(path, patches)
     return spec
