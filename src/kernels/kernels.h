@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "common/thread_pool.h"
 #include "formats/gguf.h"
@@ -70,6 +71,15 @@ const F32Kernels& GetF32Kernels(CpuLevel level);
 void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, ThreadPool& pool,
             ActivationPrecision precision = ActivationPrecision::kF32);
 
+// Several matrices with the same input X (e.g. Q, K and V): one pass over the thread pool and
+// one quantization of X for all of them; each output exactly as MatMul would compute it.
+struct MatMulOutput {
+  const TensorView* w;
+  float* y;  // [batch][rows(w)]
+};
+void MatMulMulti(std::span<const MatMulOutput> outs, const float* x, int64_t batch,
+                 ThreadPool& pool, ActivationPrecision precision = ActivationPrecision::kF32);
+
 // Copies row `row` of a 2-D tensor (e.g. a token embedding) to dst as float.
 void GetRow(const TensorView& w, int64_t row, float* dst);
 
@@ -79,13 +89,26 @@ void DequantizeTensor(const TensorView& w, float* dst);
 // Dot product at the active level.
 float DotF32(const float* a, const float* b, int64_t n);
 
-// --- element-wise ops (reference versions; vectorised in the kernels issue) ---
+// --- element-wise ops, at the active CPU level (GetOpsKernels) ---
 void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps);
 void LayerNorm(const float* x, const float* weight, const float* bias, float* y, int64_t n,
                float eps);
 void SoftmaxInPlace(float* x, int64_t n);
 // y = silu(g) * u
 void SwiGlu(const float* g, const float* u, float* y, int64_t n);
+// y += a * x
+void Axpy(float a, const float* x, float* y, int64_t n);
+
+// The element-wise kernels of one level (tests compare each level with kScalar; error budgets
+// in tests/unit/ops_simd_test.cc).
+struct OpsKernels {
+  void (*quantize_q8)(const float* x, BlockQ8Act* out, int64_t n);
+  void (*rms_norm)(const float* x, const float* weight, float* y, int64_t n, float eps);
+  void (*softmax)(float* x, int64_t n);
+  void (*swiglu)(const float* g, const float* u, float* y, int64_t n);
+  void (*axpy)(float a, const float* x, float* y, int64_t n);
+};
+const OpsKernels& GetOpsKernels(CpuLevel level);
 // Exact GELU (erf), as BERT uses.
 void GeluInPlace(float* x, int64_t n);
 

@@ -340,9 +340,8 @@ Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::ve
   for (int64_t li = 0; li < hp_.n_layer; ++li) {
     const Layer& l = layers_[static_cast<size_t>(li)];
     for (int64_t i = 0; i < n; ++i) RmsNorm(&x[static_cast<size_t>(i * d)], l.attn_norm.data(), &xn[static_cast<size_t>(i * d)], d, hp_.rms_eps);
-    MatMul(*l.wq, xn.data(), n, q.data(), pool, act_);
-    MatMul(*l.wk, xn.data(), n, k.data(), pool, act_);
-    MatMul(*l.wv, xn.data(), n, v.data(), pool, act_);
+    const MatMulOutput qkv[] = {{l.wq, q.data()}, {l.wk, k.data()}, {l.wv, v.data()}};
+    MatMulMulti(qkv, xn.data(), n, pool, act_);
     add_bias(q, l.bq, n);
     add_bias(k, l.bk, n);
     add_bias(v, l.bv, n);
@@ -368,11 +367,7 @@ Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::ve
         SoftmaxInPlace(scores.data(), n_past);
         float* out = &attn[static_cast<size_t>(i * q_dim + h * hd)];
         std::fill(out, out + hd, 0.0f);
-        for (int64_t p = 0; p < n_past; ++p) {
-          const float w = scores[static_cast<size_t>(p)];
-          const float* vp = kv.V(li, p) + kvh * hd;
-          for (int64_t e = 0; e < hd; ++e) out[e] += w * vp[e];
-        }
+        for (int64_t p = 0; p < n_past; ++p) Axpy(scores[static_cast<size_t>(p)], kv.V(li, p) + kvh * hd, out, hd);
       }
     });
     MatMul(*l.wo, attn.data(), n, o.data(), pool, act_);
@@ -380,8 +375,8 @@ Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::ve
     for (size_t e = 0; e < x.size(); ++e) x[e] += o[e];
 
     for (int64_t i = 0; i < n; ++i) RmsNorm(&x[static_cast<size_t>(i * d)], l.ffn_norm.data(), &xn[static_cast<size_t>(i * d)], d, hp_.rms_eps);
-    MatMul(*l.w_gate, xn.data(), n, g.data(), pool, act_);
-    MatMul(*l.w_up, xn.data(), n, u.data(), pool, act_);
+    const MatMulOutput gate_up[] = {{l.w_gate, g.data()}, {l.w_up, u.data()}};
+    MatMulMulti(gate_up, xn.data(), n, pool, act_);
     SwiGlu(g.data(), u.data(), g.data(), static_cast<int64_t>(g.size()));
     MatMul(*l.w_down, g.data(), n, o.data(), pool, act_);
     for (size_t e = 0; e < x.size(); ++e) x[e] += o[e];

@@ -350,3 +350,60 @@ TEST(FrugalFormatsTest, RepackedGgufTypesKeepEveryWeight) {
 
 }  // namespace
 }  // namespace frugal
+
+namespace frugal {
+namespace {
+
+// MatMulMulti gives each matrix exactly what MatMul gives it, for tiled and one-row types,
+// row counts that are not a multiple of 8, both activation precisions and any batch.
+TEST(MatMulMultiTest, EqualsSeparateMatMuls) {
+  std::mt19937 rng(8);
+  std::normal_distribution<float> nd(0, 0.1f);
+  ThreadPool pool(2);
+  const int64_t k = 128, batch = 5;
+  struct M {
+    TensorType type;
+    int64_t rows;
+    std::vector<uint8_t> bytes;
+    TensorView view;
+  };
+  std::vector<M> ms;
+  for (auto [type, rows] : {std::pair{TensorType::kI4S_G64, int64_t{24}}, {TensorType::kQ8_0, 13},
+                            {TensorType::kF32, 7}, {TensorType::kI8_C, 16}}) {
+    std::vector<float> w(static_cast<size_t>(rows * k));
+    for (auto& v : w) v = nd(rng);
+    M m{type, rows, {}, {}};
+    if (IsFrugalType(type)) {
+      m.bytes = *QuantizeRowsRtn(type, w.data(), rows, k);
+    } else if (type == TensorType::kF32) {
+      m.bytes.resize(w.size() * 4);
+      std::memcpy(m.bytes.data(), w.data(), m.bytes.size());
+    } else {  // Q8_0 from RTN-like blocks
+      m.bytes.resize(*RowBytes(type, k) * static_cast<size_t>(rows));
+      auto* b = reinterpret_cast<BlockQ8_0*>(m.bytes.data());
+      for (size_t i = 0; i < w.size() / kQK; ++i) {
+        b[i].d = Fp32ToFp16(0.01f);
+        for (int j = 0; j < kQK; ++j) b[i].qs[j] = static_cast<int8_t>(rng() % 255 - 127);
+      }
+    }
+    ms.push_back(std::move(m));
+  }
+  for (M& m : ms) m.view = TensorView::Matrix(m.type, k, m.rows, m.bytes.data(), m.bytes.size());
+  std::vector<float> x(static_cast<size_t>(batch * k));
+  for (auto& v : x) v = nd(rng);
+  for (ActivationPrecision p : {ActivationPrecision::kF32, ActivationPrecision::kInt8}) {
+    std::vector<std::vector<float>> multi(ms.size()), single(ms.size());
+    std::vector<MatMulOutput> outs;
+    for (size_t i = 0; i < ms.size(); ++i) {
+      multi[i].assign(static_cast<size_t>(batch * ms[i].rows), NAN);
+      single[i].assign(multi[i].size(), NAN);
+      outs.push_back({&ms[i].view, multi[i].data()});
+      MatMul(ms[i].view, x.data(), batch, single[i].data(), pool, p);
+    }
+    MatMulMulti(outs, x.data(), batch, pool, p);
+    for (size_t i = 0; i < ms.size(); ++i) EXPECT_EQ(multi[i], single[i]) << TypeName(ms[i].type);
+  }
+}
+
+}  // namespace
+}  // namespace frugal

@@ -154,7 +154,7 @@ float DotQ8Q8_0(const void* row, const BlockQ8Act* x, int64_t n) {
 
 }  // namespace
 
-void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) {
+void RefQuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) {
   for (int64_t i = 0; i < n / kQK; ++i, x += kQK) {
     float amax = 0;
     for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));

@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "kernels/kernels.h"
+#include "kernels/x86/avx2.h"
 
 namespace frugal {
 
@@ -55,110 +56,121 @@ void DequantizeTensor(const TensorView& w, float* dst) {
 
 namespace {
 
-// Y = W X for a tiled type: the same as below, 8 rows at a time.
-void MatMulTiled(const TensorView& w, const KernelTraits& traits, const float* x, int64_t batch,
-                 float* y, ThreadPool& pool, ActivationPrecision precision) {
-  const int64_t k = w.ne[0];
-  const int64_t rows = w.rows();
-  const int64_t tiles = rows / kTileRows;
-  const size_t tile_bytes = w.nbytes / static_cast<size_t>(tiles);
-  if (precision == ActivationPrecision::kInt8 && traits.dot_q8_tile != nullptr) {
-    const int64_t blocks = k / kQK;
-    thread_local std::vector<BlockQ8Act> xq;
-    xq.resize(static_cast<size_t>(batch * blocks));
-    for (int64_t b = 0; b < batch; ++b) QuantizeRowQ8Act(x + b * k, &xq[static_cast<size_t>(b * blocks)], k);
-    const BlockQ8Act* xq_data = xq.data();
-    pool.ParallelFor(tiles, [&](int64_t t0, int64_t t1) {
-      float out[kTileRows];
-      for (int64_t t = t0; t < t1; ++t) {
-        const uint8_t* tile = w.data + tile_bytes * static_cast<size_t>(t);
-        for (int64_t b = 0; b < batch; ++b) {
-          traits.dot_q8_tile(tile, xq_data + b * blocks, k, out);
-          std::copy_n(out, kTileRows, y + b * rows + t * kTileRows);
-        }
-      }
-    }, /*grain=*/2);
+constexpr int64_t kUnitRows = kTileRows;  // rows per unit of work (a tile for tiled types)
+
+// One matrix of a MatMulMulti call, resolved.
+struct Job {
+  const TensorView* w;
+  float* y;
+  const KernelTraits* traits;
+  int64_t rows;
+  size_t row_bytes;
+  bool int8;
+  int64_t first_unit;  // units before this job
+};
+
+// Rows [r0, r1) of one job (r0 a multiple of kUnitRows) for every activation row. Each output
+// element is computed by the same arithmetic whatever the range, batch or thread count.
+void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8Act* xq,
+             int64_t batch, int64_t k) {
+  static const F32Kernels& f32 = GetF32Kernels(ActiveCpuLevel());
+  const KernelTraits& t = *j.traits;
+  const TensorView& w = *j.w;
+  const int64_t rows = j.rows, blocks = k / kQK;
+  float* y = j.y;
+  if (j.int8 && t.dot_q8_tile != nullptr) {
+    float out[kTileRows];
+    const uint8_t* tile = w.data + j.row_bytes * static_cast<size_t>(r0);
+    for (int64_t b = 0; b < batch; ++b) {
+      t.dot_q8_tile(tile, xq + b * blocks, k, out);
+      std::copy_n(out, kTileRows, y + b * rows + r0);
+    }
     return;
   }
-  static const F32Kernels& f32 = GetF32Kernels(ActiveCpuLevel());
-  pool.ParallelFor(tiles, [&](int64_t t0, int64_t t1) {
-    thread_local std::vector<float> buf;
+  if (j.int8) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const uint8_t* row = w.data + j.row_bytes * static_cast<size_t>(r);
+      for (int64_t b = 0; b < batch; ++b) y[b * rows + r] = t.dot_q8(row, xq + b * blocks, k);
+    }
+    return;
+  }
+  thread_local std::vector<float> buf;
+  const float* wrows;
+  if (w.type == TensorType::kF32) {
+    wrows = reinterpret_cast<const float*>(w.data + j.row_bytes * static_cast<size_t>(r0));
+  } else {
     buf.resize(static_cast<size_t>(kTileRows * k));
-    float out4[4];
-    for (int64_t t = t0; t < t1; ++t) {
-      traits.dequantize_tile(w.data + tile_bytes * static_cast<size_t>(t), buf.data(), k);
-      for (int j = 0; j < kTileRows; ++j) {
-        const float* wr = buf.data() + j * k;
-        const int64_t r = t * kTileRows + j;
-        int64_t b = 0;
-        for (; b + 4 <= batch; b += 4) {
-          f32.dot4(wr, x + b * k, k, k, out4);
-          for (int i = 0; i < 4; ++i) y[(b + i) * rows + r] = out4[i];
-        }
-        for (; b < batch; ++b) y[b * rows + r] = f32.dot(wr, x + b * k, k);
+    if (t.dequantize_tile != nullptr) {
+      t.dequantize_tile(w.data + j.row_bytes * static_cast<size_t>(r0), buf.data(), k);
+    } else {
+      for (int64_t r = r0; r < r1; ++r) {
+        t.dequantize_row(w.data + j.row_bytes * static_cast<size_t>(r), buf.data() + (r - r0) * k, k);
       }
     }
-  }, /*grain=*/2);
+    wrows = buf.data();
+  }
+  // The dequantized rows are reused from L1 for every activation row.
+  float out4[4];
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* wr = wrows + (r - r0) * k;
+    int64_t b = 0;
+    for (; b + 4 <= batch; b += 4) {
+      f32.dot4(wr, x + b * k, k, k, out4);
+      for (int i = 0; i < 4; ++i) y[(b + i) * rows + r] = out4[i];
+    }
+    for (; b < batch; ++b) y[b * rows + r] = f32.dot(wr, x + b * k, k);
+  }
 }
 
 }  // namespace
 
-void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, ThreadPool& pool,
-            ActivationPrecision precision) {
-  const int64_t k = w.ne[0];
-  const int64_t rows = w.rows();
-  const KernelTraits* traits = GetKernelTraits(w.type);
-  FRUGAL_CHECK(traits != nullptr);
-  if (traits->dequantize_tile != nullptr) {
-    MatMulTiled(w, *traits, x, batch, y, pool, precision);
-    return;
+void MatMulMulti(std::span<const MatMulOutput> outs, const float* x, int64_t batch,
+                 ThreadPool& pool, ActivationPrecision precision) {
+  if (outs.empty()) return;
+  const int64_t k = outs[0].w->ne[0];
+  std::vector<Job> jobs;
+  jobs.reserve(outs.size());
+  int64_t units = 0;
+  bool any_int8 = false;
+  for (const MatMulOutput& o : outs) {
+    FRUGAL_CHECK(o.w->ne[0] == k);
+    const KernelTraits* traits = GetKernelTraits(o.w->type);
+    FRUGAL_CHECK(traits != nullptr);
+    Job j{o.w, o.y, traits, o.w->rows(), o.w->nbytes / static_cast<size_t>(o.w->rows()), false, units};
+    FRUGAL_CHECK(traits->tile_rows() == 1 || j.rows % kTileRows == 0);
+    j.int8 = precision == ActivationPrecision::kInt8 && k % kQK == 0 &&
+             (traits->dot_q8 != nullptr || traits->dot_q8_tile != nullptr);
+    any_int8 |= j.int8;
+    units += (j.rows + kUnitRows - 1) / kUnitRows;
+    jobs.push_back(j);
   }
-  const size_t row_bytes = w.nbytes / static_cast<size_t>(rows);
-  if (precision == ActivationPrecision::kInt8 && traits->dot_q8 != nullptr && k % kQK == 0) {
-    // Each activation row is quantized on its own, so a row's result never depends on the
-    // batch it came in.
+  // Each activation row is quantized on its own, once for all matrices, so a row's result
+  // never depends on the batch it came in.
+  thread_local std::vector<BlockQ8Act> xq;
+  if (any_int8) {
     const int64_t blocks = k / kQK;
-    thread_local std::vector<BlockQ8Act> xq;
     xq.resize(static_cast<size_t>(batch * blocks));
     for (int64_t b = 0; b < batch; ++b) QuantizeRowQ8Act(x + b * k, &xq[static_cast<size_t>(b * blocks)], k);
-    const BlockQ8Act* xq_data = xq.data();
-    pool.ParallelFor(rows, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t* row = w.data + row_bytes * static_cast<size_t>(r);
-        for (int64_t b = 0; b < batch; ++b) y[b * rows + r] = traits->dot_q8(row, xq_data + b * blocks, k);
-      }
-    }, /*grain=*/16);
-    return;
   }
-  static const F32Kernels& f32 = GetF32Kernels(ActiveCpuLevel());
-  const bool is_f32 = w.type == TensorType::kF32;
-  pool.ParallelFor(
-      rows,
-      [&](int64_t r0, int64_t r1) {
-        thread_local std::vector<float> buf;
-        if (!is_f32) buf.resize(static_cast<size_t>(k));
-        float out4[4];
-        for (int64_t r = r0; r < r1; ++r) {
-          const float* wr;
-          if (is_f32) {
-            wr = reinterpret_cast<const float*>(w.data + row_bytes * static_cast<size_t>(r));
-          } else {
-            traits->dequantize_row(w.data + row_bytes * static_cast<size_t>(r), buf.data(), k);
-            wr = buf.data();
-          }
-          // The dequantized row is reused from L1 for every activation row.
-          int64_t b = 0;
-          for (; b + 4 <= batch; b += 4) {
-            f32.dot4(wr, x + b * k, k, k, out4);
-            for (int j = 0; j < 4; ++j) y[(b + j) * rows + r] = out4[j];
-          }
-          for (; b < batch; ++b) y[b * rows + r] = f32.dot(wr, x + b * k, k);
-        }
-      },
-      /*grain=*/16);
+  const BlockQ8Act* xq_data = xq.data();
+  pool.ParallelFor(units, [&](int64_t u0, int64_t u1) {
+    size_t ji = 0;
+    for (int64_t u = u0; u < u1; ++u) {
+      while (ji + 1 < jobs.size() && jobs[ji + 1].first_unit <= u) ++ji;
+      const Job& j = jobs[ji];
+      const int64_t r0 = (u - j.first_unit) * kUnitRows;
+      RunRows(j, r0, std::min(j.rows, r0 + kUnitRows), x, xq_data, batch, k);
+    }
+  }, /*grain=*/2);
 }
 
-void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps) {
+void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, ThreadPool& pool,
+            ActivationPrecision precision) {
+  const MatMulOutput out{&w, y};
+  MatMulMulti(std::span<const MatMulOutput>(&out, 1), x, batch, pool, precision);
+}
+
+void RefRmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps) {
   double ss = 0;
   for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
   const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
@@ -179,7 +191,7 @@ void LayerNorm(const float* x, const float* weight, const float* bias, float* y,
   }
 }
 
-void SoftmaxInPlace(float* x, int64_t n) {
+void RefSoftmaxInPlace(float* x, int64_t n) {
   float mx = -INFINITY;
   for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
   double sum = 0;
@@ -191,7 +203,7 @@ void SoftmaxInPlace(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-void SwiGlu(const float* g, const float* u, float* y, int64_t n) {
+void RefSwiGlu(const float* g, const float* u, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
@@ -200,5 +212,37 @@ void GeluInPlace(float* x, int64_t n) {
     x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * static_cast<float>(M_SQRT1_2)));
   }
 }
+
+void RefAxpy(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+void RefQuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n);  // ref/dequantize.cc
+
+const OpsKernels& GetOpsKernels(CpuLevel level) {
+  static const OpsKernels kScalar{RefQuantizeRowQ8Act, RefRmsNorm, RefSoftmaxInPlace, RefSwiGlu, RefAxpy};
+#if defined(__x86_64__)
+  static const OpsKernels kAvx2{avx2::QuantizeRowQ8Act, avx2::RmsNorm, avx2::SoftmaxInPlace, avx2::SwiGlu,
+                                avx2::Axpy};
+  if (level == CpuLevel::kAvx2 && DetectedCpuLevel() >= CpuLevel::kAvx2) return kAvx2;
+#endif
+  (void)level;
+  return kScalar;
+}
+
+namespace {
+const OpsKernels& Active() {
+  static const OpsKernels& active = GetOpsKernels(ActiveCpuLevel());
+  return active;
+}
+}  // namespace
+
+void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) { Active().quantize_q8(x, out, n); }
+void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps) {
+  Active().rms_norm(x, weight, y, n, eps);
+}
+void SoftmaxInPlace(float* x, int64_t n) { Active().softmax(x, n); }
+void SwiGlu(const float* g, const float* u, float* y, int64_t n) { Active().swiglu(g, u, y, n); }
+void Axpy(float a, const float* x, float* y, int64_t n) { Active().axpy(a, x, y, n); }
 
 }  // namespace frugal

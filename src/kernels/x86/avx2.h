@@ -27,4 +27,11 @@ void DequantQ4_1(const void* __restrict src, float* __restrict dst, int64_t n);
 void DequantQ4_K(const void* __restrict src, float* __restrict dst, int64_t n);
 void DequantQ6_K(const void* __restrict src, float* __restrict dst, int64_t n);
 
+// Element-wise ops (avx2_ops.cc).
+void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n);
+void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps);
+void SoftmaxInPlace(float* x, int64_t n);
+void SwiGlu(const float* g, const float* u, float* y, int64_t n);
+void Axpy(float a, const float* x, float* y, int64_t n);
+
 }  // namespace frugal::avx2

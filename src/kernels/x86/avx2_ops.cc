@@ -1,0 +1,150 @@
+// AVX2 + FMA versions of the element-wise ops and of the activation quantizer. Compiled with
+// -mavx2 -mfma -mf16c and reached only through dispatch (kernels/ref/ops.cc).
+//
+// Exactness against the scalar reference (tests/unit/ops_simd_test.cc):
+//  - QuantizeRowQ8Act, Axpy: bit-identical (same operations, no FMA);
+//  - RmsNorm: the same float formula with the sum of squares in double in another order;
+//  - Softmax, SwiGlu: exp by a degree-5 polynomial after range reduction (the Cephes expf
+//    scheme), within a few float ulps.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "kernels/kernels.h"
+#include "kernels/x86/avx2.h"
+
+namespace frugal::avx2 {
+namespace {
+
+inline __m256 Abs(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+inline float HorizontalMax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+inline double HorizontalSum(__m256d v) {
+  __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
+  return _mm_cvtsd_f64(s);
+}
+
+// e^x for 8 floats: x = n ln2 + r, |r| <= ln2 / 2, e^r by a polynomial, times 2^n.
+inline __m256 Exp(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3365f)), _mm256_set1_ps(88.3762f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // r = x - n ln2, with ln2 split in two so the product is exact.
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+}  // namespace
+
+void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) {
+  for (int64_t i = 0; i < n / kQK; ++i, x += kQK) {
+    __m256 v[4];
+    for (int p = 0; p < 4; ++p) v[p] = _mm256_loadu_ps(x + 8 * p);
+    const __m256 m = _mm256_max_ps(_mm256_max_ps(Abs(v[0]), Abs(v[1])), _mm256_max_ps(Abs(v[2]), Abs(v[3])));
+    const float amax = HorizontalMax(m);
+    const float d = amax / 127.0f;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    const __m256 vid = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int p = 0; p < 4; ++p) {
+      // x * id rounded to nearest even, as std::nearbyint in the default rounding mode.
+      q[p] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[p], vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+    const __m256i sum32 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(sum32), _mm256_extracti128_si256(sum32, 1));
+    s = _mm_hadd_epi32(s, s);
+    s = _mm_hadd_epi32(s, s);
+    // int32 -> int8 with saturating packs, then undo the lane interleave of the 256-bit packs.
+    const __m256i a = _mm256_packs_epi32(q[0], q[1]);  // [q0 lo, q1 lo | q0 hi, q1 hi] as int16
+    const __m256i b = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i bytes = _mm256_packs_epi16(a, b);     // int8, lanes interleaved by 4-byte groups
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[i].qs), _mm256_permutevar8x32_epi32(bytes, order));
+    out[i].d = d;
+    out[i].s = d * static_cast<float>(_mm_cvtsi128_si32(s));
+  }
+}
+
+void Axpy(float a, const float* x, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(va, _mm256_loadu_ps(x + i))));
+  }
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps) {
+  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    s0 = _mm256_fmadd_pd(lo, lo, s0);
+    s1 = _mm256_fmadd_pd(hi, hi, s1);
+  }
+  double ss = HorizontalSum(_mm256_add_pd(s0, s1));
+  for (; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+  const __m256 vs = _mm256_set1_ps(scale);
+  for (i = 0; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), _mm256_loadu_ps(weight + i)));
+  }
+  for (; i < n; ++i) y[i] = x[i] * scale * weight[i];
+}
+
+void SoftmaxInPlace(float* x, int64_t n) {
+  __m256 vm = _mm256_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(x + i));
+  float mx = HorizontalMax(vm);
+  for (; i < n; ++i) mx = std::fmax(mx, x[i]);
+  const __m256 vmx = _mm256_set1_ps(mx);
+  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 e = Exp(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmx));
+    _mm256_storeu_ps(x + i, e);
+    s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  double sum = HorizontalSum(_mm256_add_pd(s0, s1));
+  for (; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const auto inv = static_cast<float>(1.0 / sum);
+  const __m256 vinv = _mm256_set1_ps(inv);
+  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+  for (; i < n; ++i) x[i] *= inv;
+}
+
+void SwiGlu(const float* g, const float* u, float* y, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 vg = _mm256_loadu_ps(g + i);
+    const __m256 silu = _mm256_div_ps(vg, _mm256_add_ps(one, Exp(_mm256_sub_ps(zero, vg))));
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(silu, _mm256_loadu_ps(u + i)));
+  }
+  for (; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+}  // namespace frugal::avx2
+#endif  // __x86_64__

@@ -1,0 +1,120 @@
+// The element-wise kernels of every CPU level against the scalar reference at awkward sizes.
+// Error budgets:
+//  - QuantizeRowQ8Act, Axpy: bit-identical (same float operations);
+//  - RmsNorm: |y - ref| <= 2 ulp-ish (4e-7 relative) + 1e-30: only the order of the double
+//    sum of squares differs;
+//  - Softmax: |y - ref| <= 1e-6 x max(ref) + 4e-7 x |ref| (exp by polynomial, a few ulps);
+//  - SwiGlu: |y - ref| <= 1e-6 x |ref| + 1e-30 (same exp budget through x / (1 + e^-x)).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace frugal {
+namespace {
+
+constexpr int64_t kSizes[] = {1, 7, 8, 31, 33, 127, 129, 576, 4095};
+
+std::vector<float> Random(int64_t n, float scale, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = nd(rng);
+  return v;
+}
+
+TEST(OpsSimdTest, QuantizeQ8BitIdentical) {
+  std::mt19937 rng(1);
+  const OpsKernels& ref = GetOpsKernels(CpuLevel::kScalar);
+  for (int64_t blocks : {1, 3, 18, 129}) {
+    const int64_t n = blocks * kQK;
+    auto x = Random(n, 2.0f, rng);
+    if (blocks > 1) std::fill_n(x.begin() + kQK, kQK, 0.0f);  // an all-zero block (d = 0)
+    x[3] = 127.0f * 0.5f;                     // exact .5 ties after scaling
+    x[4] = -0.5f;
+    for (CpuLevel level : SupportedCpuLevels()) {
+      std::vector<BlockQ8Act> a(static_cast<size_t>(blocks)), b(a.size());
+      ref.quantize_q8(x.data(), b.data(), n);
+      GetOpsKernels(level).quantize_q8(x.data(), a.data(), n);
+      ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(BlockQ8Act)))
+          << CpuLevelName(level) << " n=" << n;
+    }
+  }
+}
+
+TEST(OpsSimdTest, AxpyBitIdentical) {
+  std::mt19937 rng(2);
+  for (int64_t n : kSizes) {
+    const auto x = Random(n, 1, rng), y0 = Random(n, 1, rng);
+    auto b = y0;
+    GetOpsKernels(CpuLevel::kScalar).axpy(0.37f, x.data(), b.data(), n);
+    for (CpuLevel level : SupportedCpuLevels()) {
+      auto a = y0;
+      GetOpsKernels(level).axpy(0.37f, x.data(), a.data(), n);
+      ASSERT_EQ(a, b) << CpuLevelName(level) << " n=" << n;
+    }
+  }
+}
+
+TEST(OpsSimdTest, RmsNormWithinBudget) {
+  std::mt19937 rng(3);
+  for (int64_t n : kSizes) {
+    const auto x = Random(n, 3, rng), w = Random(n, 1, rng);
+    std::vector<float> b(static_cast<size_t>(n)), a(b.size());
+    GetOpsKernels(CpuLevel::kScalar).rms_norm(x.data(), w.data(), b.data(), n, 1e-5f);
+    for (CpuLevel level : SupportedCpuLevels()) {
+      GetOpsKernels(level).rms_norm(x.data(), w.data(), a.data(), n, 1e-5f);
+      for (size_t i = 0; i < a.size(); ++i) {
+        ASSERT_LE(std::fabs(a[i] - b[i]), 4e-7f * std::fabs(b[i]) + 1e-30f) << CpuLevelName(level) << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST(OpsSimdTest, SoftmaxWithinBudget) {
+  std::mt19937 rng(4);
+  for (int64_t n : kSizes) {
+    for (float spread : {0.1f, 5.0f, 40.0f}) {  // 40: many terms underflow to ~0
+      const auto x = Random(n, spread, rng);
+      auto b = x;
+      GetOpsKernels(CpuLevel::kScalar).softmax(b.data(), n);
+      const float mx = *std::max_element(b.begin(), b.end());
+      for (CpuLevel level : SupportedCpuLevels()) {
+        auto a = x;
+        GetOpsKernels(level).softmax(a.data(), n);
+        double sum = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+          ASSERT_LE(std::fabs(a[i] - b[i]), 1e-6f * mx + 4e-7f * std::fabs(b[i]))
+              << CpuLevelName(level) << " n=" << n << " spread " << spread << " i=" << i;
+          sum += a[i];
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-5);
+      }
+    }
+  }
+}
+
+TEST(OpsSimdTest, SwiGluWithinBudget) {
+  std::mt19937 rng(5);
+  for (int64_t n : kSizes) {
+    auto g = Random(n, 4, rng);
+    const auto u = Random(n, 1, rng);
+    if (n > 8) g[5] = -100.0f, g[6] = 100.0f, g[7] = 0.0f;  // saturated tails and zero
+    std::vector<float> b(static_cast<size_t>(n)), a(b.size());
+    GetOpsKernels(CpuLevel::kScalar).swiglu(g.data(), u.data(), b.data(), n);
+    for (CpuLevel level : SupportedCpuLevels()) {
+      GetOpsKernels(level).swiglu(g.data(), u.data(), a.data(), n);
+      for (size_t i = 0; i < a.size(); ++i) {
+        // Below e^-87 the polynomial exp clamps: the product is then tiny in absolute terms.
+        ASSERT_LE(std::fabs(a[i] - b[i]), 1e-6f * std::fabs(b[i]) + 1e-30f)
+            << CpuLevelName(level) << " n=" << n << " g=" << g[i];
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace frugal
