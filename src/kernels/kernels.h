@@ -96,6 +96,11 @@ void LayerNorm(const float* x, const float* weight, const float* bias, float* y,
 void SoftmaxInPlace(float* x, int64_t n);
 // y = silu(g) * u
 void SwiGlu(const float* g, const float* u, float* y, int64_t n);
+// Rotary position embedding of n_heads heads of head_dim floats: the first n_rot dims of each
+// head rotate in pairs (i, i + n_rot / 2) when neox, else (2i, 2i + 1), by the angle whose
+// cos / sin are cos[i] / sin[i]. Exact float formula at every level.
+void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, bool neox,
+                const float* cos, const float* sin);
 // y += a * x
 void Axpy(float a, const float* x, float* y, int64_t n);
 

@@ -214,6 +214,12 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const ModelSource& src) {
     FRUGAL_RETURN_IF_ERROR(bias("attn_v", kv_dim, &l.bv));
     FRUGAL_RETURN_IF_ERROR(bias("attn_output", hp.n_embd, &l.bo));
   }
+  m->rope_freq_.resize(static_cast<size_t>(hp.n_rot / 2));
+  for (int64_t i = 0; i < hp.n_rot / 2; ++i) {
+    double freq = std::pow(static_cast<double>(hp.rope_base), -2.0 * static_cast<double>(i) / static_cast<double>(hp.n_rot));
+    if (!hp.rope_freq_factors.empty()) freq /= hp.rope_freq_factors[static_cast<size_t>(i)];
+    m->rope_freq_[static_cast<size_t>(i)] = freq;
+  }
   return m;
 }
 
@@ -257,23 +263,13 @@ size_t LlamaModel::weight_bytes_per_token() const {
   return n;
 }
 
-void LlamaModel::ApplyRope(float* x, int64_t n_heads, int64_t pos) const {
+void LlamaModel::RopeCosSin(int64_t pos, float* cos_out, float* sin_out) const {
   const int64_t half = hp_.n_rot / 2;
   const double p = static_cast<double>(pos) / hp_.rope_linear_scale;
   for (int64_t i = 0; i < half; ++i) {
-    double freq = std::pow(static_cast<double>(hp_.rope_base),
-                           -2.0 * static_cast<double>(i) / static_cast<double>(hp_.n_rot));
-    if (!hp_.rope_freq_factors.empty()) freq /= hp_.rope_freq_factors[static_cast<size_t>(i)];
-    const double theta = p * freq;
-    const auto c = static_cast<float>(std::cos(theta)), s = static_cast<float>(std::sin(theta));
-    for (int64_t h = 0; h < n_heads; ++h) {
-      float* v = x + h * hp_.head_dim;
-      const int64_t a = hp_.rope_neox ? i : 2 * i;
-      const int64_t b = hp_.rope_neox ? i + half : 2 * i + 1;
-      const float x0 = v[a], x1 = v[b];
-      v[a] = x0 * c - x1 * s;
-      v[b] = x0 * s + x1 * c;
-    }
+    const double theta = p * rope_freq_[static_cast<size_t>(i)];
+    cos_out[i] = static_cast<float>(std::cos(theta));
+    sin_out[i] = static_cast<float>(std::sin(theta));
   }
 }
 
@@ -337,6 +333,14 @@ Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::ve
     }
   };
 
+  // Rotary angles depend only on the position: once per item for all layers and heads.
+  const int64_t half = hp_.n_rot / 2;
+  std::vector<float> rope_cs(static_cast<size_t>(n * 2 * half));
+  for (int64_t i = 0; i < n; ++i) {
+    float* cs = &rope_cs[static_cast<size_t>(i * 2 * half)];
+    RopeCosSin(items[static_cast<size_t>(i)].pos, cs, cs + half);
+  }
+
   for (int64_t li = 0; li < hp_.n_layer; ++li) {
     const Layer& l = layers_[static_cast<size_t>(li)];
     for (int64_t i = 0; i < n; ++i) RmsNorm(&x[static_cast<size_t>(i * d)], l.attn_norm.data(), &xn[static_cast<size_t>(i * d)], d, hp_.rms_eps);
@@ -347,8 +351,9 @@ Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::ve
     add_bias(v, l.bv, n);
     for (int64_t i = 0; i < n; ++i) {
       const Item& it = items[static_cast<size_t>(i)];
-      ApplyRope(&q[static_cast<size_t>(i * q_dim)], hp_.n_head, it.pos);
-      ApplyRope(&k[static_cast<size_t>(i * kv_d)], hp_.n_head_kv, it.pos);
+      const float* cs = &rope_cs[static_cast<size_t>(i * 2 * half)];
+      RopeRotate(&q[static_cast<size_t>(i * q_dim)], hp_.n_head, hd, hp_.n_rot, hp_.rope_neox, cs, cs + half);
+      RopeRotate(&k[static_cast<size_t>(i * kv_d)], hp_.n_head_kv, hd, hp_.n_rot, hp_.rope_neox, cs, cs + half);
       std::memcpy(it.kv->K(li, it.pos), &k[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
       std::memcpy(it.kv->V(li, it.pos), &v[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
     }

@@ -97,13 +97,15 @@ class LlamaModel {
   // attention reads each item's cache up to its position. Logits for items >= first_logit.
   Status Run(const std::vector<Item>& items, ThreadPool& pool, std::vector<float>* logits,
              int64_t first_logit) const;
-  void ApplyRope(float* x, int64_t n_heads, int64_t pos) const;
+  // cos and sin of the rotary angle of each of the n_rot / 2 frequencies at `pos`.
+  void RopeCosSin(int64_t pos, float* cos_out, float* sin_out) const;
 
   LlamaHParams hp_;
   ActivationPrecision act_ = ActivationPrecision::kF32;
   const TensorView* tok_embd_ = nullptr;
   const TensorView* output_ = nullptr;
   std::vector<float> output_norm_;
+  std::vector<double> rope_freq_;  // per rotated pair, scaling applied
   std::vector<Layer> layers_;
   std::vector<TensorView> owned_views_;  // renamed views for HF checkpoints
   std::deque<TensorView> repacked_views_;  // stable addresses: layers point into it

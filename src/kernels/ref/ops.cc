@@ -213,6 +213,27 @@ void GeluInPlace(float* x, int64_t n) {
   }
 }
 
+FRUGAL_MULTIVERSION void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, bool neox,
+                                    const float* cos, const float* sin) {
+  const int64_t half = n_rot / 2;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    if (neox) {
+      for (int64_t i = 0; i < half; ++i) {
+        const float x0 = v[i], x1 = v[i + half];
+        v[i] = x0 * cos[i] - x1 * sin[i];
+        v[i + half] = x0 * sin[i] + x1 * cos[i];
+      }
+    } else {
+      for (int64_t i = 0; i < half; ++i) {
+        const float x0 = v[2 * i], x1 = v[2 * i + 1];
+        v[2 * i] = x0 * cos[i] - x1 * sin[i];
+        v[2 * i + 1] = x0 * sin[i] + x1 * cos[i];
+      }
+    }
+  }
+}
+
 void RefAxpy(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
