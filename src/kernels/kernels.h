@@ -103,6 +103,11 @@ void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, bool
                 const float* cos, const float* sin);
 // y += a * x
 void Axpy(float a, const float* x, float* y, int64_t n);
+// One attention head for one query: scores[p] = scale * q . k_p for p < n (k_p = k + p * stride,
+// hd floats), softmax over them, out = sum_p scores[p] v_p. scores holds n floats of scratch
+// (the probabilities on return).
+void AttentionHead(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
+                   int64_t hd, float scale, float* scores, float* out);
 
 // The element-wise kernels of one level (tests compare each level with kScalar; error budgets
 // in tests/unit/ops_simd_test.cc).
@@ -112,6 +117,8 @@ struct OpsKernels {
   void (*softmax)(float* x, int64_t n);
   void (*swiglu)(const float* g, const float* u, float* y, int64_t n);
   void (*axpy)(float a, const float* x, float* y, int64_t n);
+  void (*attention_head)(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
+                         int64_t hd, float scale, float* scores, float* out);
 };
 const OpsKernels& GetOpsKernels(CpuLevel level);
 // Exact GELU (erf), as BERT uses.

@@ -365,14 +365,8 @@ Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::ve
         KvCache& kv = *items[static_cast<size_t>(i)].kv;
         const int64_t n_past = items[static_cast<size_t>(i)].pos + 1;
         scores.resize(static_cast<size_t>(n_past));
-        const float* qh = &q[static_cast<size_t>(i * q_dim + h * hd)];
-        for (int64_t p = 0; p < n_past; ++p) {
-          scores[static_cast<size_t>(p)] = DotF32(qh, kv.K(li, p) + kvh * hd, hd) * attn_scale;
-        }
-        SoftmaxInPlace(scores.data(), n_past);
-        float* out = &attn[static_cast<size_t>(i * q_dim + h * hd)];
-        std::fill(out, out + hd, 0.0f);
-        for (int64_t p = 0; p < n_past; ++p) Axpy(scores[static_cast<size_t>(p)], kv.V(li, p) + kvh * hd, out, hd);
+        AttentionHead(&q[static_cast<size_t>(i * q_dim + h * hd)], kv.K(li, 0) + kvh * hd, kv.V(li, 0) + kvh * hd,
+                      kv_d, n_past, hd, attn_scale, scores.data(), &attn[static_cast<size_t>(i * q_dim + h * hd)]);
       }
     });
     MatMul(*l.wo, attn.data(), n, o.data(), pool, act_);

@@ -4,7 +4,9 @@
 //  - RmsNorm: |y - ref| <= 2 ulp-ish (4e-7 relative) + 1e-30: only the order of the double
 //    sum of squares differs;
 //  - Softmax: |y - ref| <= 1e-6 x max(ref) + 4e-7 x |ref| (exp by polynomial, a few ulps);
-//  - SwiGlu: |y - ref| <= 1e-6 x |ref| + 1e-30 (same exp budget through x / (1 + e^-x)).
+//  - SwiGlu: |y - ref| <= 1e-6 x |ref| + 1e-30 (same exp budget through x / (1 + e^-x));
+//  - AttentionHead: |out - ref| <= 1e-5 x sum_p p_p |v_p| per dim (softmax budget plus FMA and
+//    summation order).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -111,6 +113,28 @@ TEST(OpsSimdTest, SwiGluWithinBudget) {
         // Below e^-87 the polynomial exp clamps: the product is then tiny in absolute terms.
         ASSERT_LE(std::fabs(a[i] - b[i]), 1e-6f * std::fabs(b[i]) + 1e-30f)
             << CpuLevelName(level) << " n=" << n << " g=" << g[i];
+      }
+    }
+  }
+}
+
+TEST(OpsSimdTest, AttentionHeadWithinBudget) {
+  std::mt19937 rng(6);
+  for (int64_t hd : {8, 12, 64, 80, 128}) {
+    for (int64_t n : {1, 3, 4, 7, 33, 257}) {
+      const int64_t stride = 3 * hd + 8;  // heads interleaved in the cache, as with GQA
+      const auto q = Random(hd, 1, rng), k = Random(n * stride, 1, rng), v = Random(n * stride, 1, rng);
+      std::vector<float> sb(static_cast<size_t>(n)), ob(static_cast<size_t>(hd));
+      GetOpsKernels(CpuLevel::kScalar).attention_head(q.data(), k.data(), v.data(), stride, n, hd, 0.125f, sb.data(), ob.data());
+      for (CpuLevel level : SupportedCpuLevels()) {
+        std::vector<float> sa(sb.size()), oa(ob.size(), NAN);
+        GetOpsKernels(level).attention_head(q.data(), k.data(), v.data(), stride, n, hd, 0.125f, sa.data(), oa.data());
+        for (int64_t e = 0; e < hd; ++e) {
+          double mag = 0;
+          for (int64_t p = 0; p < n; ++p) mag += sb[static_cast<size_t>(p)] * std::fabs(v[static_cast<size_t>(p * stride + e)]);
+          ASSERT_LE(std::fabs(oa[static_cast<size_t>(e)] - ob[static_cast<size_t>(e)]), 1e-5 * mag + 1e-30)
+              << CpuLevelName(level) << " hd=" << hd << " n=" << n << " dim " << e;
+        }
       }
     }
   }

@@ -146,5 +146,58 @@ void SwiGlu(const float* g, const float* u, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+namespace {
+
+// out[0 .. 8C) += sum_p w[p] * v[p * stride + 0 .. 8C), accumulated in registers.
+template <int C>
+inline void WeightedSum(const float* w, const float* v, int64_t stride, int64_t n, float* out) {
+  __m256 acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < n; ++p) {
+    const __m256 wp = _mm256_set1_ps(w[p]);
+    const float* vp = v + p * stride;
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_fmadd_ps(wp, _mm256_loadu_ps(vp + 8 * c), acc[c]);
+  }
+  for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + 8 * c, acc[c]);
+}
+
+}  // namespace
+
+void AttentionHead(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
+                   int64_t hd, float scale, float* scores, float* out) {
+  if (hd % 8 != 0) {
+    RefAttentionHead(q, k, v, stride, n, hd, scale, scores, out);
+    return;
+  }
+  // Scores, four positions at a time: four dot products reduced together.
+  int64_t p = 0;
+  for (; p + 4 <= n; p += 4) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const float* kp = k + p * stride;
+    for (int64_t e = 0; e < hd; e += 8) {
+      const __m256 qe = _mm256_loadu_ps(q + e);
+      a0 = _mm256_fmadd_ps(qe, _mm256_loadu_ps(kp + e), a0);
+      a1 = _mm256_fmadd_ps(qe, _mm256_loadu_ps(kp + stride + e), a1);
+      a2 = _mm256_fmadd_ps(qe, _mm256_loadu_ps(kp + 2 * stride + e), a2);
+      a3 = _mm256_fmadd_ps(qe, _mm256_loadu_ps(kp + 3 * stride + e), a3);
+    }
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    _mm_storeu_ps(scores + p, _mm_mul_ps(s4, _mm_set1_ps(scale)));
+  }
+  for (; p < n; ++p) {
+    __m256 a = _mm256_setzero_ps();
+    for (int64_t e = 0; e < hd; e += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + e), _mm256_loadu_ps(k + p * stride + e), a);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    scores[p] = _mm_cvtss_f32(s) * scale;
+  }
+  SoftmaxInPlace(scores, n);
+  int64_t e = 0;
+  for (; e + 64 <= hd; e += 64) WeightedSum<8>(scores, v + e, stride, n, out + e);
+  for (; e < hd; e += 8) WeightedSum<1>(scores, v + e, stride, n, out + e);
+}
+
 }  // namespace frugal::avx2
 #endif  // __x86_64__
