@@ -67,6 +67,10 @@ class Frugal:
         return p
 
     def logits(self, model, tokens, tmp_path: Path, *extra) -> np.ndarray:
+        """`frugal logits`, at reference precision (`--activations f32`) unless extra names
+        the activations: the logits tests compare against float references."""
+        if "--activations" not in [str(e) for e in extra]:
+            extra = (*extra, "--activations", "f32")
         out = tmp_path / f"logits_{os.getpid()}_{len(tokens)}.f32"
         if out.exists():
             out.unlink()

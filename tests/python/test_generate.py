@@ -14,8 +14,11 @@ def gen(frugal, model, *args) -> str:
 
 
 def test_chat_answers_paris(frugal, smollm2_gguf):
+    # Reference precision: this 135M model's greedy answer to this prompt sits on a knife edge
+    # under INT8 activations (Paris or a French word list, depending on summation order), so
+    # the test of the chat pipeline should not hinge on it.
     out = gen(frugal, smollm2_gguf, "--chat", "-p", "What is the capital of France?", "-n", "32",
-              "--temperature", "0")
+              "--temperature", "0", "--activations", "f32")
     assert "Paris" in out, f"answer: {out!r}"
     # stdout carries the generated text only: no prompt echo, no template tokens.
     assert "What is the capital" not in out, out

@@ -23,8 +23,9 @@ import ref_llama
 
 
 def ppl_json(frugal, model, path, ctx) -> dict:
+    # Reference precision: the numbers are compared with the float64 numpy reference.
     p = frugal.ok("perplexity", "-m", model, "-f", path, "--ctx", str(ctx), "--json",
-                  timeout=300)
+                  "--activations", "f32", timeout=300)
     text = p.stdout.decode().strip()
     obj = json.loads(text)  # exactly one JSON object on stdout
     assert isinstance(obj, dict), text
@@ -33,7 +34,8 @@ def ppl_json(frugal, model, path, ctx) -> dict:
 
 
 def ppl_plain(frugal, model, path, ctx) -> float:
-    p = frugal.ok("perplexity", "-m", model, "-f", path, "--ctx", str(ctx), timeout=300)
+    p = frugal.ok("perplexity", "-m", model, "-f", path, "--ctx", str(ctx),
+                  "--activations", "f32", timeout=300)
     m = re.search(r"perplexity: *([0-9.eE+-]+|nan|inf)", p.stdout.decode())
     assert m, f"no 'perplexity: <float>' line in stdout: {p.stdout.decode()[-500:]!r}"
     return float(m.group(1))
