@@ -49,7 +49,8 @@ const TensorType kTypes[] = {TensorType::kF32,    TensorType::kF16,     TensorTy
                              TensorType::kQ8_0,   TensorType::kQ4_0,    TensorType::kQ4_1,
                              TensorType::kQ4_K,   TensorType::kQ6_K,    TensorType::kI8_C,
                              TensorType::kI8_G64, TensorType::kI4S_G64, TensorType::kI4A_G64};
-const TensorType kInt8Types[] = {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0, TensorType::kI8_C,
+const TensorType kInt8Types[] = {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0, TensorType::kQ4_K,
+                                 TensorType::kQ6_K, TensorType::kI8_C,
                                  TensorType::kI8_G64, TensorType::kI4S_G64, TensorType::kI4A_G64};
 
 // Dequantize one 1536 x 576 matrix row by row (the FFN shape of SmolLM2).
@@ -91,12 +92,12 @@ void BM_DotF32(benchmark::State& state) {
 }
 
 // y = W x with the active level and all threads: the decode (batch 1) and prefill (batch 64)
-// shapes of SmolLM2's FFN up-projection, with float or INT8 activations.
+// shapes of SmolLM2's FFN down-projection (576 x 1536), with float or INT8 activations.
 void BM_MatMul(benchmark::State& state) {
   const auto type = static_cast<TensorType>(state.range(0));
   const int64_t batch = state.range(1);
   const auto precision = static_cast<ActivationPrecision>(state.range(2));
-  const int64_t k = 576, rows = 1536;
+  const int64_t k = 1536, rows = 576;
   const auto w = RandomWeights(type, k, rows);
   const TensorView t = TensorView::Matrix(type, k, rows, w.data(), w.size());
   std::vector<float> x(static_cast<size_t>(batch * k), 0.1f), y(static_cast<size_t>(batch * rows));
@@ -111,7 +112,7 @@ void BM_MatMul(benchmark::State& state) {
                  (precision == ActivationPrecision::kInt8 ? "/int8/" : "/f32/") + CpuLevelName(ActiveCpuLevel()));
 }
 
-// Integer dot products against INT8 activations over one 1536 x 576 matrix (weight bytes/s).
+// Integer dot products against INT8 activations over one 576 x 1536 matrix (weight bytes/s).
 void BM_DotQ8(benchmark::State& state) {
   const auto type = static_cast<TensorType>(state.range(0));
   const auto level = static_cast<CpuLevel>(state.range(1));
@@ -120,7 +121,7 @@ void BM_DotQ8(benchmark::State& state) {
     state.SkipWithError("no integer kernel for this type/level");
     return;
   }
-  const int64_t k = 576, rows = 1536;
+  const int64_t k = 1536, rows = 576;
   const auto w = RandomWeights(type, k, rows);
   std::vector<float> x(static_cast<size_t>(k));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17) - 8.0f;

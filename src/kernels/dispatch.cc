@@ -21,8 +21,8 @@ const KernelTraits* GetAvx2KernelTraits(TensorType type) {
   static const KernelTraits kQ4_0{avx2::DequantQ4_0, avx2::DotQ8Q4_0};
   static const KernelTraits kQ4_1{avx2::DequantQ4_1, avx2::DotQ8Q4_1};
   static const KernelTraits kQ8_0{avx2::DequantQ8_0, avx2::DotQ8Q8_0};
-  static const KernelTraits kQ4_K{avx2::DequantQ4_K};
-  static const KernelTraits kQ6_K{avx2::DequantQ6_K};
+  static const KernelTraits kQ4_K{avx2::DequantQ4_K, avx2::DotQ8Q4_K};
+  static const KernelTraits kQ6_K{avx2::DequantQ6_K, avx2::DotQ8Q6_K};
   switch (type) {
     case TensorType::kF32: return GetScalarKernelTraits(type);  // nothing to convert
     case TensorType::kF16: return &kF16;

@@ -173,16 +173,19 @@ TEST(Int8ActivationTest, QuantizeRoundTripsWithinHalfAStep) {
 TEST(Int8ActivationTest, IntegerDotsWithinBudgetAtEveryLevel) {
   std::mt19937 rng(9);
   std::normal_distribution<float> nd;
-  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0}) {
+  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0, TensorType::kQ4_K,
+                          TensorType::kQ6_K}) {
     const KernelTraits* oracle = GetKernelTraits(type, CpuLevel::kScalar);
     ASSERT_NE(oracle->dot_q8, nullptr) << TypeName(type);
     for (int64_t blocks : kAwkward) {
-      const int64_t n = blocks * kQK;
+      const int64_t block = GetTypeInfo(type)->block_size;
+      if (block == kQKK && blocks > 129) continue;  // keep K-quant rows at a sane size
+      const int64_t n = blocks * block;
       const auto row = RandomRow(type, n, rng);
       std::vector<float> x(static_cast<size_t>(n)), w(static_cast<size_t>(n));
       for (auto& v : x) v = nd(rng);
       oracle->dequantize_row(row.data(), w.data(), n);
-      std::vector<BlockQ8Act> xq(static_cast<size_t>(blocks));
+      std::vector<BlockQ8Act> xq(static_cast<size_t>(n / kQK));
       QuantizeRowQ8Act(x.data(), xq.data(), n);
       long double exact = 0, magnitude = 0, rounding = 0;
       for (int64_t i = 0; i < n; ++i) {
@@ -205,6 +208,9 @@ TEST(Int8ActivationTest, MatMulBatchInvariant) {
   std::mt19937 rng(21);
   for (TensorType type : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0}) {
     ExpectBatchInvariant(type, 128, 11, 6, ActivationPrecision::kInt8, rng);
+  }
+  for (TensorType type : {TensorType::kQ4_K, TensorType::kQ6_K}) {
+    ExpectBatchInvariant(type, 512, 11, 6, ActivationPrecision::kInt8, rng);
   }
 }
 

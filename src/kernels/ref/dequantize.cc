@@ -152,6 +152,53 @@ float DotQ8Q8_0(const void* row, const BlockQ8Act* x, int64_t n) {
   return sum;
 }
 
+// K-quants against INT8 activations (32-blocks): a Q4_K sub-block of 32 meets one activation
+// block; a Q6_K activation block spans two 16-element sub-blocks with their own scales.
+float DotQ8Q4_K(const void* row, const BlockQ8Act* x, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_K*>(row);
+  float sum = 0;
+  for (int64_t i = 0; i < n / kQKK; ++i) {
+    const float d = Fp16ToFp32(b[i].d), dmin = Fp16ToFp32(b[i].dmin);
+    const BlockQ8Act* xb = x + i * (kQKK / kQK);
+    for (int j = 0; j < 4; ++j) {
+      const uint8_t* q = b[i].qs + 32 * j;
+      for (int h = 0; h < 2; ++h) {
+        uint8_t sc, m;
+        Q4KScaleMin(2 * j + h, b[i].scales, &sc, &m);
+        const BlockQ8Act& xa = xb[2 * j + h];
+        int32_t isum = 0;
+        for (int l = 0; l < 32; ++l) isum += (h == 0 ? (q[l] & 0x0f) : (q[l] >> 4)) * xa.qs[l];
+        sum += d * static_cast<float>(sc) * xa.d * static_cast<float>(isum) - dmin * static_cast<float>(m) * xa.s;
+      }
+    }
+  }
+  return sum;
+}
+
+float DotQ8Q6_K(const void* row, const BlockQ8Act* x, int64_t n) {
+  const auto* b = static_cast<const BlockQ6_K*>(row);
+  float sum = 0;
+  for (int64_t i = 0; i < n / kQKK; ++i) {
+    const float d = Fp16ToFp32(b[i].d);
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = b[i].ql + 64 * half;
+      const uint8_t* qh = b[i].qh + 32 * half;
+      const int8_t* sc = b[i].scales + 8 * half;
+      for (int k = 0; k < 4; ++k) {  // elements 32k .. 32k + 31 of this half
+        const BlockQ8Act& xa = x[i * (kQKK / kQK) + half * 4 + k];
+        int32_t isum[2] = {0, 0};
+        for (int l = 0; l < 32; ++l) {
+          const int lo4 = (k < 2) ? (ql[l + 32 * k] & 0x0f) : (ql[l + 32 * (k - 2)] >> 4);
+          const int q = (lo4 | (((qh[l] >> (2 * k)) & 3) << 4)) - 32;
+          isum[l / 16] += q * xa.qs[l];
+        }
+        sum += d * xa.d * static_cast<float>(sc[2 * k] * isum[0] + sc[2 * k + 1] * isum[1]);
+      }
+    }
+  }
+  return sum;
+}
+
 }  // namespace
 
 void RefQuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) {
@@ -181,8 +228,8 @@ const KernelTraits* GetScalarKernelTraits(TensorType type) {
   static const KernelTraits kQ4_0{DequantQ4_0, DotQ8Q4_0};
   static const KernelTraits kQ4_1{DequantQ4_1, DotQ8Q4_1};
   static const KernelTraits kQ8_0{DequantQ8_0, DotQ8Q8_0};
-  static const KernelTraits kQ4_K{DequantQ4_K};
-  static const KernelTraits kQ6_K{DequantQ6_K};
+  static const KernelTraits kQ4_K{DequantQ4_K, DotQ8Q4_K};
+  static const KernelTraits kQ6_K{DequantQ6_K, DotQ8Q6_K};
   switch (type) {
     case TensorType::kF32: return &kF32;
     case TensorType::kF16: return &kF16;

@@ -137,6 +137,80 @@ float DotQ8Q8_0(const void* row, const BlockQ8Act* x, int64_t n) {
   return HorizontalSum(_mm256_add_ps(acc0, acc1));
 }
 
+float DotQ8Q4_K(const void* row, const BlockQ8Act* x, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_K*>(row);
+  const __m256i mask = _mm256_set1_epi8(0x0f);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();  // low, high nibble sub-blocks
+  float summ = 0;
+  for (int64_t i = 0; i < n / kQKK; ++i) {
+    const float d = Half(b[i].d), dmin = Half(b[i].dmin);
+    const uint8_t* s = b[i].scales;
+    const BlockQ8Act* xb = x + i * (kQKK / kQK);
+    for (int j = 0; j < 4; ++j) {
+      uint8_t sc[2], mn[2];
+      for (int h = 0; h < 2; ++h) {
+        const int k = 2 * j + h;
+        if (k < 4) {
+          sc[h] = s[k] & 63;
+          mn[h] = s[k + 4] & 63;
+        } else {
+          sc[h] = static_cast<uint8_t>((s[k + 4] & 0x0f) | ((s[k - 4] >> 6) << 4));
+          mn[h] = static_cast<uint8_t>((s[k + 4] >> 4) | ((s[k] >> 6) << 4));
+        }
+      }
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs + 32 * j));
+      const BlockQ8Act& xa = xb[2 * j];
+      const BlockQ8Act& xh = xb[2 * j + 1];
+      const __m256i ya = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa.qs));
+      const __m256i yh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xh.qs));
+      acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d * static_cast<float>(sc[0]) * xa.d),
+                             DotU8S8(_mm256_and_si256(q, mask), ya), acc0);
+      acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d * static_cast<float>(sc[1]) * xh.d),
+                             DotU8S8(_mm256_and_si256(_mm256_srli_epi16(q, 4), mask), yh), acc1);
+      summ += dmin * static_cast<float>(mn[0]) * xa.s + dmin * static_cast<float>(mn[1]) * xh.s;
+    }
+  }
+  return HorizontalSum(_mm256_add_ps(acc0, acc1)) - summ;
+}
+
+float DotQ8Q6_K(const void* row, const BlockQ8Act* x, int64_t n) {
+  const auto* b = static_cast<const BlockQ6_K*>(row);
+  const __m256i low4 = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(3), bias = _mm256_set1_epi8(32);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQKK; ++i) {
+    const float d = Half(b[i].d);
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = b[i].ql + 64 * half;
+      const int8_t* sc = b[i].scales + 8 * half;
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qh + 32 * half));
+      // The four 32-element blocks of this half: low 4 bits from ql, high 2 from qh.
+      const __m256i lo[4] = {_mm256_and_si256(l0, low4), _mm256_and_si256(l1, low4),
+                             _mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                             _mm256_and_si256(_mm256_srli_epi16(l1, 4), low4)};
+      for (int k = 0; k < 4; ++k) {
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(h, 2 * k), two);
+        const __m256i q = _mm256_sub_epi8(_mm256_or_si256(lo[k], _mm256_slli_epi16(hi, 4)), bias);  // [-32, 31]
+        const BlockQ8Act& xa = x[i * (kQKK / kQK) + half * 4 + k];
+        const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa.qs));
+        // lanes 0-3: elements 0..15 (scale sc[2k]); lanes 4-7: elements 16..31 (sc[2k + 1]).
+        const __m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(y, q)), ones);
+        const float dd = d * xa.d;
+        const __m256 scale = _mm256_setr_m128(_mm_set1_ps(dd * static_cast<float>(sc[2 * k])),
+                                              _mm_set1_ps(dd * static_cast<float>(sc[2 * k + 1])));
+        if (k % 2 == 0) {
+          acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), scale, acc0);
+        } else {
+          acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), scale, acc1);
+        }
+      }
+    }
+  }
+  return HorizontalSum(_mm256_add_ps(acc0, acc1));
+}
+
 float DotF32(const float* a, const float* b, int64_t n) {
   float out;
   DotRows<1>(a, b, 0, n, &out);

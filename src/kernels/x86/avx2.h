@@ -20,6 +20,8 @@ float DotF32(const float* a, const float* b, int64_t n);
 float DotQ8Q4_0(const void* row, const BlockQ8Act* x, int64_t n);
 float DotQ8Q4_1(const void* row, const BlockQ8Act* x, int64_t n);
 float DotQ8Q8_0(const void* row, const BlockQ8Act* x, int64_t n);
+float DotQ8Q4_K(const void* row, const BlockQ8Act* x, int64_t n);
+float DotQ8Q6_K(const void* row, const BlockQ8Act* x, int64_t n);
 void DotF32x4(const float* w, const float* x, int64_t ldx, int64_t n, float* out);
 void DequantF16(const void* __restrict src, float* __restrict dst, int64_t n);
 void DequantBF16(const void* __restrict src, float* __restrict dst, int64_t n);
