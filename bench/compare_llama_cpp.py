@@ -51,7 +51,7 @@ def main() -> int:
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--decode-tokens", type=int, default=32)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--activations", choices=["f32", "int8"], default="f32",
+    ap.add_argument("--activations", choices=["f32", "int8"], default="int8",
                     help="Frugal's matmul activations (llama.cpp always uses int8 for these types)")
     args = ap.parse_args()
     try:
