@@ -299,7 +299,7 @@ Status GgufFile::ParseAll() {
   if (const GgufValue* v = Find(kFrugalFormatVersionKey); v != nullptr || uses_frugal_types) {
     if (v == nullptr) {
       return DataLoss("the file has Frugal tensor types but no " +
-                                std::string(kFrugalFormatVersionKey) + " metadata");
+                      std::string(kFrugalFormatVersionKey) + " metadata");
     }
     if (!IsIntegerType(v->type) || v->integer != kFrugalFormatVersion) {
       return Unimplemented(

@@ -1,5 +1,7 @@
 #include "formats/tensor_types.h"
 
+#include <iterator>
+
 namespace frugal {
 
 const TypeInfo* GetTypeInfo(uint32_t raw_type) {
@@ -11,16 +13,23 @@ const TypeInfo* GetTypeInfo(uint32_t raw_type) {
   static const TypeInfo kQ8_0{"Q8_0", kQK, sizeof(BlockQ8_0)};
   static const TypeInfo kQ4_K{"Q4_K", kQKK, sizeof(BlockQ4_K)};
   static const TypeInfo kQ6_K{"Q6_K", kQKK, sizeof(BlockQ6_K)};
-  static const TypeInfo kI8_C{"I8_C", kQK, sizeof(BlockI8C), kTileRows, sizeof(TileI8CHeader), 0, 8};
-  static const TypeInfo kI8_G32{"I8_G32", 32, sizeof(BlockI8<32>), kTileRows, 0, 32, 8};
-  static const TypeInfo kI8_G64{"I8_G64", 64, sizeof(BlockI8<64>), kTileRows, 0, 64, 8};
-  static const TypeInfo kI8_G128{"I8_G128", 128, sizeof(BlockI8<128>), kTileRows, 0, 128, 8};
-  static const TypeInfo kI4S_G32{"I4S_G32", 32, sizeof(BlockI4S<32>), kTileRows, 0, 32, 4};
-  static const TypeInfo kI4S_G64{"I4S_G64", 64, sizeof(BlockI4S<64>), kTileRows, 0, 64, 4};
-  static const TypeInfo kI4S_G128{"I4S_G128", 128, sizeof(BlockI4S<128>), kTileRows, 0, 128, 4};
-  static const TypeInfo kI4A_G32{"I4A_G32", 32, sizeof(BlockI4A<32>), kTileRows, 0, 32, 4};
-  static const TypeInfo kI4A_G64{"I4A_G64", 64, sizeof(BlockI4A<64>), kTileRows, 0, 64, 4};
-  static const TypeInfo kI4A_G128{"I4A_G128", 128, sizeof(BlockI4A<128>), kTileRows, 0, 128, 4};
+  // Frugal's types, in id order from kI8_C (1024).
+  static const TypeInfo kFrugal[] = {
+      {"I8_C", kQK, sizeof(BlockI8C), kTileRows, sizeof(TileI8CHeader), 0, 8},
+      {"I8_G32", 32, sizeof(BlockI8<32>), kTileRows, 0, 32, 8},
+      {"I8_G64", 64, sizeof(BlockI8<64>), kTileRows, 0, 64, 8},
+      {"I8_G128", 128, sizeof(BlockI8<128>), kTileRows, 0, 128, 8},
+      {"I4S_G32", 32, sizeof(BlockI4S<32>), kTileRows, 0, 32, 4},
+      {"I4S_G64", 64, sizeof(BlockI4S<64>), kTileRows, 0, 64, 4},
+      {"I4S_G128", 128, sizeof(BlockI4S<128>), kTileRows, 0, 128, 4},
+      {"I4A_G32", 32, sizeof(BlockI4A<32>), kTileRows, 0, 32, 4},
+      {"I4A_G64", 64, sizeof(BlockI4A<64>), kTileRows, 0, 64, 4},
+      {"I4A_G128", 128, sizeof(BlockI4A<128>), kTileRows, 0, 128, 4},
+  };
+  const uint32_t frugal_index = raw_type - static_cast<uint32_t>(TensorType::kI8_C);
+  if (raw_type >= static_cast<uint32_t>(TensorType::kI8_C) && frugal_index < std::size(kFrugal)) {
+    return &kFrugal[frugal_index];
+  }
   switch (static_cast<TensorType>(raw_type)) {
     case TensorType::kF32: return &kF32;
     case TensorType::kF16: return &kF16;
@@ -30,18 +39,8 @@ const TypeInfo* GetTypeInfo(uint32_t raw_type) {
     case TensorType::kQ8_0: return &kQ8_0;
     case TensorType::kQ4_K: return &kQ4_K;
     case TensorType::kQ6_K: return &kQ6_K;
-    case TensorType::kI8_C: return &kI8_C;
-    case TensorType::kI8_G32: return &kI8_G32;
-    case TensorType::kI8_G64: return &kI8_G64;
-    case TensorType::kI8_G128: return &kI8_G128;
-    case TensorType::kI4S_G32: return &kI4S_G32;
-    case TensorType::kI4S_G64: return &kI4S_G64;
-    case TensorType::kI4S_G128: return &kI4S_G128;
-    case TensorType::kI4A_G32: return &kI4A_G32;
-    case TensorType::kI4A_G64: return &kI4A_G64;
-    case TensorType::kI4A_G128: return &kI4A_G128;
+    default: return nullptr;  // Frugal's ids are answered above
   }
-  return nullptr;
 }
 
 const TypeInfo* GetTypeInfo(TensorType type) { return GetTypeInfo(static_cast<uint32_t>(type)); }

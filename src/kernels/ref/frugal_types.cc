@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <type_traits>
 
 #include "common/check.h"
@@ -160,29 +161,21 @@ Kind KindOf(TensorType type) {
 }  // namespace
 
 const KernelTraits* GetScalarFrugalTraits(TensorType type) {
-  static const KernelTraits kI8_C{.dequantize_tile = DequantTileI8C, .dot_q8_tile = DotTileI8C};
-  static const KernelTraits kI8_G32{.dequantize_tile = DequantTileI8<32>, .dot_q8_tile = DotTileI8<32>};
-  static const KernelTraits kI8_G64{.dequantize_tile = DequantTileI8<64>, .dot_q8_tile = DotTileI8<64>};
-  static const KernelTraits kI8_G128{.dequantize_tile = DequantTileI8<128>, .dot_q8_tile = DotTileI8<128>};
-  static const KernelTraits kI4S_G32{.dequantize_tile = DequantTileI4S<32>, .dot_q8_tile = DotTileI4S<32>};
-  static const KernelTraits kI4S_G64{.dequantize_tile = DequantTileI4S<64>, .dot_q8_tile = DotTileI4S<64>};
-  static const KernelTraits kI4S_G128{.dequantize_tile = DequantTileI4S<128>, .dot_q8_tile = DotTileI4S<128>};
-  static const KernelTraits kI4A_G32{.dequantize_tile = DequantTileI4A<32>, .dot_q8_tile = DotTileI4A<32>};
-  static const KernelTraits kI4A_G64{.dequantize_tile = DequantTileI4A<64>, .dot_q8_tile = DotTileI4A<64>};
-  static const KernelTraits kI4A_G128{.dequantize_tile = DequantTileI4A<128>, .dot_q8_tile = DotTileI4A<128>};
-  switch (type) {
-    case TensorType::kI8_C: return &kI8_C;
-    case TensorType::kI8_G32: return &kI8_G32;
-    case TensorType::kI8_G64: return &kI8_G64;
-    case TensorType::kI8_G128: return &kI8_G128;
-    case TensorType::kI4S_G32: return &kI4S_G32;
-    case TensorType::kI4S_G64: return &kI4S_G64;
-    case TensorType::kI4S_G128: return &kI4S_G128;
-    case TensorType::kI4A_G32: return &kI4A_G32;
-    case TensorType::kI4A_G64: return &kI4A_G64;
-    case TensorType::kI4A_G128: return &kI4A_G128;
-    default: return nullptr;
-  }
+  // In type id order, kI8_C (1024) .. kI4A_G128 (1033).
+  static const KernelTraits kTable[] = {
+      {.dequantize_tile = DequantTileI8C, .dot_q8_tile = DotTileI8C},
+      {.dequantize_tile = DequantTileI8<32>, .dot_q8_tile = DotTileI8<32>},
+      {.dequantize_tile = DequantTileI8<64>, .dot_q8_tile = DotTileI8<64>},
+      {.dequantize_tile = DequantTileI8<128>, .dot_q8_tile = DotTileI8<128>},
+      {.dequantize_tile = DequantTileI4S<32>, .dot_q8_tile = DotTileI4S<32>},
+      {.dequantize_tile = DequantTileI4S<64>, .dot_q8_tile = DotTileI4S<64>},
+      {.dequantize_tile = DequantTileI4S<128>, .dot_q8_tile = DotTileI4S<128>},
+      {.dequantize_tile = DequantTileI4A<32>, .dot_q8_tile = DotTileI4A<32>},
+      {.dequantize_tile = DequantTileI4A<64>, .dot_q8_tile = DotTileI4A<64>},
+      {.dequantize_tile = DequantTileI4A<128>, .dot_q8_tile = DotTileI4A<128>},
+  };
+  const uint32_t i = static_cast<uint32_t>(type) - static_cast<uint32_t>(TensorType::kI8_C);
+  return i < std::size(kTable) ? &kTable[i] : nullptr;
 }
 
 int64_t GroupsPerRow(TensorType type, int64_t cols) {

@@ -56,6 +56,20 @@ inline void DotRows(const float* w, const float* x, int64_t ldx, int64_t n, floa
   }
 }
 
+// The 6-bit (scale, min) pairs of Q4_K sub-blocks 2j and 2j + 1 (see the scalar oracle).
+inline void Q4KScaleMinPair(const uint8_t* s, int j, uint8_t* sc, uint8_t* mn) {
+  for (int h = 0; h < 2; ++h) {
+    const int k = 2 * j + h;
+    if (k < 4) {
+      sc[h] = s[k] & 63;
+      mn[h] = s[k + 4] & 63;
+    } else {
+      sc[h] = static_cast<uint8_t>((s[k + 4] & 0x0f) | ((s[k - 4] >> 6) << 4));
+      mn[h] = static_cast<uint8_t>((s[k + 4] >> 4) | ((s[k] >> 6) << 4));
+    }
+  }
+}
+
 inline __m256i Q4Bytes(const uint8_t* qs) {  // 32 nibbles as bytes, in element order
   const __m128i mask = _mm_set1_epi8(0x0f);
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
@@ -148,16 +162,7 @@ float DotQ8Q4_K(const void* row, const BlockQ8Act* x, int64_t n) {
     const BlockQ8Act* xb = x + i * (kQKK / kQK);
     for (int j = 0; j < 4; ++j) {
       uint8_t sc[2], mn[2];
-      for (int h = 0; h < 2; ++h) {
-        const int k = 2 * j + h;
-        if (k < 4) {
-          sc[h] = s[k] & 63;
-          mn[h] = s[k + 4] & 63;
-        } else {
-          sc[h] = static_cast<uint8_t>((s[k + 4] & 0x0f) | ((s[k - 4] >> 6) << 4));
-          mn[h] = static_cast<uint8_t>((s[k + 4] >> 4) | ((s[k] >> 6) << 4));
-        }
-      }
+      Q4KScaleMinPair(s, j, sc, mn);
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[i].qs + 32 * j));
       const BlockQ8Act& xa = xb[2 * j];
       const BlockQ8Act& xh = xb[2 * j + 1];
@@ -294,16 +299,7 @@ void DequantQ4_K(const void* __restrict src, float* __restrict dst, int64_t n) {
     const uint8_t* s = b[i].scales;
     for (int j = 0; j < 4; ++j) {  // 64 elements: 32 low nibbles, then 32 high nibbles
       uint8_t sc[2], mn[2];
-      for (int h = 0; h < 2; ++h) {
-        const int k = 2 * j + h;
-        if (k < 4) {
-          sc[h] = s[k] & 63;
-          mn[h] = s[k + 4] & 63;
-        } else {
-          sc[h] = static_cast<uint8_t>((s[k + 4] & 0x0f) | ((s[k - 4] >> 6) << 4));
-          mn[h] = static_cast<uint8_t>((s[k + 4] >> 4) | ((s[k] >> 6) << 4));
-        }
-      }
+      Q4KScaleMinPair(s, j, sc, mn);
       const __m256 d1 = _mm256_set1_ps(d * sc[0]), m1 = _mm256_set1_ps(dmin * mn[0]);
       const __m256 d2 = _mm256_set1_ps(d * sc[1]), m2 = _mm256_set1_ps(dmin * mn[1]);
       for (int half = 0; half < 2; ++half) {

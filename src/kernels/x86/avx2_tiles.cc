@@ -10,6 +10,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <iterator>
 #include <type_traits>
 
 #include "kernels/kernels.h"
@@ -186,29 +187,21 @@ void DotTileI4(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
 }  // namespace
 
 const KernelTraits* GetAvx2FrugalTraits(TensorType type) {
-  static const KernelTraits kI8_C{.dequantize_tile = DequantTileI8C, .dot_q8_tile = DotTileI8C};
-  static const KernelTraits kI8_G32{.dequantize_tile = DequantTileI8<32>, .dot_q8_tile = DotTileI8<32>};
-  static const KernelTraits kI8_G64{.dequantize_tile = DequantTileI8<64>, .dot_q8_tile = DotTileI8<64>};
-  static const KernelTraits kI8_G128{.dequantize_tile = DequantTileI8<128>, .dot_q8_tile = DotTileI8<128>};
-  static const KernelTraits kI4S_G32{.dequantize_tile = DequantTileI4<32, false>, .dot_q8_tile = DotTileI4<32, false>};
-  static const KernelTraits kI4S_G64{.dequantize_tile = DequantTileI4<64, false>, .dot_q8_tile = DotTileI4<64, false>};
-  static const KernelTraits kI4S_G128{.dequantize_tile = DequantTileI4<128, false>, .dot_q8_tile = DotTileI4<128, false>};
-  static const KernelTraits kI4A_G32{.dequantize_tile = DequantTileI4<32, true>, .dot_q8_tile = DotTileI4<32, true>};
-  static const KernelTraits kI4A_G64{.dequantize_tile = DequantTileI4<64, true>, .dot_q8_tile = DotTileI4<64, true>};
-  static const KernelTraits kI4A_G128{.dequantize_tile = DequantTileI4<128, true>, .dot_q8_tile = DotTileI4<128, true>};
-  switch (type) {
-    case TensorType::kI8_C: return &kI8_C;
-    case TensorType::kI8_G32: return &kI8_G32;
-    case TensorType::kI8_G64: return &kI8_G64;
-    case TensorType::kI8_G128: return &kI8_G128;
-    case TensorType::kI4S_G32: return &kI4S_G32;
-    case TensorType::kI4S_G64: return &kI4S_G64;
-    case TensorType::kI4S_G128: return &kI4S_G128;
-    case TensorType::kI4A_G32: return &kI4A_G32;
-    case TensorType::kI4A_G64: return &kI4A_G64;
-    case TensorType::kI4A_G128: return &kI4A_G128;
-    default: return nullptr;
-  }
+  // In type id order, kI8_C (1024) .. kI4A_G128 (1033).
+  static const KernelTraits kTable[] = {
+      {.dequantize_tile = DequantTileI8C, .dot_q8_tile = DotTileI8C},
+      {.dequantize_tile = DequantTileI8<32>, .dot_q8_tile = DotTileI8<32>},
+      {.dequantize_tile = DequantTileI8<64>, .dot_q8_tile = DotTileI8<64>},
+      {.dequantize_tile = DequantTileI8<128>, .dot_q8_tile = DotTileI8<128>},
+      {.dequantize_tile = DequantTileI4<32, false>, .dot_q8_tile = DotTileI4<32, false>},
+      {.dequantize_tile = DequantTileI4<64, false>, .dot_q8_tile = DotTileI4<64, false>},
+      {.dequantize_tile = DequantTileI4<128, false>, .dot_q8_tile = DotTileI4<128, false>},
+      {.dequantize_tile = DequantTileI4<32, true>, .dot_q8_tile = DotTileI4<32, true>},
+      {.dequantize_tile = DequantTileI4<64, true>, .dot_q8_tile = DotTileI4<64, true>},
+      {.dequantize_tile = DequantTileI4<128, true>, .dot_q8_tile = DotTileI4<128, true>},
+  };
+  const uint32_t i = static_cast<uint32_t>(type) - static_cast<uint32_t>(TensorType::kI8_C);
+  return i < std::size(kTable) ? &kTable[i] : nullptr;
 }
 
 }  // namespace frugal::avx2
