@@ -19,44 +19,37 @@ constexpr int kR = kTileRows;
 // The stored integer of input j of a row's 32-input chunk.
 inline int I4At(const uint8_t* qs, int j) { return j < 16 ? (qs[j] & 0x0f) : (qs[j - 16] >> 4); }
 
-template <int G>
-void DequantTileI8(const void* src, float* dst, int64_t n) {
-  const auto* b = static_cast<const BlockI8<G>*>(src);
-  for (int64_t g = 0; g < n / G; ++g) {
-    for (int r = 0; r < kR; ++r) {
-      const float d = Fp16ToFp32(b[g].d[r]);
-      for (int c = 0; c < G / kQK; ++c) {
-        float* out = dst + r * n + g * G + c * kQK;
-        for (int j = 0; j < kQK; ++j) out[j] = static_cast<float>(b[g].qs[c][r][j]) * d;
-      }
-    }
+// What a group block stores: INT8 levels as is, INT4 nibbles minus 8 (symmetric) or as is with
+// an offset m (asymmetric).
+template <template <int> class Block, int G>
+constexpr bool kAsymmetric = std::is_same_v<Block<G>, BlockI4A<G>>;
+
+template <template <int> class Block, int G>
+inline int Level(const Block<G>& b, int c, int r, int j) {
+  if constexpr (std::is_same_v<Block<G>, BlockI8<G>>) {
+    return b.qs[c][r][j];
+  } else if constexpr (kAsymmetric<Block, G>) {
+    return I4At(b.qs[c][r], j);
+  } else {
+    return I4At(b.qs[c][r], j) - 8;
   }
 }
 
-template <int G>
-void DequantTileI4S(const void* src, float* dst, int64_t n) {
-  const auto* b = static_cast<const BlockI4S<G>*>(src);
+template <template <int> class Block, int G>
+void DequantTile(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const Block<G>*>(src);
   for (int64_t g = 0; g < n / G; ++g) {
     for (int r = 0; r < kR; ++r) {
       const float d = Fp16ToFp32(b[g].d[r]);
       for (int c = 0; c < G / kQK; ++c) {
         float* out = dst + r * n + g * G + c * kQK;
-        for (int j = 0; j < kQK; ++j) out[j] = static_cast<float>(I4At(b[g].qs[c][r], j) - 8) * d;
-      }
-    }
-  }
-}
-
-template <int G>
-void DequantTileI4A(const void* src, float* dst, int64_t n) {
-  const auto* b = static_cast<const BlockI4A<G>*>(src);
-  for (int64_t g = 0; g < n / G; ++g) {
-    for (int r = 0; r < kR; ++r) {
-      const float d = Fp16ToFp32(b[g].d[r]);
-      const float m = Fp16ToFp32(b[g].m[r]);
-      for (int c = 0; c < G / kQK; ++c) {
-        float* out = dst + r * n + g * G + c * kQK;
-        for (int j = 0; j < kQK; ++j) out[j] = static_cast<float>(I4At(b[g].qs[c][r], j)) * d + m;
+        for (int j = 0; j < kQK; ++j) {
+          if constexpr (kAsymmetric<Block, G>) {
+            out[j] = static_cast<float>(Level<Block, G>(b[g], c, r, j)) * d + Fp16ToFp32(b[g].m[r]);
+          } else {
+            out[j] = static_cast<float>(Level<Block, G>(b[g], c, r, j)) * d;
+          }
+        }
       }
     }
   }
@@ -74,9 +67,9 @@ void DequantTileI8C(const void* src, float* dst, int64_t n) {
 }
 
 // Integer dots with INT8 activations: out[r] = sum over 32-blocks of d_w * d_x * isum (+ m * s_x).
-template <int G>
-void DotTileI8(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
-  const auto* b = static_cast<const BlockI8<G>*>(tile);
+template <template <int> class Block, int G>
+void DotTile(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
+  const auto* b = static_cast<const Block<G>*>(tile);
   for (int r = 0; r < kR; ++r) {
     float sum = 0;
     for (int64_t g = 0; g < n / G; ++g) {
@@ -84,45 +77,12 @@ void DotTileI8(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
       for (int c = 0; c < G / kQK; ++c) {
         const BlockQ8Act& xb = x[g * (G / kQK) + c];
         int32_t isum = 0;
-        for (int j = 0; j < kQK; ++j) isum += b[g].qs[c][r][j] * xb.qs[j];
-        sum += d * xb.d * static_cast<float>(isum);
-      }
-    }
-    out[r] = sum;
-  }
-}
-
-template <int G>
-void DotTileI4S(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
-  const auto* b = static_cast<const BlockI4S<G>*>(tile);
-  for (int r = 0; r < kR; ++r) {
-    float sum = 0;
-    for (int64_t g = 0; g < n / G; ++g) {
-      const float d = Fp16ToFp32(b[g].d[r]);
-      for (int c = 0; c < G / kQK; ++c) {
-        const BlockQ8Act& xb = x[g * (G / kQK) + c];
-        int32_t isum = 0;
-        for (int j = 0; j < kQK; ++j) isum += (I4At(b[g].qs[c][r], j) - 8) * xb.qs[j];
-        sum += d * xb.d * static_cast<float>(isum);
-      }
-    }
-    out[r] = sum;
-  }
-}
-
-template <int G>
-void DotTileI4A(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
-  const auto* b = static_cast<const BlockI4A<G>*>(tile);
-  for (int r = 0; r < kR; ++r) {
-    float sum = 0;
-    for (int64_t g = 0; g < n / G; ++g) {
-      const float d = Fp16ToFp32(b[g].d[r]);
-      const float m = Fp16ToFp32(b[g].m[r]);
-      for (int c = 0; c < G / kQK; ++c) {
-        const BlockQ8Act& xb = x[g * (G / kQK) + c];
-        int32_t isum = 0;
-        for (int j = 0; j < kQK; ++j) isum += I4At(b[g].qs[c][r], j) * xb.qs[j];
-        sum += d * xb.d * static_cast<float>(isum) + m * xb.s;
+        for (int j = 0; j < kQK; ++j) isum += Level<Block, G>(b[g], c, r, j) * xb.qs[j];
+        if constexpr (kAsymmetric<Block, G>) {
+          sum += d * xb.d * static_cast<float>(isum) + Fp16ToFp32(b[g].m[r]) * xb.s;
+        } else {
+          sum += d * xb.d * static_cast<float>(isum);
+        }
       }
     }
     out[r] = sum;
@@ -164,15 +124,15 @@ const KernelTraits* GetScalarFrugalTraits(TensorType type) {
   // In type id order, kI8_C (1024) .. kI4A_G128 (1033).
   static const KernelTraits kTable[] = {
       {.dequantize_tile = DequantTileI8C, .dot_q8_tile = DotTileI8C},
-      {.dequantize_tile = DequantTileI8<32>, .dot_q8_tile = DotTileI8<32>},
-      {.dequantize_tile = DequantTileI8<64>, .dot_q8_tile = DotTileI8<64>},
-      {.dequantize_tile = DequantTileI8<128>, .dot_q8_tile = DotTileI8<128>},
-      {.dequantize_tile = DequantTileI4S<32>, .dot_q8_tile = DotTileI4S<32>},
-      {.dequantize_tile = DequantTileI4S<64>, .dot_q8_tile = DotTileI4S<64>},
-      {.dequantize_tile = DequantTileI4S<128>, .dot_q8_tile = DotTileI4S<128>},
-      {.dequantize_tile = DequantTileI4A<32>, .dot_q8_tile = DotTileI4A<32>},
-      {.dequantize_tile = DequantTileI4A<64>, .dot_q8_tile = DotTileI4A<64>},
-      {.dequantize_tile = DequantTileI4A<128>, .dot_q8_tile = DotTileI4A<128>},
+      {.dequantize_tile = DequantTile<BlockI8, 32>, .dot_q8_tile = DotTile<BlockI8, 32>},
+      {.dequantize_tile = DequantTile<BlockI8, 64>, .dot_q8_tile = DotTile<BlockI8, 64>},
+      {.dequantize_tile = DequantTile<BlockI8, 128>, .dot_q8_tile = DotTile<BlockI8, 128>},
+      {.dequantize_tile = DequantTile<BlockI4S, 32>, .dot_q8_tile = DotTile<BlockI4S, 32>},
+      {.dequantize_tile = DequantTile<BlockI4S, 64>, .dot_q8_tile = DotTile<BlockI4S, 64>},
+      {.dequantize_tile = DequantTile<BlockI4S, 128>, .dot_q8_tile = DotTile<BlockI4S, 128>},
+      {.dequantize_tile = DequantTile<BlockI4A, 32>, .dot_q8_tile = DotTile<BlockI4A, 32>},
+      {.dequantize_tile = DequantTile<BlockI4A, 64>, .dot_q8_tile = DotTile<BlockI4A, 64>},
+      {.dequantize_tile = DequantTile<BlockI4A, 128>, .dot_q8_tile = DotTile<BlockI4A, 128>},
   };
   const uint32_t i = static_cast<uint32_t>(type) - static_cast<uint32_t>(TensorType::kI8_C);
   return i < std::size(kTable) ? &kTable[i] : nullptr;
