@@ -110,14 +110,18 @@ static_assert(sizeof(BlockQ6_K) == 210);
 // activation block once and applies it to 8 rows, and a tile's quantized bytes sit at 16-byte
 // aligned offsets. A tile of rows r..r+7 with n inputs is n / G blocks, each covering the G
 // inputs [g * G, (g + 1) * G) of all 8 rows: first the 8 scales (and 8 offsets), then G / 32
-// chunks of 32 inputs, and in each chunk the 8 rows one after the other. INT4 chunks use
-// GGUF's nibble order: byte j holds input j (low nibble) and input j + 16 (high nibble).
+// chunks of 32 inputs. A chunk is a sequence of 32-byte steps, each holding 4 bytes of every
+// row (row r at bytes 4r..4r+3), so one 4-byte activation broadcast meets all 8 rows and each
+// row's sum lands in its own 32-bit lane. INT8: step k holds inputs 4k..4k+3 (8 steps). INT4
+// (GGUF's nibble order, 4 steps): byte i of step k holds input 4k+i in its low nibble and input
+// 16+4k+i in its high nibble.
 constexpr int kTileRows = 8;
+constexpr int kStepBytes = 4;  // bytes of one row in one step
 
 template <int G>
 struct BlockI8 {  // value = q * d
   uint16_t d[kTileRows];                    // fp16 scale of each row's group
-  int8_t qs[G / kQK][kTileRows][kQK];
+  int8_t qs[G / kQK][kQK / kStepBytes][kTileRows][kStepBytes];  // [chunk][step][row][byte]
 };
 static_assert(sizeof(BlockI8<32>) == 272 && sizeof(BlockI8<64>) == 528 &&
               sizeof(BlockI8<128>) == 1040);
@@ -125,7 +129,7 @@ static_assert(sizeof(BlockI8<32>) == 272 && sizeof(BlockI8<64>) == 528 &&
 template <int G>
 struct BlockI4S {  // value = (q - 8) * d, q in [0, 15]
   uint16_t d[kTileRows];
-  uint8_t qs[G / kQK][kTileRows][kQK / 2];
+  uint8_t qs[G / kQK][kQK / 2 / kStepBytes][kTileRows][kStepBytes];  // [chunk][step][row][byte]
 };
 static_assert(sizeof(BlockI4S<32>) == 144 && sizeof(BlockI4S<64>) == 272 &&
               sizeof(BlockI4S<128>) == 528);
@@ -134,7 +138,7 @@ template <int G>
 struct BlockI4A {  // value = q * d + m, q in [0, 15]
   uint16_t d[kTileRows];
   uint16_t m[kTileRows];                    // fp16 offset, -d * zero point
-  uint8_t qs[G / kQK][kTileRows][kQK / 2];
+  uint8_t qs[G / kQK][kQK / 2 / kStepBytes][kTileRows][kStepBytes];
 };
 static_assert(sizeof(BlockI4A<32>) == 160 && sizeof(BlockI4A<64>) == 288 &&
               sizeof(BlockI4A<128>) == 544);
@@ -145,7 +149,7 @@ struct TileI8CHeader {
 };
 static_assert(sizeof(TileI8CHeader) == 32);
 struct BlockI8C {
-  int8_t qs[kTileRows][kQK];
+  int8_t qs[kQK / kStepBytes][kTileRows][kStepBytes];  // [step][row][byte], as BlockI8
 };
 static_assert(sizeof(BlockI8C) == 256);
 

@@ -69,6 +69,18 @@ def dequant(q: np.ndarray, d: np.ndarray, m, name: str) -> np.ndarray:
     return qf * dd
 
 
+def _chunk(chunk: np.ndarray, bits: int) -> bytes:
+    """One chunk (8 rows x 32 inputs) as 32-byte steps of 4 bytes per row: INT8 step k holds
+    inputs 4k..4k+3; INT4 byte i of step k holds input 4k+i (low nibble) and 16+4k+i (high)."""
+    if bits == 8:
+        b = chunk.astype(np.int8).view(np.uint8)  # [8, 32]
+    else:
+        u = chunk.astype(np.uint8)
+        b = u[:, :16] | (u[:, 16:] << 4)  # [8, 16]
+    steps = b.reshape(8, -1, 4).transpose(1, 0, 2)  # [step, row, byte]
+    return np.ascontiguousarray(steps).tobytes()
+
+
 def pack(q: np.ndarray, d: np.ndarray, m, name: str) -> np.ndarray:
     """rows x cols stored integers + scales -> the tensor's bytes, as [rows, row_bytes] uint8."""
     _, bits, g, asym = TYPES[name]
@@ -77,22 +89,17 @@ def pack(q: np.ndarray, d: np.ndarray, m, name: str) -> np.ndarray:
     out = []
     for t in range(rows // TILE):
         r = slice(t * TILE, (t + 1) * TILE)
-        if g == 0:  # I8_C: f32 scales of the 8 rows, then 32-input chunks of 8 rows
+        if g == 0:  # I8_C: f32 scales of the 8 rows, then 32-input chunks
             out.append(d[r, 0].astype("<f4").tobytes())
             for c in range(cols // 32):
-                out.append(q[r, c * 32:(c + 1) * 32].astype(np.int8).tobytes())
+                out.append(_chunk(q[r, c * 32:(c + 1) * 32], bits))
             continue
         for gi in range(cols // g):
             out.append(d[r, gi].astype("<f2").tobytes())
             if asym:
                 out.append(m[r, gi].astype("<f2").tobytes())
             for c in range(g // 32):
-                chunk = q[r, gi * g + c * 32: gi * g + (c + 1) * 32]  # [8, 32]
-                if bits == 8:
-                    out.append(chunk.astype(np.int8).tobytes())
-                else:
-                    lo, hi = chunk[:, :16].astype(np.uint8), chunk[:, 16:].astype(np.uint8)
-                    out.append((lo | (hi << 4)).astype(np.uint8).tobytes())
+                out.append(_chunk(q[r, gi * g + c * 32: gi * g + (c + 1) * 32], bits))
     raw = np.frombuffer(b"".join(out), dtype=np.uint8)
     return raw.reshape(rows, -1)
 

@@ -16,8 +16,17 @@ namespace {
 
 constexpr int kR = kTileRows;
 
-// The stored integer of input j of a row's 32-input chunk.
-inline int I4At(const uint8_t* qs, int j) { return j < 16 ? (qs[j] & 0x0f) : (qs[j - 16] >> 4); }
+// The stored integer of input j (0..31) of row r in a 32-input chunk: INT4 chunks are 4 steps
+// of [row][4 bytes], byte i of step k holding inputs 4k + i (low nibble) and 16 + 4k + i (high);
+// INT8 chunks are 8 steps, step k holding inputs 4k .. 4k + 3.
+inline int I4At(const uint8_t (*chunk)[kTileRows][kStepBytes], int r, int j) {
+  const int jj = j % 16;
+  const uint8_t byte = chunk[jj / kStepBytes][r][jj % kStepBytes];
+  return j < 16 ? (byte & 0x0f) : (byte >> 4);
+}
+inline int I8At(const int8_t (*chunk)[kTileRows][kStepBytes], int r, int j) {
+  return chunk[j / kStepBytes][r][j % kStepBytes];
+}
 
 // What a group block stores: INT8 levels as is, INT4 nibbles minus 8 (symmetric) or as is with
 // an offset m (asymmetric).
@@ -27,11 +36,11 @@ constexpr bool kAsymmetric = std::is_same_v<Block<G>, BlockI4A<G>>;
 template <template <int> class Block, int G>
 inline int Level(const Block<G>& b, int c, int r, int j) {
   if constexpr (std::is_same_v<Block<G>, BlockI8<G>>) {
-    return b.qs[c][r][j];
+    return I8At(b.qs[c], r, j);
   } else if constexpr (kAsymmetric<Block, G>) {
-    return I4At(b.qs[c][r], j);
+    return I4At(b.qs[c], r, j);
   } else {
-    return I4At(b.qs[c][r], j) - 8;
+    return I4At(b.qs[c], r, j) - 8;
   }
 }
 
@@ -61,7 +70,7 @@ void DequantTileI8C(const void* src, float* dst, int64_t n) {
   for (int64_t k = 0; k < n / kQK; ++k) {
     for (int r = 0; r < kR; ++r) {
       float* out = dst + r * n + k * kQK;
-      for (int j = 0; j < kQK; ++j) out[j] = static_cast<float>(b[k].qs[r][j]) * h->d[r];
+      for (int j = 0; j < kQK; ++j) out[j] = static_cast<float>(I8At(b[k].qs, r, j)) * h->d[r];
     }
   }
 }
@@ -96,7 +105,7 @@ void DotTileI8C(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
     float sum = 0;
     for (int64_t k = 0; k < n / kQK; ++k) {
       int32_t isum = 0;
-      for (int j = 0; j < kQK; ++j) isum += b[k].qs[r][j] * x[k].qs[j];
+      for (int j = 0; j < kQK; ++j) isum += I8At(b[k].qs, r, j) * x[k].qs[j];
       sum += x[k].d * static_cast<float>(isum);
     }
     out[r] = h->d[r] * sum;
@@ -163,6 +172,7 @@ Status PackRows(TensorType type, int64_t rows, int64_t cols, const int8_t* q, co
   const int64_t groups = GroupsPerRow(type, cols);
   const int64_t gsize = cols / groups;
   const int64_t chunks = gsize / kQK;
+  const bool int8 = kind == Kind::kI8 || kind == Kind::kI8C;
   for (int64_t t = 0; t < rows / kR; ++t) {
     uint8_t* p = dst + static_cast<size_t>(t * kR) * row_bytes;
     const int64_t r0 = t * kR;
@@ -188,22 +198,31 @@ Status PackRows(TensorType type, int64_t rows, int64_t cols, const int8_t* q, co
         }
       }
       for (int64_t c = 0; c < chunks; ++c) {
-        for (int r = 0; r < kR; ++r) {
-          const int8_t* src = q + (r0 + r) * cols + g * gsize + c * kQK;
-          if (kind == Kind::kI8 || kind == Kind::kI8C) {
-            for (int j = 0; j < kQK; ++j) {
-              if (src[j] < -127) return InvalidArgument("INT8 level below -127");
+        const int64_t col0 = g * gsize + c * kQK;
+        for (int r = 0; r < kR; ++r) {  // validate the chunk's levels
+          const int8_t* src = q + (r0 + r) * cols + col0;
+          for (int j = 0; j < kQK; ++j) {
+            if (int8 ? src[j] < -127 : (src[j] < 0 || src[j] > 15)) {
+              return InvalidArgument(int8 ? "INT8 level below -127" : "INT4 level outside [0, 15]");
             }
-            std::memcpy(p, src, kQK);
-            p += kQK;
-          } else {
-            for (int j = 0; j < kQK / 2; ++j) {
-              if (src[j] < 0 || src[j] > 15 || src[j + 16] < 0 || src[j + 16] > 15) {
-                return InvalidArgument("INT4 level outside [0, 15]");
+          }
+        }
+        if (int8) {
+          for (int k = 0; k < kQK / kStepBytes; ++k) {
+            for (int r = 0; r < kR; ++r) {
+              std::memcpy(p, q + (r0 + r) * cols + col0 + kStepBytes * k, kStepBytes);
+              p += kStepBytes;
+            }
+          }
+        } else {
+          for (int k = 0; k < kQK / 2 / kStepBytes; ++k) {
+            for (int r = 0; r < kR; ++r) {
+              const int8_t* src = q + (r0 + r) * cols + col0;
+              for (int i = 0; i < kStepBytes; ++i) {
+                const int j = kStepBytes * k + i;
+                *p++ = static_cast<uint8_t>(src[j] | (src[j + 16] << 4));
               }
-              p[j] = static_cast<uint8_t>(src[j] | (src[j + 16] << 4));
             }
-            p += kQK / 2;
           }
         }
       }
@@ -285,7 +304,10 @@ void RepackAs(const TensorView& t, uint8_t* dst) {
         const Src& in = src[(tile * kR + r) * blocks + b];
         out->d[r] = in.d;
         if constexpr (std::is_same_v<Src, BlockQ4_1>) out->m[r] = in.m;
-        std::memcpy(out->qs[0][r], in.qs, sizeof(in.qs));
+        // GGUF's bytes in order, 4 per step: Q4 byte j holds inputs j and j + 16, as ours do.
+        for (size_t k = 0; k < sizeof(in.qs) / kStepBytes; ++k) {
+          std::memcpy(out->qs[0][k][r], in.qs + kStepBytes * k, kStepBytes);
+        }
       }
     }
   }
