@@ -32,12 +32,13 @@ inline double HorizontalSum(__m256d v) {
   return _mm_cvtsd_f64(s);
 }
 
-// e^x for 8 floats: x = n ln2 + r, |r| <= ln2 / 2, e^r by a polynomial, times 2^n.
+// e^x for 8 floats: x = n ln2 + r, |r| <= ln2 / 2, e^r by a polynomial, times 2^n. x is
+// clamped to [-87.33, 88.0] so that 2^n stays a normal float (n in [-126, 127]).
 inline __m256 Exp(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3365f)), _mm256_set1_ps(88.3762f));
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3365f)), _mm256_set1_ps(88.0f));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // r = x - n ln2, with ln2 split in two so the product is exact.
+  // r = x - n ln2, with ln2 split into a short high part and a correction.
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
   __m256 p = _mm256_set1_ps(1.9875691500e-4f);
