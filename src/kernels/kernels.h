@@ -103,11 +103,21 @@ void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, bool
                 const float* cos, const float* sin);
 // y += a * x
 void Axpy(float a, const float* x, float* y, int64_t n);
-// One attention head for one query: scores[p] = scale * q . k_p for p < n (k_p = k + p * stride,
-// hd floats), softmax over them, out = sum_p scores[p] v_p. scores holds n floats of scratch
-// (the probabilities on return).
-void AttentionHead(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
-                   int64_t hd, float scale, float* scores, float* out);
+// Keys and values of one attention head over positions, stored in blocks of `block` positions
+// (a paged KV cache; a contiguous one is a single block): position p's key is the hd floats at
+// k[p / block] + offset + (p % block) * stride, its value likewise in v.
+struct KvBlocks {
+  const float* const* k = nullptr;
+  const float* const* v = nullptr;
+  int64_t offset = 0;  // floats from a block's start to this head's first entry
+  int64_t block = 0;   // positions per block
+  int64_t stride = 0;  // floats between consecutive positions inside a block
+};
+// One attention head for one query: scores[p] = scale * q . k_p for p < n, softmax over them,
+// out = sum_p scores[p] v_p. scores holds n floats of scratch (the probabilities on return).
+// The result does not depend on the block size when it is a multiple of 4.
+void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
+                   float* scores, float* out);
 
 // The element-wise kernels of one level (tests compare each level with kScalar; error budgets
 // in tests/unit/ops_simd_test.cc).
@@ -117,8 +127,8 @@ struct OpsKernels {
   void (*softmax)(float* x, int64_t n);
   void (*swiglu)(const float* g, const float* u, float* y, int64_t n);
   void (*axpy)(float a, const float* x, float* y, int64_t n);
-  void (*attention_head)(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
-                         int64_t hd, float scale, float* scores, float* out);
+  void (*attention_head)(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
+                         float* scores, float* out);
 };
 const OpsKernels& GetOpsKernels(CpuLevel level);
 // Exact GELU (erf), as BERT uses.

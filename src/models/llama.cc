@@ -282,9 +282,11 @@ Status LlamaModel::Forward(std::span<const int32_t> tokens, KvCache& kv, ThreadP
     return OutOfRange(std::to_string(pos0 + n) + " tokens exceed the context of " +
                       std::to_string(kv.capacity()));
   }
-  std::vector<Item> items(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) items[static_cast<size_t>(i)] = {tokens[static_cast<size_t>(i)], &kv, pos0 + i};
-  FRUGAL_RETURN_IF_ERROR(Run(items, pool, logits, all_logits ? 0 : n - 1));
+  std::vector<StepItem> items(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    items[static_cast<size_t>(i)] = {tokens[static_cast<size_t>(i)], &kv, pos0 + i, all_logits || i == n - 1};
+  }
+  FRUGAL_RETURN_IF_ERROR(Step(items, pool, logits));
   kv.set_size(pos0 + n);
   return Status::Ok();
 }
@@ -294,7 +296,7 @@ Status LlamaModel::DecodeBatch(std::span<const int32_t> tokens, std::span<KvCach
   if (tokens.empty() || tokens.size() != caches.size()) {
     return InvalidArgument("DecodeBatch needs one cache per token");
   }
-  std::vector<Item> items(tokens.size());
+  std::vector<StepItem> items(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) {
     KvCache* kv = caches[i];
     if (kv->size() + 1 > kv->capacity()) {
@@ -303,18 +305,24 @@ Status LlamaModel::DecodeBatch(std::span<const int32_t> tokens, std::span<KvCach
     for (size_t j = 0; j < i; ++j) {
       if (caches[j] == kv) return InvalidArgument("DecodeBatch got the same cache twice");
     }
-    items[i] = {tokens[i], kv, kv->size()};
+    items[i] = {tokens[i], kv, kv->size(), true};
   }
-  FRUGAL_RETURN_IF_ERROR(Run(items, pool, logits, 0));
+  FRUGAL_RETURN_IF_ERROR(Step(items, pool, logits));
   for (KvCache* kv : caches) kv->set_size(kv->size() + 1);
   return Status::Ok();
 }
 
-Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::vector<float>* logits,
-                       int64_t first_logit) const {
+Status LlamaModel::Step(std::span<const StepItem> items, ThreadPool& pool, std::vector<float>* logits) const {
   const auto n = static_cast<int64_t>(items.size());
-  for (const Item& it : items) {
+  if (n == 0) return InvalidArgument("no tokens to run");
+  std::vector<int64_t> out_rows;  // items whose logits are wanted
+  for (int64_t i = 0; i < n; ++i) {
+    const StepItem& it = items[static_cast<size_t>(i)];
     if (it.token < 0 || it.token >= hp_.n_vocab) return InvalidArgument("token id " + std::to_string(it.token) + " is out of the vocabulary");
+    if (it.kv == nullptr || it.pos < 0 || it.pos >= it.kv->capacity()) {
+      return OutOfRange("position " + std::to_string(it.pos) + " is outside its KV cache");
+    }
+    if (it.logits) out_rows.push_back(i);
   }
   const int64_t d = hp_.n_embd, hd = hp_.head_dim, q_dim = hp_.n_head * hd;
   const int64_t kv_d = kv_dim(), group = hp_.n_head / hp_.n_head_kv;
@@ -350,7 +358,7 @@ Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::ve
     add_bias(k, l.bk, n);
     add_bias(v, l.bv, n);
     for (int64_t i = 0; i < n; ++i) {
-      const Item& it = items[static_cast<size_t>(i)];
+      const StepItem& it = items[static_cast<size_t>(i)];
       const float* cs = &rope_cs[static_cast<size_t>(i * 2 * half)];
       RopeRotate(&q[static_cast<size_t>(i * q_dim)], hp_.n_head, hd, hp_.n_rot, hp_.rope_neox, cs, cs + half);
       RopeRotate(&k[static_cast<size_t>(i * kv_d)], hp_.n_head_kv, hd, hp_.n_rot, hp_.rope_neox, cs, cs + half);
@@ -365,8 +373,9 @@ Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::ve
         KvCache& kv = *items[static_cast<size_t>(i)].kv;
         const int64_t n_past = items[static_cast<size_t>(i)].pos + 1;
         scores.resize(static_cast<size_t>(n_past));
-        AttentionHead(&q[static_cast<size_t>(i * q_dim + h * hd)], kv.K(li, 0) + kvh * hd, kv.V(li, 0) + kvh * hd,
-                      kv_d, n_past, hd, attn_scale, scores.data(), &attn[static_cast<size_t>(i * q_dim + h * hd)]);
+        const KvBlocks blocks{kv.KBlocks(li), kv.VBlocks(li), kvh * hd, kv.block_tokens(), kv_d};
+        AttentionHead(&q[static_cast<size_t>(i * q_dim + h * hd)], blocks, n_past, hd, attn_scale, scores.data(),
+                      &attn[static_cast<size_t>(i * q_dim + h * hd)]);
       }
     });
     MatMul(*l.wo, attn.data(), n, o.data(), pool, act_);
@@ -381,10 +390,10 @@ Status LlamaModel::Run(const std::vector<Item>& items, ThreadPool& pool, std::ve
     for (size_t e = 0; e < x.size(); ++e) x[e] += o[e];
   }
 
-  const int64_t first = first_logit;
-  const int64_t n_out = n - first;
-  for (int64_t i = first; i < n; ++i) {
-    RmsNorm(&x[static_cast<size_t>(i * d)], output_norm_.data(), &xn[static_cast<size_t>((i - first) * d)], d, hp_.rms_eps);
+  const auto n_out = static_cast<int64_t>(out_rows.size());
+  for (int64_t r = 0; r < n_out; ++r) {
+    RmsNorm(&x[static_cast<size_t>(out_rows[static_cast<size_t>(r)] * d)], output_norm_.data(),
+            &xn[static_cast<size_t>(r * d)], d, hp_.rms_eps);
   }
   logits->resize(static_cast<size_t>(n_out * hp_.n_vocab));
   MatMul(*output_, xn.data(), n_out, logits->data(), pool, act_);

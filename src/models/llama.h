@@ -65,6 +65,21 @@ class LlamaModel {
   Status DecodeBatch(std::span<const int32_t> tokens, std::span<KvCache* const> caches,
                      ThreadPool& pool, std::vector<float>* logits) const;
 
+  // One item of a scheduler step: `token` of the sequence cached in `kv`, at position `pos`.
+  struct StepItem {
+    int32_t token;
+    KvCache* kv;
+    int64_t pos;
+    bool logits;  // write this item's logits
+  };
+  // Runs any mix of sequences and positions in one batched pass (continuous batching: prompt
+  // chunks of some sequences next to decode tokens of others). Writes every item's keys/values
+  // at its position (a sequence's items must be consecutive positions, its earlier positions
+  // already cached), then attention reads each item's cache up to its position. Logits of the
+  // items with `logits` set, in item order: [count][n_vocab]. Cache sizes are the caller's to
+  // update. Each item's result is bit-identical whatever else runs in the same step.
+  Status Step(std::span<const StepItem> items, ThreadPool& pool, std::vector<float>* logits) const;
+
   // Re-lays GGUF Q4_0 / Q4_1 / Q8_0 matrices into the equivalent tiled Frugal formats
   // (kernels/quantize.h: RepackedType), so the tiled kernels run on them. Every weight keeps its
   // value; costs a copy of those matrices in memory. Returns the number of bytes repacked.
@@ -86,17 +101,7 @@ class LlamaModel {
     std::vector<float> bq, bk, bv, bo;  // empty when absent
   };
 
-  struct Item {
-    int32_t token;
-    KvCache* kv;
-    int64_t pos;
-  };
-
   LlamaModel() = default;
-  // Runs items (any mix of sequences and positions) through the model; writes their K/V, then
-  // attention reads each item's cache up to its position. Logits for items >= first_logit.
-  Status Run(const std::vector<Item>& items, ThreadPool& pool, std::vector<float>* logits,
-             int64_t first_logit) const;
   // cos and sin of the rotary angle of each of the n_rot / 2 frequencies at `pos`.
   void RopeCosSin(int64_t pos, float* cos_out, float* sin_out) const;
 

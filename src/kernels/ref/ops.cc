@@ -240,12 +240,15 @@ void RefAxpy(float a, const float* x, float* y, int64_t n) {
 
 void RefQuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n);  // ref/dequantize.cc
 
-void RefAttentionHead(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
-                      int64_t hd, float scale, float* scores, float* out) {
-  for (int64_t p = 0; p < n; ++p) scores[p] = RefDotF32(q, k + p * stride, hd) * scale;
+void RefAttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
+                      float* scores, float* out) {
+  auto at = [&](const float* const* blocks, int64_t p) {
+    return blocks[p / kv.block] + kv.offset + (p % kv.block) * kv.stride;
+  };
+  for (int64_t p = 0; p < n; ++p) scores[p] = RefDotF32(q, at(kv.k, p), hd) * scale;
   RefSoftmaxInPlace(scores, n);
   std::fill(out, out + hd, 0.0f);
-  for (int64_t p = 0; p < n; ++p) RefAxpy(scores[p], v + p * stride, out, hd);
+  for (int64_t p = 0; p < n; ++p) RefAxpy(scores[p], at(kv.v, p), out, hd);
 }
 
 const OpsKernels& GetOpsKernels(CpuLevel level) {
@@ -274,9 +277,9 @@ void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps
 void SoftmaxInPlace(float* x, int64_t n) { Active().softmax(x, n); }
 void SwiGlu(const float* g, const float* u, float* y, int64_t n) { Active().swiglu(g, u, y, n); }
 void Axpy(float a, const float* x, float* y, int64_t n) { Active().axpy(a, x, y, n); }
-void AttentionHead(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
-                   int64_t hd, float scale, float* scores, float* out) {
-  Active().attention_head(q, k, v, stride, n, hd, scale, scores, out);
+void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
+                   float* scores, float* out) {
+  Active().attention_head(q, kv, n, hd, scale, scores, out);
 }
 
 }  // namespace frugal

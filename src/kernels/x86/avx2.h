@@ -7,8 +7,9 @@
 
 namespace frugal {
 struct KernelTraits;
-void RefAttentionHead(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
-                      int64_t hd, float scale, float* scores, float* out);
+struct KvBlocks;
+void RefAttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
+                      float* scores, float* out);
 }
 
 namespace frugal::avx2 {
@@ -37,7 +38,7 @@ void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps
 void SoftmaxInPlace(float* x, int64_t n);
 void SwiGlu(const float* g, const float* u, float* y, int64_t n);
 void Axpy(float a, const float* x, float* y, int64_t n);
-void AttentionHead(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
-                   int64_t hd, float scale, float* scores, float* out);
+void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
+                   float* scores, float* out);
 
 }  // namespace frugal::avx2

@@ -9,6 +9,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/kernels.h"
@@ -151,30 +152,29 @@ namespace {
 
 // out[0 .. 8C) += sum_p w[p] * v[p * stride + 0 .. 8C), accumulated in registers.
 template <int C>
-inline void WeightedSum(const float* w, const float* v, int64_t stride, int64_t n, float* out) {
+inline void WeightedSum(const float* w, const KvBlocks& kv, int64_t e, int64_t n, float* out) {
   __m256 acc[C];
   for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
-  for (int64_t p = 0; p < n; ++p) {
-    const __m256 wp = _mm256_set1_ps(w[p]);
-    const float* vp = v + p * stride;
-    for (int c = 0; c < C; ++c) acc[c] = _mm256_fmadd_ps(wp, _mm256_loadu_ps(vp + 8 * c), acc[c]);
+  for (int64_t p0 = 0; p0 < n; p0 += kv.block) {
+    const float* vb = kv.v[p0 / kv.block] + kv.offset + e;
+    const int64_t m = std::min(kv.block, n - p0);
+    for (int64_t p = 0; p < m; ++p) {
+      const __m256 wp = _mm256_set1_ps(w[p0 + p]);
+      const float* vp = vb + p * kv.stride;
+      for (int c = 0; c < C; ++c) acc[c] = _mm256_fmadd_ps(wp, _mm256_loadu_ps(vp + 8 * c), acc[c]);
+    }
   }
   for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + 8 * c, acc[c]);
 }
 
-}  // namespace
-
-void AttentionHead(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
-                   int64_t hd, float scale, float* scores, float* out) {
-  if (hd % 8 != 0) {
-    RefAttentionHead(q, k, v, stride, n, hd, scale, scores, out);
-    return;
-  }
-  // Scores, four positions at a time: four dot products reduced together.
+// scale * q . k_p for the m positions of one block starting at kb.
+inline void BlockScores(const float* q, const float* kb, int64_t stride, int64_t m, int64_t hd,
+                        float scale, float* scores) {
+  // Four positions at a time: four dot products reduced together.
   int64_t p = 0;
-  for (; p + 4 <= n; p += 4) {
+  for (; p + 4 <= m; p += 4) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    const float* kp = k + p * stride;
+    const float* kp = kb + p * stride;
     for (int64_t e = 0; e < hd; e += 8) {
       const __m256 qe = _mm256_loadu_ps(q + e);
       a0 = _mm256_fmadd_ps(qe, _mm256_loadu_ps(kp + e), a0);
@@ -186,18 +186,32 @@ void AttentionHead(const float* q, const float* k, const float* v, int64_t strid
     const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
     _mm_storeu_ps(scores + p, _mm_mul_ps(s4, _mm_set1_ps(scale)));
   }
-  for (; p < n; ++p) {
+  for (; p < m; ++p) {
     __m256 a = _mm256_setzero_ps();
-    for (int64_t e = 0; e < hd; e += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + e), _mm256_loadu_ps(k + p * stride + e), a);
+    for (int64_t e = 0; e < hd; e += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + e), _mm256_loadu_ps(kb + p * stride + e), a);
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     scores[p] = _mm_cvtss_f32(s) * scale;
   }
+}
+
+}  // namespace
+
+void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
+                   float* scores, float* out) {
+  if (hd % 8 != 0) {
+    RefAttentionHead(q, kv, n, hd, scale, scores, out);
+    return;
+  }
+  for (int64_t p0 = 0; p0 < n; p0 += kv.block) {
+    BlockScores(q, kv.k[p0 / kv.block] + kv.offset, kv.stride, std::min(kv.block, n - p0), hd, scale,
+                scores + p0);
+  }
   SoftmaxInPlace(scores, n);
   int64_t e = 0;
-  for (; e + 64 <= hd; e += 64) WeightedSum<8>(scores, v + e, stride, n, out + e);
-  for (; e < hd; e += 8) WeightedSum<1>(scores, v + e, stride, n, out + e);
+  for (; e + 64 <= hd; e += 64) WeightedSum<8>(scores, kv, e, n, out + e);
+  for (; e < hd; e += 8) WeightedSum<1>(scores, kv, e, n, out + e);
 }
 
 }  // namespace frugal::avx2
