@@ -2,7 +2,8 @@
 // template, and runs generation, scoring and embeddings on the CPU.
 //
 // Thread safety: an Engine serves one call at a time (calls are serialised by an internal
-// mutex); the worker's continuous-batching scheduler (a later issue) sits on top of it.
+// mutex); the worker's continuous-batching Scheduler (src/engine/scheduler.h) sits on top of it
+// and takes the same mutex for each step.
 #pragma once
 
 #include <cstdint>
@@ -100,6 +101,8 @@ class Engine {
 
   StatusOr<std::vector<int32_t>> Tokenize(std::string_view text, bool add_special,
                                           bool parse_special) const;
+  // A generation prompt as the model sees it: BOS (once) + the text's tokens.
+  std::vector<int32_t> EncodePrompt(std::string_view prompt, bool parse_special) const;
   std::string Detokenize(std::span<const int32_t> ids) const;
   StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages) const;
 
@@ -122,6 +125,7 @@ class Engine {
   StatusOr<BenchResult> Bench(int64_t prompt_tokens, int64_t decode_tokens, int repetitions);
 
  private:
+  friend class Scheduler;  // runs the model step by step (src/engine/scheduler.h)
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -24,6 +24,7 @@ enum class StatusCode {
   kResourceExhausted, // queue full, out of KV blocks
   kInternal,          // a bug: an invariant broke
   kIoError,           // the OS refused (open, mmap, read)
+  kDeadlineExceeded,  // a request ran past its deadline
 };
 
 class [[nodiscard]] Status {
@@ -52,6 +53,8 @@ inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented,
 inline Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
+inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+inline Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
 
 const char* StatusCodeName(StatusCode code);
 

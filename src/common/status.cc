@@ -13,6 +13,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kResourceExhausted: return "resource exhausted";
     case StatusCode::kInternal: return "internal error";
     case StatusCode::kIoError: return "I/O error";
+    case StatusCode::kDeadlineExceeded: return "deadline exceeded";
   }
   return "unknown";
 }

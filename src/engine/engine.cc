@@ -11,7 +11,9 @@
 #include <mutex>
 
 #include "common/thread_pool.h"
+#include "engine/engine_impl.h"
 #include "engine/kv_cache.h"
+#include "engine/text_stream.h"
 #include "models/bert.h"
 #include "models/describe.h"
 #include "models/llama.h"
@@ -33,35 +35,8 @@ double Median(std::vector<double> v) {
   return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
 }
 
-// Length of the longest suffix of `text` (starting at or after `from`) that is a proper prefix
-// of some stop string: that much must be held back until the next token decides.
-size_t StopHoldback(const std::string& text, size_t from, const std::vector<std::string>& stops) {
-  size_t hold = 0;
-  for (const auto& s : stops) {
-    for (size_t len = std::min(s.size() - 1, text.size() - from); len > hold; --len) {
-      if (text.compare(text.size() - len, len, s, 0, len) == 0) {
-        hold = len;
-        break;
-      }
-    }
-  }
-  return hold;
-}
-
 }  // namespace
 
-struct Engine::Impl {
-  std::unique_ptr<ModelSource> source;
-  std::unique_ptr<Tokenizer> tokenizer;
-  ChatTemplate chat;
-  std::unique_ptr<LlamaModel> llama;
-  std::unique_ptr<BertModel> bert;
-  std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<KvCache> kv;
-  int64_t n_ctx = 0;
-  int64_t embed_max_tokens = 0;
-  std::mutex mu;  // one call at a time
-};
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
@@ -153,7 +128,6 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
                     static_cast<long long>(impl->n_ctx), kv_bytes / (1 << 30), ram / (1 << 30));
       return OutOfRange(msg);
     }
-    impl->kv = impl->llama->NewKvCache(impl->n_ctx);
   }
   info.context_length = impl->n_ctx;
   auto engine = std::unique_ptr<Engine>(new Engine(std::move(impl)));
@@ -166,6 +140,17 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
 StatusOr<std::vector<int32_t>> Engine::Tokenize(std::string_view text, bool add_special,
                                                 bool parse_special) const {
   return impl_->tokenizer->Encode(text, add_special, parse_special);
+}
+
+std::vector<int32_t> Engine::EncodePrompt(std::string_view prompt, bool parse_special) const {
+  const Tokenizer& tok = *impl_->tokenizer;
+  std::vector<int32_t> ids = tok.Encode(prompt, /*add_special=*/true, parse_special);
+  // A rendered chat template may already start with BOS (Llama 3's "<|begin_of_text|>"):
+  // never feed the model two.
+  if (ids.size() >= 2 && tok.bos_id() >= 0 && ids[0] == tok.bos_id() && ids[1] == tok.bos_id()) {
+    ids.erase(ids.begin());
+  }
+  return ids;
 }
 
 std::string Engine::Detokenize(std::span<const int32_t> ids) const {
@@ -189,12 +174,7 @@ StatusOr<GenerateResult> Engine::Generate(const GenerateRequest& req,
   }
   std::lock_guard<std::mutex> lock(impl_->mu);
   const Tokenizer& tok = *impl_->tokenizer;
-  std::vector<int32_t> history = tok.Encode(req.prompt, /*add_special=*/true, req.parse_special);
-  // A rendered chat template may already start with BOS (Llama 3's "<|begin_of_text|>"):
-  // never feed the model two.
-  if (history.size() >= 2 && tok.bos_id() >= 0 && history[0] == tok.bos_id() && history[1] == tok.bos_id()) {
-    history.erase(history.begin());
-  }
+  std::vector<int32_t> history = EncodePrompt(req.prompt, req.parse_special);
   GenerateResult result;
   result.prompt_tokens = static_cast<int64_t>(history.size());
   if (history.empty()) return InvalidArgument("the prompt is empty");
@@ -204,7 +184,7 @@ StatusOr<GenerateResult> Engine::Generate(const GenerateRequest& req,
                       " leaves room for");
   }
   const int64_t max_new = std::min<int64_t>(req.max_tokens, impl_->n_ctx - result.prompt_tokens);
-  KvCache& kv = *impl_->kv;
+  KvCache& kv = impl_->Kv();
   kv.Clear();
   std::vector<float> logits;
   const auto t0 = Clock::now();
@@ -213,18 +193,13 @@ StatusOr<GenerateResult> Engine::Generate(const GenerateRequest& req,
   result.prefill_seconds = Seconds(t0, t1);
 
   Sampler sampler(req.sampling);
-  Utf8StreamDecoder utf8;
-  std::string& text = result.text;
-  size_t emitted = 0;
+  TextStream stream(tok, req.stop);
   bool cancelled = false;
-  auto emit_upto = [&](size_t end) {
-    if (end > emitted && on_text && !cancelled) {
-      if (!on_text(std::string_view(text).substr(emitted, end - emitted))) cancelled = true;
-    }
-    emitted = std::max(emitted, end);
+  auto emit = [&](const std::string& delta) {
+    if (!delta.empty() && on_text && !cancelled && !on_text(delta)) cancelled = true;
   };
   result.finish_reason = "length";
-  bool stop_string_hit = false;
+  bool stopped = false;
   while (result.completion_tokens < max_new) {
     const int32_t next = sampler.Sample(logits, history);
     if (tok.IsEndOfGeneration(next)) {
@@ -234,23 +209,11 @@ StatusOr<GenerateResult> Engine::Generate(const GenerateRequest& req,
     history.push_back(next);
     result.tokens.push_back(next);
     ++result.completion_tokens;
-    if (!tok.IsSpecial(next)) text += utf8.Push(tok.TokenToPiece(next));
-    // A stop string ends generation; its text is not part of the answer.
-    bool stopped = false;
-    for (const auto& s : req.stop) {
-      const size_t search_from = emitted >= s.size() ? emitted - s.size() + 1 : 0;
-      const size_t at = text.find(s, search_from);
-      if (at != std::string::npos) {
-        text.resize(at);
-        stopped = true;
-      }
-    }
+    emit(stream.Push(next, &stopped));
     if (stopped) {
-      result.finish_reason = "stop";
-      stop_string_hit = true;
+      result.finish_reason = "stop";  // a stop string: its text is not part of the answer
       break;
     }
-    emit_upto(text.size() - StopHoldback(text, emitted, req.stop));
     if (cancelled) {
       result.finish_reason = "cancelled";
       break;
@@ -258,8 +221,8 @@ StatusOr<GenerateResult> Engine::Generate(const GenerateRequest& req,
     if (result.completion_tokens >= max_new) break;
     FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(std::span<const int32_t>(&next, 1), kv, *impl_->pool, &logits, false));
   }
-  if (!stop_string_hit) text += utf8.Flush();  // a dangling partial character, if any
-  emit_upto(text.size());
+  emit(stream.Finish());
+  result.text = stream.text();
   result.decode_seconds = Seconds(t1, Clock::now());
   return result;
 }
@@ -270,9 +233,9 @@ StatusOr<std::vector<float>> Engine::Logits(std::span<const int32_t> tokens) {
   if (static_cast<int64_t>(tokens.size()) > impl_->n_ctx) {
     return OutOfRange(std::to_string(tokens.size()) + " tokens exceed the context of " + std::to_string(impl_->n_ctx));
   }
-  impl_->kv->Clear();
+  impl_->Kv().Clear();
   std::vector<float> logits;
-  FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(tokens, *impl_->kv, *impl_->pool, &logits, true));
+  FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(tokens, impl_->Kv(), *impl_->pool, &logits, true));
   return logits;
 }
 
@@ -299,8 +262,8 @@ StatusOr<PerplexityResult> Engine::Perplexity(std::string_view text, int64_t chu
   std::vector<float> logits;
   for (int64_t c = 0; c < n_chunks; ++c) {
     std::span<const int32_t> part(tokens.data() + c * chunk, static_cast<size_t>(chunk));
-    impl_->kv->Clear();
-    FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(part, *impl_->kv, *impl_->pool, &logits, true));
+    impl_->Kv().Clear();
+    FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(part, impl_->Kv(), *impl_->pool, &logits, true));
     // Score the second half of the chunk: every scored token has at least chunk/2 of context.
     for (int64_t i = chunk / 2; i < chunk - 1; ++i) {
       const float* l = &logits[static_cast<size_t>(i * n_vocab)];
@@ -377,14 +340,14 @@ StatusOr<BenchResult> Engine::Bench(int64_t prompt_tokens, int64_t decode_tokens
   std::vector<double> prefill, decode;
   std::vector<float> logits;
   for (int rep = 0; rep < repetitions; ++rep) {
-    impl_->kv->Clear();
+    impl_->Kv().Clear();
     const auto t0 = Clock::now();
-    FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(prompt, *impl_->kv, *impl_->pool, &logits, false));
+    FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(prompt, impl_->Kv(), *impl_->pool, &logits, false));
     const auto t1 = Clock::now();
     int32_t next = 0;
     for (int64_t i = 0; i < decode_tokens; ++i) {
       next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-      FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(std::span<const int32_t>(&next, 1), *impl_->kv, *impl_->pool, &logits, false));
+      FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(std::span<const int32_t>(&next, 1), impl_->Kv(), *impl_->pool, &logits, false));
     }
     const auto t2 = Clock::now();
     prefill.push_back(static_cast<double>(prompt_tokens) / Seconds(t0, t1));

@@ -1,0 +1,379 @@
+#include "engine/scheduler.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/engine_impl.h"
+#include "engine/text_stream.h"
+
+namespace frugal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Weight of a new measurement in the latency moving averages.
+constexpr double kEmaAlpha = 0.2;
+
+}  // namespace
+
+struct Scheduler::Sequence {
+  Sequence(InferenceRequest r, InferenceCallback cb, const Tokenizer& tok)
+      : req(std::move(r)), on_event(std::move(cb)), sampler(req.sampling), text(tok, req.stop) {}
+
+  InferenceRequest req;
+  InferenceCallback on_event;
+  std::shared_ptr<InferenceHandle> handle = std::make_shared<InferenceHandle>();
+  Sampler sampler;
+  TextStream text;
+  std::unique_ptr<KvCache> kv;     // paged; made at admission
+  std::vector<int32_t> history;    // prompt + generated, for the sampler's penalty
+  int64_t prefilled = 0;           // prompt tokens already in the cache
+  int64_t generated = 0;
+  int32_t pending = -1;            // sampled token still to be run (decode phase)
+  bool done = false;
+  Clock::time_point submitted, admitted, first_token;
+
+  int64_t prompt_left() const { return static_cast<int64_t>(req.prompt.size()) - prefilled; }
+  int64_t decode_left() const { return req.max_tokens - generated; }
+};
+
+Scheduler::Scheduler(Engine& engine, const SchedulerOptions& options) : engine_(engine), opt_(options) {}
+
+StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(Engine& engine, const SchedulerOptions& options) {
+  Engine::Impl& e = *engine.impl_;
+  if (!e.llama) return InvalidArgument("the model is an embedder: it cannot generate text");
+  if (options.max_batch < 1) return InvalidArgument("max batch must be >= 1");
+  if (options.max_queue < 0) return InvalidArgument("max queue must be >= 0");
+  if (options.prefill_chunk < 1) return InvalidArgument("prefill chunk must be >= 1");
+  if (options.kv_block_tokens < 4 || options.kv_block_tokens % 4 != 0) {
+    return InvalidArgument("KV block size must be a positive multiple of 4 tokens");
+  }
+  if (options.kv_blocks < 0) return InvalidArgument("KV blocks must be >= 0");
+  auto s = std::unique_ptr<Scheduler>(new Scheduler(engine, options));
+  s->n_ctx_ = e.n_ctx;
+  const LlamaModel& m = *e.llama;
+  const int64_t bt = options.kv_block_tokens;
+  int64_t blocks = options.kv_blocks;
+  const size_t block_bytes = static_cast<size_t>(2 * m.hparams().n_layer * bt * m.kv_dim()) * sizeof(float);
+  if (blocks == 0) {
+    const int64_t per_seq = (e.n_ctx + bt - 1) / bt;
+    const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    const auto cap = static_cast<int64_t>(0.25 * ram / static_cast<double>(block_bytes));
+    blocks = std::max<int64_t>(per_seq, std::min<int64_t>(per_seq * options.max_batch, cap));
+  }
+  s->pool_ = std::make_unique<KvBlockPool>(m.hparams().n_layer, m.kv_dim(), bt, blocks);
+  s->kv_free_ = blocks;
+
+  // Warm-up: a short prefill and a few decode steps, to seed the latency estimates.
+  {
+    KvCache kv(*s->pool_);
+    const int64_t n = std::min<int64_t>(32, e.n_ctx - 4);
+    if (n > 0 && kv.Reserve(n + 4)) {
+      std::vector<int32_t> toks(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) toks[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % m.hparams().n_vocab);
+      std::vector<float> logits;
+      std::lock_guard<std::mutex> lock(e.mu);
+      auto t0 = Clock::now();
+      FRUGAL_RETURN_IF_ERROR(m.Forward(toks, kv, *e.pool, &logits, false));
+      s->prefill_ms_ = 1e3 * Seconds(t0, Clock::now()) / static_cast<double>(n);
+      t0 = Clock::now();
+      for (int i = 0; i < 4; ++i) FRUGAL_RETURN_IF_ERROR(m.Forward(std::span<const int32_t>(toks.data(), 1), kv, *e.pool, &logits, false));
+      s->decode_ms_ = 1e3 * Seconds(t0, Clock::now()) / 4;
+    }
+  }
+  s->thread_ = std::thread([p = s.get()] { p->Loop(); });
+  return s;
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+double Scheduler::EstimateMs(int64_t prompt_tokens, int64_t max_tokens) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<double>(prompt_tokens) * prefill_ms_ + static_cast<double>(max_tokens) * decode_ms_;
+}
+
+double Scheduler::BacklogMsLocked() const {
+  return static_cast<double>(pending_prefill_tokens_) * prefill_ms_ +
+         static_cast<double>(pending_decode_tokens_) * decode_ms_;
+}
+
+StatusOr<std::shared_ptr<InferenceHandle>> Scheduler::Submit(InferenceRequest req, InferenceCallback on_event) {
+  const auto n_prompt = static_cast<int64_t>(req.prompt.size());
+  if (n_prompt == 0) return InvalidArgument("the prompt is empty");
+  if (req.max_tokens < 1) return InvalidArgument("max_tokens must be at least 1");
+  if (n_prompt + req.max_tokens > n_ctx_) {
+    return OutOfRange("this model's context is " + std::to_string(n_ctx_) + " tokens; the prompt has " +
+                      std::to_string(n_prompt) + " and max_tokens asks for " + std::to_string(req.max_tokens) +
+                      " more");
+  }
+  for (const auto& s : req.stop) {
+    if (s.empty()) return InvalidArgument("stop strings must not be empty");
+  }
+  const int64_t need_blocks = (n_prompt + req.max_tokens + opt_.kv_block_tokens - 1) / opt_.kv_block_tokens;
+  if (need_blocks > pool_->total_blocks()) {
+    return OutOfRange("the request needs " + std::to_string(need_blocks) + " KV blocks; the pool has " +
+                      std::to_string(pool_->total_blocks()));
+  }
+  const Tokenizer& tok = *engine_.impl_->tokenizer;
+  auto seq = std::make_unique<Sequence>(std::move(req), std::move(on_event), tok);
+  seq->submitted = Clock::now();
+  std::shared_ptr<InferenceHandle> handle = seq->handle;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return ResourceExhausted("the server is shutting down");
+    if (static_cast<int64_t>(waiting_.size()) >= opt_.max_queue) {
+      return ResourceExhausted("the queue is full (" + std::to_string(opt_.max_queue) + " requests waiting)");
+    }
+    const double cost = static_cast<double>(n_prompt) * prefill_ms_ + seq->req.max_tokens * decode_ms_;
+    if (opt_.max_backlog_ms > 0 && BacklogMsLocked() + cost > opt_.max_backlog_ms) {
+      return ResourceExhausted("the estimated backlog would exceed " + std::to_string(static_cast<int64_t>(opt_.max_backlog_ms)) + " ms");
+    }
+    pending_prefill_tokens_ += n_prompt;
+    pending_decode_tokens_ += seq->req.max_tokens;
+    waiting_.push_back(std::move(seq));
+  }
+  cv_.notify_one();
+  return handle;
+}
+
+SchedulerLoad Scheduler::Load() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SchedulerLoad l;
+  l.waiting = static_cast<int64_t>(waiting_.size());
+  l.running = running_count_;
+  l.backlog_ms = BacklogMsLocked();
+  l.prefill_ms_per_token = prefill_ms_;
+  l.decode_ms_per_token = decode_ms_;
+  l.kv_blocks_free = kv_free_;
+  l.kv_blocks_total = pool_->total_blocks();
+  l.kv_block_tokens = opt_.kv_block_tokens;
+  l.max_queue = opt_.max_queue;
+  return l;
+}
+
+void Scheduler::Finish(Sequence& s, const std::string& reason, Status status) {
+  if (s.done) return;
+  s.done = true;
+  if (s.kv) s.kv->Release();
+  InferenceEvent ev;
+  ev.kind = InferenceEvent::Kind::kText;
+  if (reason == "stop" || reason == "length") {
+    ev.text = s.text.Finish();
+    if (!ev.text.empty()) s.on_event(ev);
+  }
+  const auto now = Clock::now();
+  ev.kind = InferenceEvent::Kind::kDone;
+  ev.text.clear();
+  ev.finish_reason = reason;
+  ev.status = std::move(status);
+  ev.prompt_tokens = static_cast<int64_t>(s.req.prompt.size());
+  ev.completion_tokens = s.generated;
+  const bool admitted = s.admitted != Clock::time_point{};
+  ev.queue_seconds = Seconds(s.submitted, admitted ? s.admitted : now);
+  ev.ttft_seconds = s.first_token != Clock::time_point{} ? Seconds(s.submitted, s.first_token) : 0;
+  ev.total_seconds = Seconds(s.submitted, now);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_prefill_tokens_ -= s.prompt_left();
+    pending_decode_tokens_ -= s.decode_left();
+  }
+  s.on_event(ev);
+}
+
+void Scheduler::Admit() {
+  const auto now = Clock::now();
+  std::vector<std::unique_ptr<Sequence>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Cancelled or expired requests leave the queue wherever they stand.
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if ((*it)->handle->cancelled() || now > (*it)->req.deadline) {
+        dropped.push_back(std::move(*it));
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    // First come, first served: the head waits for blocks rather than being overtaken.
+    while (!waiting_.empty() && static_cast<int>(running_.size()) < opt_.max_batch) {
+      Sequence& s = *waiting_.front();
+      s.kv = std::make_unique<KvCache>(*pool_);
+      if (!s.kv->Reserve(static_cast<int64_t>(s.req.prompt.size()) + s.req.max_tokens)) {
+        s.kv.reset();
+        break;
+      }
+      s.admitted = now;
+      s.history = s.req.prompt;
+      running_.push_back(std::move(waiting_.front()));
+      waiting_.pop_front();
+    }
+  }
+  for (auto& s : dropped) {
+    if (s->handle->cancelled()) {
+      Finish(*s, "cancelled", Status::Ok());
+    } else {
+      Finish(*s, "timeout", DeadlineExceeded("the request waited past its deadline"));
+    }
+  }
+}
+
+void Scheduler::UpdateLatencies(int64_t prefill_tokens, int64_t decode_tokens, double ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto ema = [](double& avg, double x) { avg = avg > 0 ? (1 - kEmaAlpha) * avg + kEmaAlpha * x : x; };
+  if (prefill_tokens == 0 && decode_tokens > 0) {
+    ema(decode_ms_, ms / static_cast<double>(decode_tokens));
+  } else if (prefill_tokens > 0) {
+    // Mixed steps: what the decode tokens did not take is the prefill's.
+    const double rest = ms - static_cast<double>(decode_tokens) * decode_ms_;
+    if (rest > 0) ema(prefill_ms_, rest / static_cast<double>(prefill_tokens));
+  }
+}
+
+bool Scheduler::RunStep() {
+  Engine::Impl& e = *engine_.impl_;
+  const auto now = Clock::now();
+  // Cancelled, expired: out before the step, blocks back to the pool.
+  for (auto& s : running_) {
+    if (s->handle->cancelled()) {
+      Finish(*s, "cancelled", Status::Ok());
+    } else if (now > s->req.deadline) {
+      Finish(*s, "timeout", DeadlineExceeded("the request ran past its deadline"));
+    }
+  }
+  std::erase_if(running_, [](const auto& s) { return s->done; });
+
+  // Decode tokens first, then prompt chunks up to the step's prefill budget.
+  std::vector<LlamaModel::StepItem> items;
+  std::vector<Sequence*> logit_owner;  // per logits row
+  int64_t n_decode = 0, n_prefill = 0;
+  for (auto& s : running_) {
+    if (s->pending >= 0) {
+      items.push_back({s->pending, s->kv.get(), s->kv->size(), true});
+      logit_owner.push_back(s.get());
+      ++n_decode;
+    }
+  }
+  int64_t budget = opt_.prefill_chunk;
+  for (auto& s : running_) {
+    if (budget == 0) break;
+    if (s->pending >= 0 || s->prompt_left() == 0) continue;
+    const int64_t c = std::min(budget, s->prompt_left());
+    for (int64_t i = 0; i < c; ++i) {
+      const bool last = s->prefilled + i + 1 == static_cast<int64_t>(s->req.prompt.size());
+      items.push_back({s->req.prompt[static_cast<size_t>(s->prefilled + i)], s->kv.get(), s->kv->size() + i, last});
+      if (last) logit_owner.push_back(s.get());
+    }
+    budget -= c;
+    n_prefill += c;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_count_ = static_cast<int64_t>(running_.size());
+    kv_free_ = pool_->free_blocks();
+  }
+  if (items.empty()) return false;
+
+  std::vector<float> logits;
+  const auto t0 = Clock::now();
+  Status st;
+  {
+    std::lock_guard<std::mutex> lock(e.mu);
+    st = e.llama->Step(items, *e.pool, &logits);
+  }
+  if (!st.ok()) {
+    for (auto& s : running_) Finish(*s, "error", st);
+    running_.clear();
+    return true;
+  }
+  UpdateLatencies(n_prefill, n_decode, 1e3 * Seconds(t0, Clock::now()));
+  // Positions advance: decode tokens by one, prefilling sequences by their chunk.
+  for (const auto& it : items) it.kv->set_size(it.pos + 1);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& s : running_) {
+      if (s->pending < 0) {
+        pending_prefill_tokens_ -= s->kv->size() - s->prefilled;
+        s->prefilled = s->kv->size();
+      }
+    }
+  }
+
+  const Tokenizer& tok = *e.tokenizer;
+  const int64_t n_vocab = e.llama->hparams().n_vocab;
+  for (size_t r = 0; r < logit_owner.size(); ++r) {
+    Sequence& s = *logit_owner[r];
+    std::span<float> row(logits.data() + r * static_cast<size_t>(n_vocab), static_cast<size_t>(n_vocab));
+    if (s.first_token == Clock::time_point{}) s.first_token = Clock::now();
+    const int32_t next = s.sampler.Sample(row, s.history);
+    s.pending = -1;
+    if (tok.IsEndOfGeneration(next)) {
+      Finish(s, "stop", Status::Ok());
+      continue;
+    }
+    s.history.push_back(next);
+    ++s.generated;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --pending_decode_tokens_;
+    }
+    bool stopped = false;
+    InferenceEvent ev;
+    ev.text = s.text.Push(next, &stopped);
+    if (!ev.text.empty()) s.on_event(ev);
+    if (stopped) {
+      Finish(s, "stop", Status::Ok());
+    } else if (s.generated >= s.req.max_tokens) {
+      Finish(s, "length", Status::Ok());
+    } else {
+      s.pending = next;  // runs through the model in the next step
+    }
+  }
+  std::erase_if(running_, [](const auto& s) { return s->done; });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_count_ = static_cast<int64_t>(running_.size());
+    kv_free_ = pool_->free_blocks();
+  }
+  return true;
+}
+
+void Scheduler::Loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stop_) break;
+      if (running_.empty()) {
+        // Idle, or the queue head waits for blocks: sleep until a submit, at most 20 ms
+        // (cancellations and deadlines of waiting requests are checked on wake-up).
+        cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return stop_ || !waiting_.empty(); });
+        if (stop_) break;
+      }
+    }
+    Admit();
+    RunStep();
+  }
+  // Shutting down: everything still here ends as cancelled.
+  std::deque<std::unique_ptr<Sequence>> rest;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rest.swap(waiting_);
+  }
+  for (auto& s : rest) Finish(*s, "cancelled", Status::Ok());
+  for (auto& s : running_) Finish(*s, "cancelled", Status::Ok());
+  running_.clear();
+}
+
+}  // namespace frugal

@@ -1,0 +1,142 @@
+// Continuous batching for the worker: one scheduler thread runs the decoder step by step.
+//
+// Each step runs, as one batched pass (LlamaModel::Step), one decode token of every running
+// sequence plus up to `prefill_chunk` prompt tokens of sequences still prefilling, so a long
+// prompt never stalls the others' decoding. New requests join between steps. KV memory comes
+// from a paged pool (KvBlockPool); a request is admitted when blocks for its prompt plus
+// max_tokens are free (first come, first served; it waits otherwise, never failing others).
+//
+// The load the gateway balances on is measured here: per-token prefill and decode latencies
+// (moving averages of measured steps) and the backlog: the estimated milliseconds to finish all
+// waiting and running work at those latencies.
+//
+// Thread safety: Submit, Load and Cancel may be called from any thread. Event callbacks run on
+// the scheduler thread and must return quickly (post the work elsewhere).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/kv_cache.h"
+#include "engine/sampler.h"
+#include "frugal/engine.h"
+#include "frugal/status.h"
+
+namespace frugal {
+
+struct SchedulerOptions {
+  int max_batch = 16;            // sequences running at once
+  int64_t max_queue = 500;       // requests waiting; beyond it Submit answers Unavailable
+  double max_backlog_ms = 0;     // Unavailable when the backlog estimate would exceed it; 0 = off
+  int64_t prefill_chunk = 256;   // prompt tokens per step, over all prefilling sequences
+  int64_t kv_block_tokens = 16;  // positions per KV block (a multiple of 4)
+  int64_t kv_blocks = 0;         // blocks in the pool; 0 = max_batch full contexts, capped at 1/4 of RAM
+};
+
+// A generation request in tokens: what the engine loop sees (no JSON, no HTTP).
+struct InferenceRequest {
+  std::vector<int32_t> prompt;     // token ids, BOS included (Engine::EncodePrompt)
+  int32_t max_tokens = 256;        // prompt + max_tokens must fit the context
+  std::vector<std::string> stop;   // generation ends before any of these strings
+  SamplingParams sampling;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+// Delivered on the scheduler thread, in order: any number of kText, then exactly one kDone.
+struct InferenceEvent {
+  enum class Kind { kText, kDone };
+  Kind kind = Kind::kText;
+  std::string text;             // kText: the next piece of the answer
+  // kDone:
+  std::string finish_reason;    // "stop", "length", "cancelled", "timeout", "error"
+  Status status;                // not ok for "timeout" (DeadlineExceeded) and "error"
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  double queue_seconds = 0;     // submit -> admitted
+  double ttft_seconds = 0;      // submit -> first token sampled (0 if none)
+  double total_seconds = 0;     // submit -> done
+};
+using InferenceCallback = std::function<void(const InferenceEvent&)>;
+
+// Cancels its request (a client that went away): the sequence leaves within one step and its
+// KV blocks go back to the pool; the callback still gets kDone with "cancelled".
+class InferenceHandle {
+ public:
+  void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> cancelled_{false};
+};
+
+struct SchedulerLoad {
+  int64_t waiting = 0;               // requests queued, not yet admitted
+  int64_t running = 0;               // sequences in the batch
+  double backlog_ms = 0;             // estimated time to finish all waiting and running work
+  double prefill_ms_per_token = 0;   // moving averages of measured steps
+  double decode_ms_per_token = 0;    // machine time per generated token at the current batch
+  int64_t kv_blocks_free = 0;
+  int64_t kv_blocks_total = 0;
+  int64_t kv_block_tokens = 0;
+  int64_t max_queue = 0;
+};
+
+class Scheduler {
+ public:
+  // Starts the scheduler thread on a loaded decoder engine (which must outlive it). Measures the
+  // per-token latencies once with a short warm-up so the first load reports are not zero.
+  static StatusOr<std::unique_ptr<Scheduler>> Start(Engine& engine, const SchedulerOptions& options);
+  // Stops the thread; requests still queued or running end with "cancelled".
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request. Unavailable when the queue is full or the backlog estimate is over
+  // max_backlog_ms (answer 503 + Retry-After); InvalidArgument / OutOfRange when the request can
+  // never run (empty prompt, prompt + max_tokens beyond the context).
+  StatusOr<std::shared_ptr<InferenceHandle>> Submit(InferenceRequest request, InferenceCallback on_event);
+
+  SchedulerLoad Load() const;
+  // Estimated cost of a request at the current latencies, in milliseconds.
+  double EstimateMs(int64_t prompt_tokens, int64_t max_tokens) const;
+  int64_t context_length() const { return n_ctx_; }
+
+ private:
+  struct Sequence;
+  Scheduler(Engine& engine, const SchedulerOptions& options);
+  void Loop();
+  // One step over the running sequences; false when there was nothing to run.
+  bool RunStep();
+  void Admit();
+  void Finish(Sequence& s, const std::string& reason, Status status);
+  double BacklogMsLocked() const;
+  void UpdateLatencies(int64_t prefill_tokens, int64_t decode_tokens, double ms);
+
+  Engine& engine_;
+  const SchedulerOptions opt_;
+  int64_t n_ctx_ = 0;
+  std::unique_ptr<KvBlockPool> pool_;  // scheduler thread only
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Sequence>> waiting_;  // guarded by mu_
+  bool stop_ = false;                              // guarded by mu_
+  // Work still to do per phase, in tokens, for the backlog estimate: guarded by mu_.
+  int64_t pending_prefill_tokens_ = 0, pending_decode_tokens_ = 0;
+  int64_t running_count_ = 0, kv_free_ = 0;        // guarded by mu_ (copies for Load)
+  double prefill_ms_ = 0, decode_ms_ = 0;          // guarded by mu_
+
+  std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
+  std::thread thread_;
+};
+
+}  // namespace frugal
