@@ -2,9 +2,12 @@
 //
 // Exit codes: 0 success; 2 bad input (flags, files, models, prompts), with one line on stderr
 // starting "frugal: error: "; 1 an internal or I/O failure.
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -20,6 +23,7 @@
 #include "kernels/kernels.h"
 #include "models/describe.h"
 #include "models/model_source.h"
+#include "server/worker.h"
 #include "tokenizer/tokenize_jsonl.h"
 #include "tokenizer/tokenizer.h"
 
@@ -268,6 +272,47 @@ int RunTokenize(const std::string& model, const std::vector<std::string>& texts,
   return 0;
 }
 
+struct ServeFlags {
+  CommonModelFlags mf;
+  frugal::server::WorkerOptions opt;
+  int64_t max_body_bytes = 1 << 20;
+  double read_timeout_s = 30, idle_timeout_s = 60, shutdown_grace_s = 30;
+};
+
+// Serves until SIGINT / SIGTERM, then shuts down gracefully (in-flight requests finish).
+int RunServe(ServeFlags f) {
+  // Block the stop signals before any thread starts, so only sigwait below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto engine = f.mf.Open();
+  if (!engine.ok()) return Fail(engine.status());
+  auto& o = f.opt;
+  if (o.served_model_name.empty()) {
+    std::filesystem::path p(f.mf.model);
+    o.served_model_name = std::filesystem::is_directory(p) ? p.lexically_normal().filename().string() : p.stem().string();
+    if (o.served_model_name.empty()) o.served_model_name = (*engine)->info().name;
+  }
+  o.http.max_body_bytes = static_cast<size_t>(f.max_body_bytes);
+  auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1e3)); };
+  o.http.read_timeout = ms(f.read_timeout_s);
+  o.http.idle_timeout = ms(f.idle_timeout_s);
+  auto worker = frugal::server::Worker::Start(**engine, o);
+  if (!worker.ok()) return Fail(worker.status());
+  std::printf("frugal serve: listening on http://%s:%u\n", o.http.host.c_str(), static_cast<unsigned>((*worker)->port()));
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "frugal serve: %s: finishing requests in flight (up to %.0f s)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", f.shutdown_grace_s);
+  (*worker)->Shutdown(ms(f.shutdown_grace_s));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -365,6 +410,27 @@ int main(int argc, char** argv) {
   dq->add_option("--tensor", dq_tensor, "tensor name")->required();
   dq->add_option("-o,--out", dq_out, "output file")->required();
 
+  // serve
+  ServeFlags sv;
+  auto* serve = app.add_subcommand("serve", "OpenAI-compatible inference worker (HTTP) with continuous batching");
+  sv.mf.Add(serve);
+  serve->add_option("--host", sv.opt.http.host, "address to listen on (default 127.0.0.1)");
+  serve->add_option("--port", sv.opt.http.port, "port; 0 = any free port (default 8080)");
+  serve->add_option("--served-model-name", sv.opt.served_model_name, "model id in the API (default: the model file's name without extension)");
+  serve->add_option("--max-batch", sv.opt.scheduler.max_batch, "sequences decoded together (default 16)")->check(CLI::Range(1, 4096));
+  serve->add_option("--max-queue", sv.opt.scheduler.max_queue, "requests waiting beyond the batch; more get 503 + Retry-After (default 500)")->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  serve->add_option("--max-backlog-ms", sv.opt.scheduler.max_backlog_ms, "503 when the estimated backlog would exceed this; 0 = off (default 0)")->check(CLI::Range(0.0, 1e12));
+  serve->add_option("--prefill-chunk", sv.opt.scheduler.prefill_chunk, "prompt tokens per step, so long prompts do not stall decoding (default 256)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  serve->add_option("--kv-block-tokens", sv.opt.scheduler.kv_block_tokens, "positions per KV cache block, a multiple of 4 (default 16)")->check(CLI::Range(int64_t{4}, int64_t{4096}));
+  serve->add_option("--kv-blocks", sv.opt.scheduler.kv_blocks, "KV cache blocks; 0 = max-batch full contexts, at most 1/4 of RAM (default 0)")->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  serve->add_option("--request-timeout", sv.opt.request_timeout_s, "seconds a request may take from arrival (default 600)")->check(CLI::Range(0.001, 1e9));
+  serve->add_option("--default-max-tokens", sv.opt.default_max_tokens, "max_tokens when a request names none (default 1024, capped by the context)")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  serve->add_option("--max-body-bytes", sv.max_body_bytes, "largest request body; larger get 413 (default 1048576)")->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
+  serve->add_option("--http-threads", sv.opt.http.io_threads, "event-loop threads (default 2)")->check(CLI::Range(1, 256));
+  serve->add_option("--read-timeout", sv.read_timeout_s, "seconds to receive a whole request (default 30)")->check(CLI::Range(0.001, 1e6));
+  serve->add_option("--idle-timeout", sv.idle_timeout_s, "seconds a kept-alive connection may idle (default 60)")->check(CLI::Range(0.001, 1e6));
+  serve->add_option("--shutdown-grace", sv.shutdown_grace_s, "seconds in-flight requests get on SIGTERM (default 30)")->check(CLI::Range(0.0, 1e6));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -382,6 +448,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  if (*serve) return RunServe(sv);
   if (*gen) return RunGenerate(gen_mf, gen_prompt, gen_file, gen_chat, gen_system, gen_req, gen_verbose);
   if (*emb) return RunEmbed(emb_mf, emb_texts);
   if (*ppl) return RunPerplexity(ppl_mf, ppl_file, ppl_chunk, ppl_max, ppl_json);

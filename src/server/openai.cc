@@ -1,0 +1,209 @@
+#include "server/openai.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace frugal::server {
+namespace {
+
+using json = nlohmann::json;
+
+Status FieldError(const std::string& field, const std::string& what) {
+  return InvalidArgument("'" + field + "' " + what);
+}
+
+// Reads an optional number field into `out` within [lo, hi].
+Status Number(const json& j, const char* field, double lo, double hi, double* out, bool* present = nullptr) {
+  auto it = j.find(field);
+  if (present) *present = false;
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  if (!it->is_number()) return FieldError(field, "must be a number");
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    char msg[96];
+    std::snprintf(msg, sizeof msg, "must be between %g and %g", lo, hi);
+    return FieldError(field, msg);
+  }
+  *out = v;
+  if (present) *present = true;
+  return Status::Ok();
+}
+
+Status Integer(const json& j, const char* field, int64_t lo, int64_t hi, std::optional<int64_t>* out) {
+  auto it = j.find(field);
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  if (!it->is_number_integer()) return FieldError(field, "must be an integer");
+  const auto v = it->get<int64_t>();
+  if (v < lo || v > hi) {
+    return FieldError(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+  }
+  *out = v;
+  return Status::Ok();
+}
+
+StatusOr<json> ParseObject(std::string_view body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("the request body is not valid JSON");
+  if (!j.is_object()) return InvalidArgument("the request body must be a JSON object");
+  return j;
+}
+
+// Message content: a string, or an array of {"type": "text", "text": ...} parts.
+StatusOr<std::string> Content(const json& c, size_t index) {
+  const std::string field = "messages[" + std::to_string(index) + "].content";
+  if (c.is_string()) return c.get<std::string>();
+  if (c.is_null()) return std::string();
+  if (!c.is_array()) return FieldError(field, "must be a string or an array of text parts");
+  std::string out;
+  for (const auto& part : c) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+      return FieldError(field, "parts must be {\"type\": \"text\", \"text\": ...} (only text is supported)");
+    }
+    out += part["text"].get<std::string>();
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool chat) {
+  FRUGAL_ASSIGN_OR_RETURN(json j, ParseObject(body));
+  CompletionParams p;
+  p.chat = chat;
+  if (auto it = j.find("model"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return FieldError("model", "must be a string");
+    p.model = it->get<std::string>();
+  }
+  if (chat) {
+    auto it = j.find("messages");
+    if (it == j.end() || !it->is_array()) return FieldError("messages", "is required and must be an array");
+    if (it->empty()) return FieldError("messages", "must not be empty");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& m = (*it)[i];
+      if (!m.is_object()) return FieldError("messages[" + std::to_string(i) + "]", "must be an object");
+      auto role = m.find("role");
+      if (role == m.end() || !role->is_string()) return FieldError("messages[" + std::to_string(i) + "].role", "must be a string");
+      const std::string r = role->get<std::string>();
+      if (r != "system" && r != "user" && r != "assistant" && r != "developer") {
+        return FieldError("messages[" + std::to_string(i) + "].role", "must be system, developer, user or assistant");
+      }
+      FRUGAL_ASSIGN_OR_RETURN(std::string content, Content(m.contains("content") ? m["content"] : json(), i));
+      p.messages.push_back({r == "developer" ? "system" : r, std::move(content)});
+    }
+  } else {
+    auto it = j.find("prompt");
+    if (it == j.end()) return FieldError("prompt", "is required");
+    if (it->is_string()) {
+      p.prompt = it->get<std::string>();
+    } else if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
+      p.prompt = (*it)[0].get<std::string>();
+    } else {
+      return FieldError("prompt", "must be a string (or an array of one string)");
+    }
+    if (p.prompt.empty()) return FieldError("prompt", "must not be empty");
+  }
+  std::optional<int64_t> max_tokens, n, seed, top_k;
+  FRUGAL_RETURN_IF_ERROR(Integer(j, "max_tokens", 1, int64_t{1} << 30, &max_tokens));
+  FRUGAL_RETURN_IF_ERROR(Integer(j, "max_completion_tokens", 1, int64_t{1} << 30, &p.max_tokens));
+  if (max_tokens) p.max_tokens = max_tokens;
+  FRUGAL_RETURN_IF_ERROR(Integer(j, "n", 1, 1, &n));
+  FRUGAL_RETURN_IF_ERROR(Integer(j, "seed", INT64_MIN, INT64_MAX, &seed));
+  FRUGAL_RETURN_IF_ERROR(Integer(j, "top_k", 0, 1 << 20, &top_k));
+
+  SamplingParams& s = p.sampling;
+  s.temperature = 1.0f;  // OpenAI's default
+  s.top_p = 1.0f;
+  double v = 0;
+  bool present = false;
+  FRUGAL_RETURN_IF_ERROR(Number(j, "temperature", 0, 2, &v, &present));
+  if (present) s.temperature = static_cast<float>(v);
+  FRUGAL_RETURN_IF_ERROR(Number(j, "top_p", 0, 1, &v, &present));
+  if (present) s.top_p = static_cast<float>(v);
+  FRUGAL_RETURN_IF_ERROR(Number(j, "min_p", 0, 1, &v, &present));
+  if (present) s.min_p = static_cast<float>(v);
+  FRUGAL_RETURN_IF_ERROR(Number(j, "repetition_penalty", 0.01, 10, &v, &present));
+  if (present) s.repetition_penalty = static_cast<float>(v);
+  // Accepted for compatibility, not applied: presence / frequency penalties.
+  FRUGAL_RETURN_IF_ERROR(Number(j, "presence_penalty", -2, 2, &v));
+  FRUGAL_RETURN_IF_ERROR(Number(j, "frequency_penalty", -2, 2, &v));
+  if (top_k) s.top_k = static_cast<int32_t>(*top_k);
+  // seed 0 means "random" to the sampler; map the client's 0 to a fixed value instead.
+  if (seed) s.seed = *seed == 0 ? 0x9e3779b97f4a7c15ull : static_cast<uint64_t>(*seed);
+
+  if (auto it = j.find("stop"); it != j.end() && !it->is_null()) {
+    if (it->is_string()) {
+      p.stop.push_back(it->get<std::string>());
+    } else if (it->is_array() && it->size() <= 4) {
+      for (const auto& e : *it) {
+        if (!e.is_string()) return FieldError("stop", "must be a string or an array of up to 4 strings");
+        p.stop.push_back(e.get<std::string>());
+      }
+    } else {
+      return FieldError("stop", "must be a string or an array of up to 4 strings");
+    }
+    for (const auto& st : p.stop) {
+      if (st.empty()) return FieldError("stop", "strings must not be empty");
+    }
+  }
+  if (auto it = j.find("stream"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) return FieldError("stream", "must be a boolean");
+    p.stream = it->get<bool>();
+  }
+  if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return FieldError("stream_options", "must be an object");
+    if (auto u = it->find("include_usage"); u != it->end() && !u->is_null()) {
+      if (!u->is_boolean()) return FieldError("stream_options.include_usage", "must be a boolean");
+      p.include_usage = u->get<bool>();
+    }
+  }
+  if (auto it = j.find("user"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return FieldError("user", "must be a string");
+    p.user = it->get<std::string>();
+  }
+  return p;
+}
+
+StatusOr<EmbeddingParams> ParseEmbeddingRequest(std::string_view body) {
+  FRUGAL_ASSIGN_OR_RETURN(json j, ParseObject(body));
+  EmbeddingParams p;
+  if (auto it = j.find("model"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return FieldError("model", "must be a string");
+    p.model = it->get<std::string>();
+  }
+  auto it = j.find("input");
+  if (it == j.end()) return FieldError("input", "is required");
+  if (it->is_string()) {
+    p.inputs.push_back(it->get<std::string>());
+  } else if (it->is_array() && !it->empty()) {
+    for (const auto& e : *it) {
+      if (!e.is_string()) return FieldError("input", "must be a string or an array of strings");
+      p.inputs.push_back(e.get<std::string>());
+    }
+  } else {
+    return FieldError("input", "must be a string or a non-empty array of strings");
+  }
+  if (p.inputs.size() > 2048) return FieldError("input", "may hold at most 2048 strings");
+  for (const auto& s : p.inputs) {
+    if (s.empty()) return FieldError("input", "strings must not be empty");
+  }
+  if (auto f = j.find("encoding_format"); f != j.end() && !f->is_null()) {
+    if (*f == "base64") {
+      p.base64 = true;
+    } else if (*f != "float") {
+      return FieldError("encoding_format", "must be \"float\" or \"base64\"");
+    }
+  }
+  return p;
+}
+
+std::string NewCompletionId(bool chat) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%s%016llx%08llx", chat ? "chatcmpl-" : "cmpl-",
+                static_cast<unsigned long long>(rng()), static_cast<unsigned long long>(rng() & 0xffffffffu));
+  return buf;
+}
+
+}  // namespace frugal::server

@@ -1,0 +1,508 @@
+#include "server/worker.h"
+
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/metrics.h"
+#include "server/openai.h"
+
+namespace frugal::server {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+int HttpStatusFor(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kResourceExhausted: return 503;
+    case StatusCode::kDeadlineExceeded: return 504;
+    case StatusCode::kInternal:
+    case StatusCode::kIoError: return 500;
+    default: return 400;
+  }
+}
+
+int64_t UnixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string Base64Floats(const std::vector<float>& v) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes(v.size() * sizeof(float), '\0');
+  std::memcpy(bytes.data(), v.data(), bytes.size());  // x86-64: little-endian, as OpenAI's format
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const auto b0 = static_cast<uint8_t>(bytes[i]);
+    const auto b1 = i + 1 < bytes.size() ? static_cast<uint8_t>(bytes[i + 1]) : 0;
+    const auto b2 = i + 2 < bytes.size() ? static_cast<uint8_t>(bytes[i + 2]) : 0;
+    out += kAlphabet[b0 >> 2];
+    out += kAlphabet[((b0 & 3) << 4) | (b1 >> 4)];
+    out += i + 1 < bytes.size() ? kAlphabet[((b1 & 15) << 2) | (b2 >> 6)] : '=';
+    out += i + 2 < bytes.size() ? kAlphabet[b2 & 63] : '=';
+  }
+  return out;
+}
+
+// One thread for blocking engine calls that do not go through the scheduler (embeddings).
+class SerialExecutor {
+ public:
+  SerialExecutor() : thread_([this] { Loop(); }) {}
+  ~SerialExecutor() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  // False when `limit` tasks are already waiting.
+  bool Post(std::function<void()> f, int64_t limit) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (static_cast<int64_t>(q_.size()) >= limit) return false;
+      q_.push_back(std::move(f));
+    }
+    cv_.notify_one();
+    return true;
+  }
+  int64_t waiting() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int64_t>(q_.size());
+  }
+  int64_t running() const { return running_.load(); }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::function<void()> f;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !q_.empty(); });
+        if (q_.empty()) return;  // stop_ with nothing left
+        f = std::move(q_.front());
+        q_.pop_front();
+        running_ = 1;
+      }
+      f();
+      running_ = 0;
+    }
+  }
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> q_;  // guarded by mu_
+  bool stop_ = false;                    // guarded by mu_
+  std::atomic<int64_t> running_{0};
+  std::thread thread_;
+};
+
+}  // namespace
+
+struct Worker::Impl {
+  Engine& engine;
+  WorkerOptions opt;
+  std::string model_name;
+  int64_t created = UnixSeconds();
+  std::unique_ptr<Scheduler> scheduler;         // decoder models
+  std::unique_ptr<SerialExecutor> embedder;     // encoder models
+  std::unique_ptr<http::Server> http;
+  std::atomic<bool> ready{false};
+
+  MetricsRegistry metrics;
+  MetricsRegistry::Counter* requests = nullptr;
+  MetricsRegistry::Counter* prompt_tokens = nullptr;
+  MetricsRegistry::Counter* generation_tokens = nullptr;
+  MetricsRegistry::Histogram* ttft = nullptr;
+  MetricsRegistry::Histogram* tpot = nullptr;
+  MetricsRegistry::Histogram* e2e = nullptr;
+  MetricsRegistry::Histogram* queue_time = nullptr;
+
+  explicit Impl(Engine& e) : engine(e) {}
+
+  void SetUpMetrics();
+  void Handle(const http::Request& req, std::shared_ptr<http::Responder> res);
+  void Error(http::Responder& res, int status, const std::string& message, const std::string& code = {},
+             http::Headers headers = {});
+  void Json(http::Responder& res, const json& body);
+  void Completion(const http::Request& req, std::shared_ptr<http::Responder> res, bool chat);
+  void Embeddings(const http::Request& req, std::shared_ptr<http::Responder> res);
+  void QueueDepth(const http::Request& req, http::Responder& res);
+  SchedulerLoad Load() const;
+};
+
+void Worker::Impl::SetUpMetrics() {
+  requests = &metrics.AddCounter("frugal_requests", "HTTP requests answered, by status code (499: the client went away)", "status");
+  prompt_tokens = &metrics.AddCounter("frugal_prompt_tokens", "Prompt tokens of finished generation requests");
+  generation_tokens = &metrics.AddCounter("frugal_generation_tokens", "Tokens generated");
+  const auto b = MetricsRegistry::LatencyBuckets();
+  ttft = &metrics.AddHistogram("frugal_time_to_first_token_seconds", "Arrival to first generated token", b);
+  tpot = &metrics.AddHistogram("frugal_time_per_output_token_seconds", "Mean time per output token after the first, per request", b);
+  e2e = &metrics.AddHistogram("frugal_request_duration_seconds", "Arrival to the last token of generation requests", b);
+  queue_time = &metrics.AddHistogram("frugal_request_queue_seconds", "Arrival to admission into the running batch", b);
+  metrics.AddGauge("frugal_requests_waiting", "Requests queued, not yet running", [this] { return static_cast<double>(Load().waiting); });
+  metrics.AddGauge("frugal_requests_running", "Sequences in the running batch", [this] { return static_cast<double>(Load().running); });
+  metrics.AddGauge("frugal_backlog_seconds", "Estimated time to finish all waiting and running work", [this] { return Load().backlog_ms / 1e3; });
+  metrics.AddGauge("frugal_prefill_seconds_per_token", "Moving average of prefill time per prompt token", [this] { return Load().prefill_ms_per_token / 1e3; });
+  metrics.AddGauge("frugal_decode_seconds_per_token", "Moving average of decode time per generated token", [this] { return Load().decode_ms_per_token / 1e3; });
+  metrics.AddGauge("frugal_kv_cache_blocks_free", "Free KV cache blocks", [this] { return static_cast<double>(Load().kv_blocks_free); });
+  metrics.AddGauge("frugal_kv_cache_blocks_total", "KV cache blocks in the pool", [this] { return static_cast<double>(Load().kv_blocks_total); });
+  metrics.AddGauge("frugal_kv_cache_usage_ratio", "Share of KV cache blocks in use (0 to 1)", [this] {
+    const SchedulerLoad l = Load();
+    return l.kv_blocks_total > 0 ? 1.0 - static_cast<double>(l.kv_blocks_free) / static_cast<double>(l.kv_blocks_total) : 0.0;
+  });
+}
+
+SchedulerLoad Worker::Impl::Load() const {
+  if (scheduler) return scheduler->Load();
+  SchedulerLoad l;
+  if (embedder) {
+    l.waiting = embedder->waiting();
+    l.running = embedder->running();
+  }
+  l.max_queue = opt.max_embedding_queue;
+  return l;
+}
+
+void Worker::Impl::Error(http::Responder& res, int status, const std::string& message, const std::string& code,
+                         http::Headers headers) {
+  requests->Add(1, std::to_string(status));
+  res.Send(status, "application/json", http::OpenAiErrorBody(status, message, code), std::move(headers));
+}
+
+void Worker::Impl::Json(http::Responder& res, const json& body) {
+  res.Send(200, "application/json", body.dump());
+}
+
+void Worker::Impl::QueueDepth(const http::Request& req, http::Responder& res) {
+  const SchedulerLoad l = Load();
+  if (req.Header("accept").find("application/json") == std::string::npos) {
+    res.Send(200, "text/plain; charset=utf-8", std::to_string(l.waiting) + "\n");
+    return;
+  }
+  json j = {{"waiting", l.waiting},
+            {"running", l.running},
+            {"backlog_ms", l.backlog_ms},
+            {"prefill_ms_per_token", l.prefill_ms_per_token},
+            {"decode_ms_per_token", l.decode_ms_per_token},
+            {"kv_blocks_free", l.kv_blocks_free},
+            {"kv_blocks_total", l.kv_blocks_total},
+            {"kv_block_tokens", l.kv_block_tokens},
+            {"max_queue", l.max_queue},
+            {"ready", ready.load()}};
+  Json(res, j);
+}
+
+void Worker::Impl::Handle(const http::Request& req, std::shared_ptr<http::Responder> res) {
+  struct Route {
+    const char* path;
+    const char* method;
+  };
+  static const Route kRoutes[] = {
+      {"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"}, {"/v1/embeddings", "POST"},
+      {"/v1/models", "GET"}, {"/health", "GET"}, {"/ready", "GET"}, {"/queue_depth", "GET"}, {"/metrics", "GET"}};
+  const Route* route = nullptr;
+  for (const Route& r : kRoutes) {
+    if (req.path == r.path) route = &r;
+  }
+  if (!route) {
+    Error(*res, 404, "no route for " + req.method + " " + req.path);
+    return;
+  }
+  if (req.method != route->method) {
+    Error(*res, 405, req.path + " takes " + route->method + ", not " + req.method, {}, {{"Allow", route->method}});
+    return;
+  }
+  const std::string& p = req.path;
+  if (p == "/health") {
+    Json(*res, {{"status", "ok"}});
+  } else if (p == "/ready") {
+    if (ready) {
+      Json(*res, {{"status", "ready"}, {"model", model_name}});
+    } else {
+      Error(*res, 503, "not accepting requests (starting or shutting down)");
+    }
+  } else if (p == "/queue_depth") {
+    QueueDepth(req, *res);
+  } else if (p == "/metrics") {
+    res->Send(200, "text/plain; version=0.0.4; charset=utf-8", metrics.Render());
+  } else if (p == "/v1/models") {
+    json m = {{"id", model_name}, {"object", "model"}, {"created", created}, {"owned_by", "frugal"},
+              {"max_model_len", engine.info().context_length}};
+    Json(*res, {{"object", "list"}, {"data", json::array({m})}});
+  } else if (p == "/v1/embeddings") {
+    Embeddings(req, std::move(res));
+  } else {
+    Completion(req, std::move(res), p == "/v1/chat/completions");
+  }
+}
+
+namespace {
+
+// The state of one generation request, shared by the HTTP side and the scheduler's callback.
+struct Generation {
+  std::shared_ptr<http::Responder> res;
+  Worker::Impl* worker = nullptr;
+  bool chat = false, stream = false, include_usage = false;
+  std::string id, model;
+  int64_t created = 0;
+  std::mutex mu;
+  bool started = false;                 // guarded by mu: the stream's headers are out
+  std::vector<InferenceEvent> early;    // guarded by mu: events before the start
+  std::string text;                     // non-streaming: the answer so far
+
+  json Chunk(const std::string& piece, const json& finish_reason, bool first) const {
+    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+    if (chat) {
+      json delta = json::object();
+      if (first) delta["role"] = "assistant";
+      if (!piece.empty() || first) delta["content"] = piece;
+      choice["delta"] = delta;
+    } else {
+      choice["text"] = piece;
+    }
+    return {{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"}, {"created", created},
+            {"model", model}, {"system_fingerprint", "frugal"}, {"choices", json::array({choice})}};
+  }
+  static json Usage(const InferenceEvent& ev) {
+    return {{"prompt_tokens", ev.prompt_tokens}, {"completion_tokens", ev.completion_tokens},
+            {"total_tokens", ev.prompt_tokens + ev.completion_tokens}};
+  }
+  void Sse(const json& j) { res->Write("data: " + j.dump() + "\n\n"); }
+
+  // Called with mu held, once started (or for non-streaming requests).
+  void Deliver(const InferenceEvent& ev);
+};
+
+}  // namespace
+
+void Generation::Deliver(const InferenceEvent& ev) {
+  Worker::Impl& w = *worker;
+  if (ev.kind == InferenceEvent::Kind::kText) {
+    if (stream) {
+      Sse(Chunk(ev.text, nullptr, false));
+    } else {
+      text += ev.text;
+    }
+    return;
+  }
+  // Done: metrics first, then the end of the response.
+  int status = 200;
+  if (ev.finish_reason == "cancelled") status = 499;
+  if (!ev.status.ok()) status = HttpStatusFor(ev.status);
+  w.requests->Add(1, std::to_string(status));
+  w.prompt_tokens->Add(static_cast<double>(ev.prompt_tokens));
+  w.generation_tokens->Add(static_cast<double>(ev.completion_tokens));
+  w.queue_time->Observe(ev.queue_seconds);
+  if (ev.ttft_seconds > 0) w.ttft->Observe(ev.ttft_seconds);
+  if (ev.completion_tokens > 1 && ev.ttft_seconds > 0) {
+    w.tpot->Observe((ev.total_seconds - ev.ttft_seconds) / static_cast<double>(ev.completion_tokens - 1));
+  }
+  if (status == 200) w.e2e->Observe(ev.total_seconds);
+
+  if (stream) {
+    if (status == 200) {
+      Sse(Chunk("", ev.finish_reason, false));
+      if (include_usage) {
+        json u = Chunk("", nullptr, false);
+        u["choices"] = json::array();
+        u["usage"] = Usage(ev);
+        Sse(u);
+      }
+    } else if (status != 499) {
+      // Headers went out long ago: the error becomes an event, never a silent truncation.
+      Sse(json::parse(http::OpenAiErrorBody(status, ev.status.message(), status == 504 ? "timeout" : "")));
+    }
+    res->Write("data: [DONE]\n\n");
+    res->End();
+    return;
+  }
+  if (status != 200) {
+    res->Send(status, "application/json",
+              http::OpenAiErrorBody(status, status == 499 ? "cancelled" : ev.status.message(), status == 504 ? "timeout" : ""));
+    return;
+  }
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", ev.finish_reason}};
+  if (chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  json body = {{"id", id}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", created},
+               {"model", model}, {"system_fingerprint", "frugal"}, {"choices", json::array({choice})},
+               {"usage", Usage(ev)}};
+  res->Send(200, "application/json", body.dump());
+}
+
+void Worker::Impl::Completion(const http::Request& req, std::shared_ptr<http::Responder> res, bool chat) {
+  const auto arrived = Clock::now();
+  if (!scheduler) {
+    Error(*res, 400, "the loaded model '" + model_name + "' is an embedding model: it cannot generate text", "model_not_supported");
+    return;
+  }
+  auto parsed = ParseCompletionRequest(req.body, chat);
+  if (!parsed.ok()) {
+    Error(*res, 400, parsed.status().message());
+    return;
+  }
+  CompletionParams& p = *parsed;
+  if (!p.model.empty() && p.model != model_name) {
+    Error(*res, 404, "The model '" + p.model + "' does not exist; this worker serves '" + model_name + "'", "model_not_found");
+    return;
+  }
+  std::string prompt = p.prompt;
+  if (chat) {
+    auto rendered = engine.RenderChat(p.messages);
+    if (!rendered.ok()) {
+      Error(*res, 400, rendered.status().message());
+      return;
+    }
+    prompt = std::move(rendered).value();
+  }
+  InferenceRequest ir;
+  ir.prompt = engine.EncodePrompt(prompt, /*parse_special=*/true);
+  const int64_t n_ctx = scheduler->context_length();
+  const auto n_prompt = static_cast<int64_t>(ir.prompt.size());
+  if (n_prompt >= n_ctx) {
+    Error(*res, 400, "This model's maximum context length is " + std::to_string(n_ctx) + " tokens; the prompt has " +
+                     std::to_string(n_prompt), "context_length_exceeded");
+    return;
+  }
+  const int64_t room = n_ctx - n_prompt;
+  if (p.max_tokens && *p.max_tokens > room) {
+    Error(*res, 400, "This model's maximum context length is " + std::to_string(n_ctx) + " tokens; the prompt has " +
+                     std::to_string(n_prompt) + " and max_tokens asks for " + std::to_string(*p.max_tokens) + " more",
+          "context_length_exceeded");
+    return;
+  }
+  ir.max_tokens = static_cast<int32_t>(p.max_tokens ? *p.max_tokens : std::min(room, opt.default_max_tokens));
+  ir.stop = p.stop;
+  ir.sampling = p.sampling;
+  ir.deadline = arrived + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.request_timeout_s));
+
+  auto g = std::make_shared<Generation>();
+  g->res = res;
+  g->worker = this;
+  g->chat = chat;
+  g->stream = p.stream;
+  g->include_usage = p.include_usage;
+  g->id = NewCompletionId(chat);
+  g->model = model_name;
+  g->created = UnixSeconds();
+  auto submitted = scheduler->Submit(std::move(ir), [g](const InferenceEvent& ev) {
+    std::lock_guard<std::mutex> lock(g->mu);
+    if (g->stream && !g->started) {
+      g->early.push_back(ev);
+    } else {
+      g->Deliver(ev);
+    }
+  });
+  if (!submitted.ok()) {
+    const int status = HttpStatusFor(submitted.status());
+    http::Headers h;
+    if (status == 503) {
+      const double backlog_s = scheduler->Load().backlog_ms / 1e3;
+      h.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(backlog_s)))));
+    }
+    Error(*res, status, submitted.status().message(), status == 503 ? "overloaded" : "", std::move(h));
+    return;
+  }
+  std::shared_ptr<InferenceHandle> handle = *submitted;
+  res->OnClose([handle] { handle->Cancel(); });
+  if (res->closed()) handle->Cancel();
+  if (g->stream) {
+    std::lock_guard<std::mutex> lock(g->mu);
+    res->StartStream(200, "text/event-stream", {{"X-Accel-Buffering", "no"}});
+    g->Sse(g->Chunk("", nullptr, true));
+    g->started = true;
+    for (const auto& ev : g->early) g->Deliver(ev);
+    g->early.clear();
+  }
+}
+
+void Worker::Impl::Embeddings(const http::Request& req, std::shared_ptr<http::Responder> res) {
+  if (!embedder) {
+    Error(*res, 400, "the loaded model '" + model_name + "' is not an embedding model", "model_not_supported");
+    return;
+  }
+  auto parsed = ParseEmbeddingRequest(req.body);
+  if (!parsed.ok()) {
+    Error(*res, 400, parsed.status().message());
+    return;
+  }
+  if (!parsed->model.empty() && parsed->model != model_name) {
+    Error(*res, 404, "The model '" + parsed->model + "' does not exist; this worker serves '" + model_name + "'", "model_not_found");
+    return;
+  }
+  auto task = [this, res, p = std::move(parsed).value()] {
+    json data = json::array();
+    int64_t tokens = 0;
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      if (res->closed()) return;
+      auto e = engine.Embed(p.inputs[i]);
+      if (!e.ok()) {
+        Error(*res, HttpStatusFor(e.status()), e.status().message());
+        return;
+      }
+      auto ids = engine.Tokenize(p.inputs[i], /*add_special=*/true, /*parse_special=*/false);
+      if (ids.ok()) tokens += static_cast<int64_t>(ids->size());
+      json item = {{"object", "embedding"}, {"index", i}};
+      if (p.base64) {
+        item["embedding"] = Base64Floats(*e);
+      } else {
+        item["embedding"] = *e;
+      }
+      data.push_back(std::move(item));
+    }
+    requests->Add(1, "200");
+    prompt_tokens->Add(static_cast<double>(tokens));
+    Json(*res, {{"object", "list"}, {"data", data}, {"model", model_name},
+                {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
+  };
+  if (!embedder->Post(std::move(task), opt.max_embedding_queue)) {
+    Error(*res, 503, "the embedding queue is full", "overloaded", {{"Retry-After", "1"}});
+  }
+}
+
+Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Worker::~Worker() { Shutdown(std::chrono::milliseconds(0)); }
+
+StatusOr<std::unique_ptr<Worker>> Worker::Start(Engine& engine, WorkerOptions options) {
+  if (options.request_timeout_s <= 0) return InvalidArgument("the request timeout must be > 0 seconds");
+  if (options.default_max_tokens < 1) return InvalidArgument("the default max_tokens must be >= 1");
+  auto impl = std::make_unique<Impl>(engine);
+  impl->opt = std::move(options);
+  impl->model_name = impl->opt.served_model_name.empty() ? engine.info().name : impl->opt.served_model_name;
+  impl->SetUpMetrics();
+  if (engine.info().kind == ModelKind::kDecoder) {
+    FRUGAL_ASSIGN_OR_RETURN(impl->scheduler, Scheduler::Start(engine, impl->opt.scheduler));
+  } else {
+    impl->embedder = std::make_unique<SerialExecutor>();
+  }
+  Impl* p = impl.get();
+  FRUGAL_ASSIGN_OR_RETURN(impl->http, http::Server::Start(impl->opt.http, [p](const http::Request& req,
+                                                                              std::shared_ptr<http::Responder> res) {
+    p->Handle(req, std::move(res));
+  }));
+  impl->ready = true;
+  return std::unique_ptr<Worker>(new Worker(std::move(impl)));
+}
+
+uint16_t Worker::port() const { return impl_->http->port(); }
+
+void Worker::Shutdown(std::chrono::milliseconds grace) {
+  impl_->ready = false;
+  if (impl_->http) impl_->http->Shutdown(grace);
+  // Whatever did not finish in time is cancelled; the engine threads stop.
+  impl_->scheduler.reset();
+  impl_->embedder.reset();
+}
+
+}  // namespace frugal::server

@@ -1,0 +1,236 @@
+// The HTTP layer against a real socket on 127.0.0.1 (port 0): keep-alive, limits, chunked
+// streaming, disconnect detection, timeouts and graceful shutdown.
+#include "http/server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+namespace frugal::http {
+namespace {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using namespace std::chrono_literals;
+
+std::unique_ptr<Server> StartServer(Handler h, ServerOptions o = {}) {
+  o.port = 0;
+  auto s = Server::Start(std::move(o), std::move(h));
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return std::move(s).value();
+}
+
+struct Client {
+  net::io_context ioc;
+  tcp::socket sock{ioc};
+  beast::flat_buffer buf;
+  explicit Client(uint16_t port) { sock.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port)); }
+  void SendRaw(const std::string& data) { net::write(sock, net::buffer(data)); }
+  void Send(const std::string& method, const std::string& target, const std::string& body = "", bool keep_alive = true) {
+    bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(method), target, 11};
+    req.set(bhttp::field::host, "127.0.0.1");
+    req.body() = body;
+    req.keep_alive(keep_alive);
+    req.prepare_payload();
+    bhttp::write(sock, req);
+  }
+  bhttp::response<bhttp::string_body> Read() {
+    bhttp::response<bhttp::string_body> res;
+    bhttp::read(sock, buf, res);
+    return res;
+  }
+};
+
+// Waits up to `timeout` for pred.
+template <typename P>
+bool WaitFor(P pred, std::chrono::milliseconds timeout = 3000ms) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+TEST(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  auto server = StartServer([](const Request& req, std::shared_ptr<Responder> res) {
+    res->Send(200, "text/plain", req.method + " " + req.path + " q=" + req.query + " body=" + req.body + " h=" + req.Header("x-test"));
+  });
+  Client c(server->port());
+  for (int i = 0; i < 3; ++i) {
+    bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/echo?i=" + std::to_string(i), 11};
+    req.set("X-Test", "v" + std::to_string(i));
+    req.body() = "b" + std::to_string(i);
+    req.keep_alive(true);
+    req.prepare_payload();
+    bhttp::write(c.sock, req);
+    auto res = c.Read();
+    EXPECT_EQ(res.result_int(), 200);
+    EXPECT_EQ(res.body(), "POST /echo q=i=" + std::to_string(i) + " body=b" + std::to_string(i) + " h=v" + std::to_string(i));
+    EXPECT_TRUE(res.keep_alive());
+  }
+  EXPECT_EQ(server->open_connections(), 1);
+}
+
+TEST(HttpServerTest, BodyOverTheLimitGets413WithJsonError) {
+  std::atomic<int> handled{0};
+  ServerOptions o;
+  o.max_body_bytes = 1000;
+  auto server = StartServer([&](const Request&, std::shared_ptr<Responder> res) {
+    ++handled;
+    res->Send(200, "text/plain", "ok");
+  }, o);
+  Client c(server->port());
+  c.Send("POST", "/x", std::string(5000, 'a'));
+  auto res = c.Read();
+  EXPECT_EQ(res.result_int(), 413);
+  auto j = nlohmann::json::parse(res.body());
+  EXPECT_TRUE(j["error"]["message"].get<std::string>().find("1000") != std::string::npos) << res.body();
+  EXPECT_EQ(handled.load(), 0);
+  // The limit is exact: a body of 1000 bytes passes.
+  Client c2(server->port());
+  c2.Send("POST", "/x", std::string(1000, 'a'));
+  EXPECT_EQ(c2.Read().result_int(), 200);
+}
+
+TEST(HttpServerTest, MalformedRequestGets400) {
+  auto server = StartServer([](const Request&, std::shared_ptr<Responder> res) { res->Send(200, "text/plain", "ok"); });
+  Client c(server->port());
+  c.SendRaw("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n");
+  auto res = c.Read();
+  EXPECT_EQ(res.result_int(), 400);
+  EXPECT_TRUE(nlohmann::json::parse(res.body()).contains("error"));
+}
+
+TEST(HttpServerTest, StreamArrivesAsChunksWrittenFromAnotherThread) {
+  std::vector<std::thread> writers;
+  std::mutex mu;
+  auto server = StartServer([&](const Request&, std::shared_ptr<Responder> res) {
+    res->StartStream(200, "text/event-stream");
+    std::lock_guard<std::mutex> lock(mu);
+    writers.emplace_back([res] {
+      for (int i = 0; i < 5; ++i) {
+        res->Write("data: " + std::to_string(i) + "\n\n");
+        std::this_thread::sleep_for(2ms);
+      }
+      res->Write("data: [DONE]\n\n");
+      res->End();
+    });
+  });
+  Client c(server->port());
+  for (int round = 0; round < 2; ++round) {  // the connection stays usable after a stream
+    c.Send("GET", "/events");
+    auto res = c.Read();
+    EXPECT_EQ(res.result_int(), 200);
+    EXPECT_EQ(res[bhttp::field::transfer_encoding], "chunked");
+    EXPECT_EQ(res[bhttp::field::content_type], "text/event-stream");
+    EXPECT_EQ(res.body(), "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\ndata: [DONE]\n\n");
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto& t : writers) t.join();
+}
+
+TEST(HttpServerTest, ClientThatDisconnectsWhileWaitingFiresOnClose) {
+  std::atomic<bool> closed{false};
+  std::shared_ptr<Responder> held;
+  std::mutex mu;
+  auto server = StartServer([&](const Request&, std::shared_ptr<Responder> res) {
+    res->OnClose([&] { closed = true; });
+    std::lock_guard<std::mutex> lock(mu);
+    held = res;  // never answered: as a request waiting on generation
+  });
+  {
+    Client c(server->port());
+    c.Send("POST", "/slow", "{}");
+    ASSERT_TRUE(WaitFor([&] { std::lock_guard<std::mutex> lock(mu); return held != nullptr; }));
+    EXPECT_FALSE(closed.load());
+  }  // the client goes away
+  EXPECT_TRUE(WaitFor([&] { return closed.load(); })) << "OnClose did not run after the client disconnected";
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_TRUE(held->closed());
+  held->Send(200, "text/plain", "too late");  // harmless
+  held.reset();  // a Responder must not outlive its Server
+}
+
+TEST(HttpServerTest, SlowRequestIsDroppedAfterTheReadTimeout) {
+  ServerOptions o;
+  o.read_timeout = 200ms;
+  auto server = StartServer([](const Request&, std::shared_ptr<Responder> res) { res->Send(200, "text/plain", "ok"); }, o);
+  Client c(server->port());
+  c.SendRaw("GET / HTTP/1.1\r\nHost: x\r\n");  // headers never finish
+  char b;
+  beast::error_code ec;
+  const auto t0 = std::chrono::steady_clock::now();
+  c.sock.read_some(net::buffer(&b, 1), ec);  // blocks until the server closes
+  EXPECT_TRUE(ec == net::error::eof || ec == net::error::connection_reset) << ec.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+}
+
+TEST(HttpServerTest, GracefulShutdownFinishesInFlightRequestsAndRefusesNewOnes) {
+  std::vector<std::thread> workers;
+  std::mutex mu;
+  auto server = StartServer([&](const Request&, std::shared_ptr<Responder> res) {
+    std::lock_guard<std::mutex> lock(mu);
+    workers.emplace_back([res] {
+      std::this_thread::sleep_for(300ms);
+      res->Send(200, "text/plain", "finished");
+    });
+  });
+  const uint16_t port = server->port();
+  Client c(port);
+  c.Send("POST", "/work");
+  ASSERT_TRUE(WaitFor([&] { std::lock_guard<std::mutex> lock(mu); return !workers.empty(); }));
+  std::thread stopper([&] { server->Shutdown(5000ms); });
+  auto res = c.Read();
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_EQ(res.body(), "finished");
+  EXPECT_FALSE(res.keep_alive());  // draining: the connection closes after this response
+  stopper.join();
+  net::io_context ioc;
+  tcp::socket s(ioc);
+  beast::error_code ec;
+  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);
+  EXPECT_TRUE(ec) << "a new connection was accepted after shutdown";
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto& t : workers) t.join();
+}
+
+TEST(HttpServerTest, ManyConcurrentOpenStreamsNeedNoThreadEach) {
+  // 200 requests held open at once on a server with one event-loop thread.
+  std::mutex mu;
+  std::vector<std::shared_ptr<Responder>> open;
+  ServerOptions o;
+  o.io_threads = 1;
+  auto server = StartServer([&](const Request&, std::shared_ptr<Responder> res) {
+    res->StartStream(200, "text/event-stream");
+    res->Write("data: hello\n\n");
+    std::lock_guard<std::mutex> lock(mu);
+    open.push_back(res);
+  }, o);
+  constexpr int kN = 200;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < kN; ++i) {
+    clients.push_back(std::make_unique<Client>(server->port()));
+    clients.back()->Send("GET", "/s");
+  }
+  ASSERT_TRUE(WaitFor([&] { std::lock_guard<std::mutex> lock(mu); return open.size() == kN; }));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& r : open) r->End();
+  }
+  for (auto& c : clients) EXPECT_EQ(c->Read().body(), "data: hello\n\n");
+  std::lock_guard<std::mutex> lock(mu);
+  open.clear();  // a Responder must not outlive its Server
+}
+
+}  // namespace
+}  // namespace frugal::http
