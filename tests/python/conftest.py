@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -160,3 +163,120 @@ def assert_logits_close(got: np.ndarray, ref: np.ndarray, rel_tol: float, what: 
             assert eng_top[i] == ref_top[i], (
                 f"{what}: position {i}: top-1 {eng_top[i]} != reference {ref_top[i]} "
                 f"(reference margin {margin[i]:.3f})")
+
+
+# ---------------------------------------------------------------------------------------------
+# `frugal serve` as a subprocess
+
+SERVE_LISTEN_RE = re.compile(r"^frugal serve: listening on http://([0-9.]+):([0-9]+)\s*$")
+SERVE_STARTUP_TIMEOUT_S = 120
+
+
+class FrugalServer:
+    """`frugal serve -m MODEL --host 127.0.0.1 --port 0 ARGS...` in a subprocess.
+
+    start() waits for the stdout line `frugal serve: listening on http://HOST:PORT` and takes
+    the port from it; stop() always ends the process (SIGTERM, wait, then SIGKILL) and returns
+    its exit status. stderr goes to a log file whose tail failure messages can quote.
+    """
+
+    def __init__(self, binary: Path, model: Path, args=(), log_path: Path | None = None):
+        self.binary = Path(binary)
+        self.model = Path(model)
+        self.args = [str(a) for a in args]
+        self.log_path = Path(log_path) if log_path else None
+        self.proc: subprocess.Popen | None = None
+        self.host = "127.0.0.1"
+        self.port: int | None = None
+        self.stdout_lines: list[str] = []
+        self._listening = threading.Event()
+        self._log = None
+        self._reader: threading.Thread | None = None
+
+    @property
+    def cmd(self) -> list[str]:
+        return [str(self.binary), "serve", "-m", str(self.model), "--host", "127.0.0.1",
+                "--port", "0", *self.args]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def log_tail(self, n: int = 3000) -> str:
+        out = "".join(self.stdout_lines)[-n:]
+        err = ""
+        if self.log_path and self.log_path.exists():
+            err = self.log_path.read_text(errors="replace")[-n:]
+        return f"--- stdout ---\n{out}\n--- stderr ---\n{err}"
+
+    def _read_stdout(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.stdout_lines.append(line)
+            m = SERVE_LISTEN_RE.match(line)
+            if m and not self._listening.is_set():
+                self.host, self.port = m.group(1), int(m.group(2))
+                self._listening.set()
+
+    def start(self, timeout: float = SERVE_STARTUP_TIMEOUT_S) -> "FrugalServer":
+        assert self.binary.exists(), (
+            f"frugal binary not found at {self.binary}; build it (cmake --build build) or set "
+            "FRUGAL_BIN")
+        self._log = open(self.log_path, "w") if self.log_path else subprocess.DEVNULL
+        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=self._log, text=True, bufsize=1)
+        self._reader = threading.Thread(target=self._read_stdout, daemon=True)
+        self._reader.start()
+        deadline = time.monotonic() + timeout
+        while not self._listening.wait(0.05):
+            if self.proc.poll() is not None:
+                self._reader.join(2)
+                rc = self.proc.returncode
+                self.stop()
+                pytest.fail(f"`{' '.join(self.cmd)}` exited {rc} before listening\n"
+                            f"{self.log_tail()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"`{' '.join(self.cmd)}` did not print the listening line within "
+                            f"{timeout} s\n{self.log_tail()}")
+        assert self.host == "127.0.0.1", f"server listens on {self.host}, not 127.0.0.1"
+        return self
+
+    def stop(self, timeout: float = 15) -> int | None:
+        """Ends the process: SIGTERM, up to `timeout` s to exit, then SIGKILL."""
+        rc = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(10)
+            rc = self.proc.returncode
+            if self._reader is not None:
+                self._reader.join(2)
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
+        if self._log not in (None, subprocess.DEVNULL):
+            self._log.close()
+            self._log = None
+        return rc
+
+    def __enter__(self) -> "FrugalServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+@pytest.fixture(scope="session")
+def frugal_server(tmp_path_factory):
+    """A factory: `with frugal_server(model, *args) as srv:` runs `frugal serve` for a block."""
+    counter = iter(range(1_000_000))
+
+    def make(model, *args) -> FrugalServer:
+        log = tmp_path_factory.getbasetemp() / f"frugal_serve_{next(counter)}.log"
+        return FrugalServer(BIN, model, args, log)
+
+    return make
