@@ -25,6 +25,7 @@ enum class StatusCode {
   kInternal,          // a bug: an invariant broke
   kIoError,           // the OS refused (open, mmap, read)
   kDeadlineExceeded,  // a request ran past its deadline
+  kCancelled,         // the caller gave up on the work
 };
 
 class [[nodiscard]] Status {
@@ -55,6 +56,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
 inline Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
+inline Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 
 const char* StatusCodeName(StatusCode code);
 

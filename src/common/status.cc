@@ -14,6 +14,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kInternal: return "internal error";
     case StatusCode::kIoError: return "I/O error";
     case StatusCode::kDeadlineExceeded: return "deadline exceeded";
+    case StatusCode::kCancelled: return "cancelled";
   }
   return "unknown";
 }
