@@ -114,3 +114,31 @@ def test_request_larger_than_the_kv_pool_is_refused(small_kv):
         r = h.post(small_kv.base_url + "/v1/completions", json=body)
     err = assert_error_json(r, 400, "a request needing more KV blocks than the pool has")
     assert "KV" in err["message"], err
+
+
+@pytest.fixture(scope="module")
+def short_deadline(frugal_server, smollm2_gguf):
+    with frugal_server(smollm2_gguf, "--request-timeout", "0.5", "--ctx", "4096") as srv:
+        yield srv
+
+
+def test_request_past_its_deadline_gets_504_and_frees_its_slot(short_deadline):
+    body = {"prompt": COUNTING, "max_tokens": 3000, "temperature": 0}
+    with httpx.Client(timeout=HTTP_TIMEOUT) as h:
+        t0 = time.monotonic()
+        r = h.post(short_deadline.base_url + "/v1/completions", json=body)
+        elapsed = time.monotonic() - t0
+        assert_error_json(r, 504, "a request running past --request-timeout 0.5")
+        assert elapsed < 10, elapsed
+        # Streaming: the headers are out, so the timeout arrives as an error event, then [DONE].
+        with h.stream("POST", short_deadline.base_url + "/v1/completions", json={**body, "stream": True}) as s:
+            assert s.status_code == 200
+            events = list(sse_events(s))
+        assert events[-1] == "[DONE]", events[-3:]
+        err = json.loads(events[-2])
+        assert "error" in err and err["error"]["message"], events[-2]
+        q = queue_depth_json(short_deadline)
+        assert q["running"] == 0 and q["kv_blocks_free"] == q["kv_blocks_total"], q
+        ok = h.post(short_deadline.base_url + "/v1/completions",
+                    json={"prompt": "Hello", "max_tokens": 2, "temperature": 0})
+        assert ok.status_code == 200, ok.text
