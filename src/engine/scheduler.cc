@@ -138,7 +138,9 @@ StatusOr<std::shared_ptr<InferenceHandle>> Scheduler::Submit(InferenceRequest re
       return ResourceExhausted("the queue is full (" + std::to_string(opt_.max_queue) + " requests waiting)");
     }
     const double cost = static_cast<double>(n_prompt) * prefill_ms_ + seq->req.max_tokens * decode_ms_;
-    if (opt_.max_backlog_ms > 0 && BacklogMsLocked() + cost > opt_.max_backlog_ms) {
+    // With nothing ahead a request is always taken: refusing it could never clear on retry.
+    const double ahead = BacklogMsLocked();
+    if (opt_.max_backlog_ms > 0 && ahead > 0 && ahead + cost > opt_.max_backlog_ms) {
       return ResourceExhausted("the estimated backlog would exceed " + std::to_string(static_cast<int64_t>(opt_.max_backlog_ms)) + " ms");
     }
     pending_prefill_tokens_ += n_prompt;

@@ -36,7 +36,8 @@ namespace frugal {
 struct SchedulerOptions {
   int max_batch = 16;            // sequences running at once
   int64_t max_queue = 500;       // requests waiting; beyond it Submit answers Unavailable
-  double max_backlog_ms = 0;     // Unavailable when the backlog estimate would exceed it; 0 = off
+  double max_backlog_ms = 0;     // Unavailable when work ahead + this request's estimate would
+                                 // exceed it (never when nothing is ahead); 0 = off
   int64_t prefill_chunk = 256;   // prompt tokens per step, over all prefilling sequences
   int64_t kv_block_tokens = 16;  // positions per KV block (a multiple of 4)
   int64_t kv_blocks = 0;         // blocks in the pool; 0 = max_batch full contexts, capped at 1/4 of RAM

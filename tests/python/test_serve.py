@@ -7,10 +7,12 @@ shared by the tests of one group (module-scoped fixtures), so the model loads a 
   tiny_ctx  SmolLM2 with `--ctx 256 --served-model-name tiny-ctx`
   bp        SmolLM2 with `--max-queue 2 --max-batch 1` (backpressure: 503 + Retry-After)
   dc        SmolLM2 with `--max-batch 4 --ctx 4096` (client disconnect -> cancelled, 499)
+  backlog   SmolLM2 with `--max-backlog-ms 3000` (estimated backlog -> 503)
   minilm    all-MiniLM-L6-v2 (embeddings)
 
 Generation is greedy (temperature 0) wherever a test compares texts, and max_tokens stays
-small: the whole file runs in about two minutes on two cores.
+small: the whole file runs in about 25 s on two idle cores (about 2 minutes while a compiler
+shares them). The servers of a group live until the end of the module.
 """
 
 from __future__ import annotations
@@ -304,6 +306,13 @@ def test_concurrent_equals_sequential(client, model_id):
                        f"concurrent {diffs[0][2]!r}")
 
 
+def test_optional_fields_accepted(client, model_id, greedy_chat):
+    # user, top_p, a seed and stop=None change nothing for a greedy request.
+    r = chat(client, model_id, CHAT_PROMPT, max_tokens=16, user="user-1234", top_p=0.9, seed=7,
+             stop=None)
+    assert r.choices[0].message.content == greedy_chat.choices[0].message.content
+
+
 # ---- errors ---------------------------------------------------------------------------------
 
 def test_unknown_model_is_404(client):
@@ -500,8 +509,10 @@ def test_prompt_plus_max_tokens_beyond_context_is_400(tiny_client):
 
 
 def test_default_max_tokens_fits_the_context(tiny_client):
-    # No max_tokens: the default is the room left in the context, so this is no error.
-    r = tiny_client.completions.create(model="tiny-ctx", prompt=COUNTING, temperature=0)
+    # No max_tokens: the default is capped by the room left in the context, so this is no
+    # error (a short answer keeps the test fast; the check happens before generation).
+    r = tiny_client.chat.completions.create(
+        model="tiny-ctx", messages=[{"role": "user", "content": "Say hello."}], temperature=0)
     u = r.usage
     assert u.completion_tokens > 0, u
     assert u.prompt_tokens + u.completion_tokens <= 256, u
@@ -558,6 +569,8 @@ def test_backpressure_503_with_retry_after(bp, bp_client):
     fams = metrics(bp)
     assert sample_value(fams, "frugal_requests", "frugal_requests_total", status="503") == \
         statuses.count(503)
+    q = queue_depth_json(bp)
+    assert q["waiting"] == 0 and q["running"] == 0 and q["backlog_ms"] == 0, q
     # The queue drains and the server serves again.
     r = chat(bp_client, model, CHAT_PROMPT, max_tokens=8)
     assert r.choices[0].message.content, r
@@ -602,6 +615,7 @@ def test_disconnect_cancels_request(dc, dc_client):
     assert q["running"] == 0 and q["waiting"] == 0, (
         f"request still scheduled 10 s after the client went away: {q}")
     assert q["kv_blocks_free"] == q["kv_blocks_total"], f"KV blocks not freed: {q}"
+    assert q["backlog_ms"] == 0, f"the cancelled request's work is still in the backlog: {q}"
     fams = metrics(dc)
     assert sample_value(fams, "frugal_requests", "frugal_requests_total", status="499") >= 1, (
         [s for s in fams["frugal_requests"].samples])
@@ -609,6 +623,48 @@ def test_disconnect_cancels_request(dc, dc_client):
     r = dc_client.completions.create(model=model, prompt=STORY, max_tokens=8,
                                            temperature=0)
     assert r.choices[0].text.strip(), r
+
+
+# ---------------------------------------------------------------------------------------------
+# backlog limit: 503 when the estimated work ahead would pass --max-backlog-ms
+
+@pytest.fixture(scope="module")
+def backlog(frugal_server, smollm2_gguf):
+    with frugal_server(smollm2_gguf, "--max-backlog-ms", "3000") as srv:
+        yield srv
+
+
+def test_backlog_limit_503(backlog):
+    with make_client(backlog) as c:
+        model = only_model_id(c)
+        # A short request alone measures the per-token costs (and is far under the limit).
+        assert chat(c, model, CHAT_PROMPT, max_tokens=8).choices[0].message.content
+    q = queue_depth_json(backlog)
+    assert q["decode_ms_per_token"] > 0 and q["backlog_ms"] == 0, q
+    # 24 x 64 tokens is over 3 s of decoding at any plausible speed (> 2 ms a token).
+    n = 24
+    barrier = threading.Barrier(n)
+
+    def one(i):
+        body = {"model": model, "max_tokens": 64, "temperature": 0,
+                "messages": [{"role": "user", "content": f"Tell me about the number {i}"}]}
+        with httpx.Client(timeout=HTTP_TIMEOUT) as h:
+            barrier.wait(30)
+            return h.post(backlog.base_url + "/v1/chat/completions", json=body)
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        responses = list(pool.map(one, range(n)))
+    statuses = [r.status_code for r in responses]
+    assert all(s in (200, 503) for s in statuses), statuses
+    assert statuses.count(503) >= 1, f"no 503 over a 3 s backlog limit: {statuses}"
+    for r in responses:
+        if r.status_code == 503:
+            assert_error_json(r, 503, "backlog over the limit")
+            assert (r.headers.get("retry-after") or "").strip(), r.headers
+        else:
+            assert r.json()["usage"]["completion_tokens"] > 0, r.text[:300]
+    q = queue_depth_json(backlog)
+    assert q["waiting"] == 0 and q["running"] == 0 and q["backlog_ms"] == 0, q
 
 
 # ---------------------------------------------------------------------------------------------
@@ -674,5 +730,35 @@ def test_graceful_shutdown_exits_0(frugal_server, smollm2_gguf, sig):
         except subprocess.TimeoutExpired:
             rc = None
         assert rc == 0, f"exit status {rc} after {sig.name}\n{srv.log_tail()}"
+    finally:
+        srv.stop()
+
+
+def test_sigterm_finishes_the_request_in_flight(frugal_server, smollm2_gguf):
+    """Graceful: a stream running when SIGTERM arrives still ends normally ([DONE], all its
+    tokens), and then the process exits 0."""
+    srv = frugal_server(smollm2_gguf, "--ctx", "512").start()
+    try:
+        model = None
+        with make_client(srv) as c:
+            model = only_model_id(c)
+        body = {"model": model, "prompt": COUNTING, "max_tokens": 32, "temperature": 0,
+                "stream": True, "stream_options": {"include_usage": True}}
+        events = []
+        with httpx.Client(timeout=HTTP_TIMEOUT) as h:
+            with h.stream("POST", srv.base_url + "/v1/completions", json=body) as r:
+                assert r.status_code == 200, r.read()[:300]
+                for ev in sse_events(r):
+                    events.append(ev)
+                    if len(events) == 2:
+                        srv.proc.send_signal(signal.SIGTERM)
+        assert events[-1] == "[DONE]", events[-3:]
+        usage = [json.loads(e)["usage"] for e in events[:-1] if json.loads(e).get("usage")]
+        assert usage and usage[-1]["completion_tokens"] == 32, (usage, events[-3:])
+        try:
+            rc = srv.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            rc = None
+        assert rc == 0, f"exit status {rc} after SIGTERM\n{srv.log_tail()}"
     finally:
         srv.stop()

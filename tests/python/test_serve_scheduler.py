@@ -142,3 +142,20 @@ def test_request_past_its_deadline_gets_504_and_frees_its_slot(short_deadline):
         ok = h.post(short_deadline.base_url + "/v1/completions",
                     json={"prompt": "Hello", "max_tokens": 2, "temperature": 0})
         assert ok.status_code == 200, ok.text
+
+
+@pytest.fixture(scope="module")
+def tight_backlog(frugal_server, smollm2_gguf):
+    with frugal_server(smollm2_gguf, "--max-backlog-ms", "50") as srv:
+        yield srv
+
+
+def test_backlog_limit_never_refuses_an_idle_server(tight_backlog):
+    """A request whose own estimate is over --max-backlog-ms is still taken when nothing is
+    ahead of it: a 503 there could never clear on retry."""
+    with httpx.Client(timeout=HTTP_TIMEOUT) as h:
+        q = queue_depth_json(tight_backlog)
+        assert q["backlog_ms"] == 0 and q["decode_ms_per_token"] * 64 > 50, q
+        r = h.post(tight_backlog.base_url + "/v1/completions",
+                   json={"prompt": COUNTING, "max_tokens": 64, "temperature": 0})
+        assert r.status_code == 200, r.text
