@@ -1,0 +1,568 @@
+#include "gateway/cache/semantic_cache.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <list>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+
+namespace frugal::cache {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+double MsSince(SteadyClock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
+}
+
+uint64_t Fnv1a(std::string_view s, uint64_t h) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string Hex128(std::string_view s) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(Fnv1a(s, 0xcbf29ce484222325ull)),
+                static_cast<unsigned long long>(Fnv1a(s, 0x84222325cbf29ce4ull)));
+  return buf;
+}
+
+constexpr char kSnapshotMagic[8] = {'F', 'R', 'G', 'L', 'C', 'A', 'C', '1'};
+
+// One scope's index. Searched under a shared lock; upgraded from exact to HNSW under an
+// exclusive one.
+struct Partition {
+  mutable std::shared_mutex mu;
+  std::unique_ptr<VectorIndex> index;  // guarded by mu (the pointer; the index locks itself)
+};
+
+// The indexes of one embedding model: what a rotation replaces as a whole.
+struct Generation {
+  std::shared_ptr<Embedder> embedder;
+  HnswParams hnsw;
+  mutable std::shared_mutex mu;
+  std::unordered_map<std::string, std::unique_ptr<Partition>> parts;  // guarded by mu
+
+  const Partition* Find(const std::string& scope) const {
+    std::shared_lock lock(mu);
+    auto it = parts.find(scope);
+    return it == parts.end() ? nullptr : it->second.get();
+  }
+  Partition& Get(const std::string& scope, int dim) {
+    {
+      std::shared_lock lock(mu);
+      auto it = parts.find(scope);
+      if (it != parts.end()) return *it->second;
+    }
+    std::unique_lock lock(mu);
+    auto& p = parts[scope];
+    if (!p) {
+      p = std::make_unique<Partition>();
+      p->index = NewExactIndex(dim);
+    }
+    return *p;
+  }
+};
+
+struct Entry {
+  uint64_t id = 0;
+  std::string scope, ns, query, response;
+  int64_t created_ms = 0, expires_ms = 0;
+  std::vector<float> embedding;  // by the current generation's embedder
+  std::list<uint64_t>::iterator lru;
+};
+
+}  // namespace
+
+std::string ScopeKey(const ScopeSpec& s) {
+  // The namespace stays readable (invalidation by namespace needs no lookup table).
+  return s.ns + "|" + Hex128(s.model + '\x1f' + s.context + '\x1f' + s.sampling);
+}
+
+struct SemanticCache::Impl {
+  CacheOptions opt;
+  std::shared_ptr<const HitVerifier> verifier;
+  std::shared_ptr<Generation> current;  // atomic_load / atomic_store
+  std::shared_ptr<Generation> next;     // guarded by mu: being built by a rotation
+  std::mutex rotate_mu;                 // one rotation at a time
+
+  mutable std::mutex mu;  // the entry store and index mutations
+  std::unordered_map<uint64_t, Entry> entries;                                // guarded by mu
+  std::unordered_map<std::string, std::vector<uint64_t>> by_query;            // guarded by mu: scope+query -> ids
+  std::list<uint64_t> lru;                                                    // guarded by mu: front = newest
+  uint64_t next_id = 1;                                                       // guarded by mu
+  std::atomic<int64_t> rotations{0};
+  std::atomic<int64_t> lookups_seen{0}, hits_seen{0};  // for the hit-ratio gauge
+
+  std::thread snapshotter;
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stop = false;  // guarded by stop_mu
+
+  MetricsRegistry::Counter *lookups = nullptr, *hits = nullptr, *misses = nullptr, *rejected = nullptr,
+                           *insertions = nullptr, *evictions = nullptr, *rotations_total = nullptr;
+  MetricsRegistry::Histogram *embed_s = nullptr, *search_s = nullptr, *rotation_s = nullptr;
+
+  int64_t Now() const {
+    if (opt.now_ms) return opt.now_ms();
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
+  std::shared_ptr<Generation> Current() const { return std::atomic_load(&current); }
+  static std::string QueryKey(const std::string& scope, std::string_view q) { return scope + '\x1e' + std::string(q); }
+
+  // With mu held: adds e's vector to a generation's partition, upgrading it to HNSW when it grows.
+  Status AddToIndex(Generation& g, const std::string& scope, uint64_t id, std::span<const float> v) {
+    Partition& p = g.Get(scope, static_cast<int>(v.size()));
+    {
+      std::shared_lock lock(p.mu);
+      FRUGAL_RETURN_IF_ERROR(p.index->Add(id, v));
+      if (p.index->size() <= opt.exact_max || std::strcmp(p.index->kind(), "hnsw") == 0) return Status::Ok();
+    }
+    // Grew past exact search: rebuild this partition as HNSW from the stored embeddings.
+    std::unique_lock lock(p.mu);
+    if (std::strcmp(p.index->kind(), "hnsw") == 0) return Status::Ok();
+    auto h = NewHnswIndex(static_cast<int>(v.size()), g.hnsw, p.index->size() * 2);
+    // The partition's own vectors (by this generation's model), read back from the exact index.
+    for (const auto& [eid, e] : entries) {
+      if (e.scope != scope) continue;
+      std::vector<float> ev;
+      if (p.index->Get(eid, &ev)) FRUGAL_RETURN_IF_ERROR(h->Add(eid, ev));
+    }
+    FRUGAL_RETURN_IF_ERROR(h->Add(id, v));  // not in `entries` yet
+    p.index = std::move(h);
+    return Status::Ok();
+  }
+
+  // With mu held: removes an entry everywhere.
+  void RemoveLocked(uint64_t id) {
+    auto it = entries.find(id);
+    if (it == entries.end()) return;
+    Entry& e = it->second;
+    for (Generation* g : {Current().get(), next.get()}) {
+      if (!g) continue;
+      if (const Partition* p = g->Find(e.scope)) {
+        std::shared_lock lock(p->mu);
+        p->index->Remove(id);
+      }
+    }
+    auto& ids = by_query[QueryKey(e.scope, e.query)];
+    std::erase(ids, id);
+    if (ids.empty()) by_query.erase(QueryKey(e.scope, e.query));
+    lru.erase(e.lru);
+    entries.erase(it);
+  }
+
+  // With mu held: drops expired entries, then the least recently used beyond capacity.
+  void EvictLocked(size_t room_for) {
+    const int64_t now = Now();
+    if (entries.size() + room_for > opt.capacity) {
+      std::vector<uint64_t> expired;
+      for (const auto& [id, e] : entries) {
+        if (e.expires_ms <= now) expired.push_back(id);
+      }
+      for (uint64_t id : expired) RemoveLocked(id);
+      evictions->Add(static_cast<double>(expired.size()), "ttl");
+    }
+    while (!lru.empty() && entries.size() + room_for > opt.capacity) {
+      RemoveLocked(lru.back());
+      evictions->Add(1, "capacity");
+    }
+  }
+
+  Status InsertVector(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
+                      std::vector<float> v, const std::vector<float>* next_v, int64_t created, int64_t expires) {
+    std::lock_guard<std::mutex> lock(mu);
+    // The same query in the same scope: the newer answer replaces the older.
+    if (auto it = by_query.find(QueryKey(scope, query)); it != by_query.end()) {
+      for (uint64_t old : std::vector<uint64_t>(it->second)) RemoveLocked(old);
+    }
+    EvictLocked(1);
+    const uint64_t id = next_id++;
+    auto g = Current();
+    FRUGAL_RETURN_IF_ERROR(AddToIndex(*g, scope, id, v));
+    if (next) FRUGAL_RETURN_IF_ERROR(AddToIndex(*next, scope, id, next_v ? std::span<const float>(*next_v) : std::span<const float>(v)));
+    Entry& e = entries[id];
+    e.id = id;
+    e.scope = scope;
+    e.ns = std::string(ns);
+    e.query = std::string(query);
+    e.response = std::string(response);
+    e.created_ms = created;
+    e.expires_ms = expires;
+    e.embedding = std::move(v);
+    lru.push_front(id);
+    e.lru = lru.begin();
+    by_query[QueryKey(scope, query)].push_back(id);
+    insertions->Add(1);
+    return Status::Ok();
+  }
+
+  Status Load(const std::string& path);
+  Status Save(const std::string& path) const;
+};
+
+SemanticCache::SemanticCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::Open(std::shared_ptr<Embedder> embedder, CacheOptions options) {
+  if (!embedder) return InvalidArgument("the semantic cache needs an embedder");
+  if (options.threshold <= 0 || options.threshold > 1) return InvalidArgument("the cache threshold must be in (0, 1]");
+  if (options.capacity == 0) return InvalidArgument("the cache capacity must be > 0");
+  if (options.candidates == 0) return InvalidArgument("the cache must check at least one candidate");
+  auto impl = std::make_unique<Impl>();
+  impl->opt = std::move(options);
+  impl->verifier = impl->opt.verifier ? impl->opt.verifier : std::make_shared<NumberNegationGuard>();
+  auto g = std::make_shared<Generation>();
+  g->embedder = std::move(embedder);
+  g->hnsw = impl->opt.hnsw;
+  impl->current = g;
+  auto cache = std::unique_ptr<SemanticCache>(new SemanticCache(std::move(impl)));
+  Impl& m = *cache->impl_;
+  MetricsRegistry& r = cache->metrics_;
+  m.lookups = &r.AddCounter("frugal_cache_lookups", "Semantic cache lookups");
+  m.hits = &r.AddCounter("frugal_cache_hits", "Lookups answered from the cache");
+  m.misses = &r.AddCounter("frugal_cache_misses", "Lookups not answered from the cache");
+  m.rejected = &r.AddCounter("frugal_cache_rejected_by_guard", "Candidate hits refused by the verifier (numbers, negation)");
+  m.insertions = &r.AddCounter("frugal_cache_insertions", "Entries written");
+  m.evictions = &r.AddCounter("frugal_cache_evictions", "Entries removed, by reason", "reason");
+  m.rotations_total = &r.AddCounter("frugal_cache_rotations", "Index rotations completed");
+  const auto b = MetricsRegistry::LatencyBuckets();
+  std::vector<double> fine = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+  m.embed_s = &r.AddHistogram("frugal_cache_embed_seconds", "Query embedding time per lookup", fine);
+  m.search_s = &r.AddHistogram("frugal_cache_search_seconds", "Index search time per lookup", fine);
+  m.rotation_s = &r.AddHistogram("frugal_cache_rotation_seconds", "Duration of index rotations", b);
+  SemanticCache* self = cache.get();
+  r.AddGauge("frugal_cache_entries", "Live entries", [self] { return static_cast<double>(self->size()); });
+  r.AddGauge("frugal_cache_hit_ratio", "Hits over lookups since start", [&m] {
+    const auto l = static_cast<double>(m.lookups_seen.load());
+    return l > 0 ? static_cast<double>(m.hits_seen.load()) / l : 0.0;
+  });
+  if (!m.opt.snapshot_path.empty()) {
+    std::ifstream probe(m.opt.snapshot_path, std::ios::binary);
+    if (probe) FRUGAL_RETURN_IF_ERROR(m.Load(m.opt.snapshot_path));
+    if (m.opt.snapshot_interval.count() > 0) {
+      m.snapshotter = std::thread([&m] {
+        std::unique_lock<std::mutex> lock(m.stop_mu);
+        while (!m.stop_cv.wait_for(lock, m.opt.snapshot_interval, [&m] { return m.stop; })) {
+          lock.unlock();
+          Status st = m.Save(m.opt.snapshot_path);
+          if (!st.ok()) std::fprintf(stderr, "frugal: cache snapshot failed: %s\n", st.ToString().c_str());
+          lock.lock();
+        }
+      });
+    }
+  }
+  return cache;
+}
+
+SemanticCache::~SemanticCache() {
+  Impl& m = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(m.stop_mu);
+    m.stop = true;
+  }
+  m.stop_cv.notify_all();
+  if (m.snapshotter.joinable()) m.snapshotter.join();
+  if (!m.opt.snapshot_path.empty()) {
+    Status st = m.Save(m.opt.snapshot_path);
+    if (!st.ok()) std::fprintf(stderr, "frugal: cache snapshot failed: %s\n", st.ToString().c_str());
+  }
+}
+
+StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::string_view ns, std::string_view query) {
+  Impl& m = *impl_;
+  LookupResult r;
+  m.lookups->Add(1);
+  m.lookups_seen.fetch_add(1);
+  auto g = m.Current();  // this generation stays alive until the lookup is done
+  auto t0 = SteadyClock::now();
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<float> q, g->embedder->Embed(query));
+  r.embed_ms = MsSince(t0);
+  t0 = SteadyClock::now();
+  std::vector<Neighbor> found;
+  if (const Partition* p = g->Find(scope)) {
+    std::shared_lock lock(p->mu);
+    found = p->index->Search(q, m.opt.candidates);
+  }
+  r.search_ms = MsSince(t0);
+  m.embed_s->Observe(r.embed_ms / 1e3);
+  m.search_s->Observe(r.search_ms / 1e3);
+  float threshold = m.opt.threshold;
+  if (auto it = m.opt.namespace_threshold.find(std::string(ns)); it != m.opt.namespace_threshold.end()) threshold = it->second;
+  const int64_t now = m.Now();
+  std::lock_guard<std::mutex> lock(m.mu);
+  for (const Neighbor& n : found) {
+    if (n.similarity < threshold) break;
+    auto it = m.entries.find(n.label);
+    if (it == m.entries.end() || it->second.expires_ms <= now) continue;
+    const Entry& e = it->second;
+    if (r.cached_query.empty()) {
+      r.similarity = n.similarity;
+      r.cached_query = e.query;
+    }
+    if (m.opt.guard && !m.verifier->Accept(query, e.query)) {
+      r.rejected_by_guard = true;
+      continue;
+    }
+    r.hit = true;
+    r.rejected_by_guard = false;
+    r.similarity = n.similarity;
+    r.cached_query = e.query;
+    r.response = e.response;
+    m.lru.splice(m.lru.begin(), m.lru, e.lru);
+    break;
+  }
+  if (!found.empty() && r.cached_query.empty()) r.similarity = found.front().similarity;
+  if (r.hit) {
+    m.hits->Add(1);
+    m.hits_seen.fetch_add(1);
+  } else {
+    m.misses->Add(1);
+    if (r.rejected_by_guard) m.rejected->Add(1);
+  }
+  return r;
+}
+
+Status SemanticCache::Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response) {
+  Impl& m = *impl_;
+  auto g = m.Current();
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<float> v, g->embedder->Embed(query));
+  std::shared_ptr<Generation> nx;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    nx = m.next;
+  }
+  // During a rotation to a new model the entry needs that model's vector too.
+  std::optional<std::vector<float>> nv;
+  if (nx && nx->embedder != g->embedder) {
+    FRUGAL_ASSIGN_OR_RETURN(nv, nx->embedder->Embed(query));
+  }
+  const int64_t now = m.Now();
+  return m.InsertVector(scope, ns, query, response, std::move(v), nv ? &*nv : nullptr, now,
+                        now + std::chrono::duration_cast<std::chrono::milliseconds>(m.opt.ttl).count());
+}
+
+size_t SemanticCache::InvalidateNamespace(std::string_view ns) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  std::vector<uint64_t> ids;
+  for (const auto& [id, e] : m.entries) {
+    if (e.ns == ns) ids.push_back(id);
+  }
+  for (uint64_t id : ids) m.RemoveLocked(id);
+  m.evictions->Add(static_cast<double>(ids.size()), "invalidated");
+  return ids.size();
+}
+
+size_t SemanticCache::InvalidateQuery(const std::string& scope, std::string_view query) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  auto it = m.by_query.find(Impl::QueryKey(scope, query));
+  if (it == m.by_query.end()) return 0;
+  const std::vector<uint64_t> ids = it->second;
+  for (uint64_t id : ids) m.RemoveLocked(id);
+  m.evictions->Add(static_cast<double>(ids.size()), "invalidated");
+  return ids.size();
+}
+
+size_t SemanticCache::Clear() {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  const size_t n = m.entries.size();
+  std::vector<uint64_t> ids;
+  for (const auto& [id, e] : m.entries) ids.push_back(id);
+  for (uint64_t id : ids) m.RemoveLocked(id);
+  m.evictions->Add(static_cast<double>(n), "invalidated");
+  return n;
+}
+
+Status SemanticCache::Rotate(const RotateOptions& o) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> one(m.rotate_mu);
+  const auto t0 = SteadyClock::now();
+  auto cur = m.Current();
+  auto g = std::make_shared<Generation>();
+  g->embedder = o.embedder ? o.embedder : cur->embedder;
+  g->hnsw = o.hnsw ? *o.hnsw : cur->hnsw;
+  const bool reembed = g->embedder != cur->embedder;
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    // Partitions are made in their final kind up front, so the build never has to convert a
+    // grown exact partition to HNSW while holding the lock lookups need.
+    std::unordered_map<std::string, size_t> per_scope;
+    for (const auto& [id, e] : m.entries) {
+      ids.push_back(id);
+      ++per_scope[e.scope];
+    }
+    for (const auto& [scope, n] : per_scope) {
+      auto& part = g->parts[scope];
+      part = std::make_unique<Partition>();
+      part->index = n > m.opt.exact_max ? NewHnswIndex(g->embedder->dim(), g->hnsw, n + n / 4)
+                                        : NewExactIndex(g->embedder->dim());
+    }
+    m.next = g;  // from here on, inserts go to both generations
+  }
+  std::unordered_map<uint64_t, std::vector<float>> new_vectors;
+  for (uint64_t id : ids) {
+    std::string query, scope;
+    std::vector<float> v;
+    {
+      std::lock_guard<std::mutex> lock(m.mu);
+      auto it = m.entries.find(id);
+      if (it == m.entries.end()) continue;  // removed meanwhile
+      query = it->second.query;
+      scope = it->second.scope;
+      if (!reembed) v = it->second.embedding;
+    }
+    if (reembed) {
+      auto e = g->embedder->Embed(query);
+      if (!e.ok()) {
+        std::lock_guard<std::mutex> lock(m.mu);
+        m.next.reset();
+        return e.status();
+      }
+      v = std::move(e).value();
+    }
+    std::lock_guard<std::mutex> lock(m.mu);
+    if (!m.entries.count(id)) continue;
+    Status st = m.AddToIndex(*g, scope, id, v);
+    if (!st.ok()) {
+      m.next.reset();
+      return st;
+    }
+    if (reembed) new_vectors[id] = std::move(v);
+  }
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    for (auto& [id, v] : new_vectors) {
+      auto it = m.entries.find(id);
+      if (it != m.entries.end()) it->second.embedding = std::move(v);
+    }
+    std::atomic_store(&m.current, g);  // the alias switch; readers of `cur` keep it alive
+    m.next.reset();
+  }
+  m.rotations.fetch_add(1);
+  m.rotations_total->Add(1);
+  m.rotation_s->Observe(MsSince(t0) / 1e3);
+  return Status::Ok();
+}
+
+size_t SemanticCache::size() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->entries.size();
+}
+
+int64_t SemanticCache::rotations() const { return impl_->rotations.load(); }
+
+Status SemanticCache::Snapshot(const std::string& path) const { return impl_->Save(path); }
+
+namespace {
+
+void PutU64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+void PutStr(std::string& out, std::string_view s) {
+  PutU64(out, s.size());
+  out.append(s);
+}
+
+struct Reader {
+  const std::string& buf;
+  size_t pos = 0;
+  bool ok = true;
+  uint64_t U64() {
+    uint64_t v = 0;
+    if (pos + 8 > buf.size()) {
+      ok = false;
+      return 0;
+    }
+    std::memcpy(&v, buf.data() + pos, 8);
+    pos += 8;
+    return v;
+  }
+  std::string Str() {
+    const uint64_t n = U64();
+    if (!ok || n > buf.size() - pos) {
+      ok = false;
+      return {};
+    }
+    std::string s = buf.substr(pos, n);
+    pos += n;
+    return s;
+  }
+};
+
+}  // namespace
+
+// Layout: magic, embedder name, dim, count, then per entry scope, ns, query, response (u64
+// length + bytes), created and expiry (ms since the epoch) and dim floats. Little-endian.
+Status SemanticCache::Impl::Save(const std::string& path) const {
+  std::string out(kSnapshotMagic, sizeof kSnapshotMagic);
+  auto g = Current();
+  const int dim = g->embedder->dim();
+  PutStr(out, g->embedder->name());
+  PutU64(out, static_cast<uint64_t>(dim));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    PutU64(out, entries.size());
+    // Oldest first, so a reload rebuilds the same recency order.
+    for (auto it = lru.rbegin(); it != lru.rend(); ++it) {
+      const Entry& e = entries.at(*it);
+      PutStr(out, e.scope);
+      PutStr(out, e.ns);
+      PutStr(out, e.query);
+      PutStr(out, e.response);
+      PutU64(out, static_cast<uint64_t>(e.created_ms));
+      PutU64(out, static_cast<uint64_t>(e.expires_ms));
+      out.append(reinterpret_cast<const char*>(e.embedding.data()), e.embedding.size() * sizeof(float));
+    }
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return IoError("cannot write " + tmp);
+    f.write(out.data(), static_cast<std::streamsize>(out.size()));
+    if (!f) return IoError("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return IoError("cannot rename " + tmp + " to " + path);
+  return Status::Ok();
+}
+
+Status SemanticCache::Impl::Load(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (buf.size() < sizeof kSnapshotMagic || std::memcmp(buf.data(), kSnapshotMagic, sizeof kSnapshotMagic) != 0) {
+    return DataLoss(path + " is not a Frugal cache snapshot");
+  }
+  Reader r{buf, sizeof kSnapshotMagic};
+  auto g = Current();
+  const std::string model = r.Str();
+  const auto dim = static_cast<int>(r.U64());
+  const uint64_t count = r.U64();
+  // Another embedding model: keep the entries, embed their queries again.
+  const bool reembed = model != g->embedder->name() || dim != g->embedder->dim();
+  const int64_t now = Now();
+  for (uint64_t i = 0; i < count && r.ok; ++i) {
+    std::string scope = r.Str(), ns = r.Str(), query = r.Str(), response = r.Str();
+    const auto created = static_cast<int64_t>(r.U64()), expires = static_cast<int64_t>(r.U64());
+    const size_t bytes = static_cast<size_t>(dim) * sizeof(float);
+    if (!r.ok || bytes > buf.size() - r.pos) return DataLoss(path + ": truncated at entry " + std::to_string(i));
+    std::vector<float> v(static_cast<size_t>(dim));
+    std::memcpy(v.data(), buf.data() + r.pos, bytes);
+    r.pos += bytes;
+    if (expires <= now) continue;
+    if (reembed) {
+      FRUGAL_ASSIGN_OR_RETURN(v, g->embedder->Embed(query));
+    }
+    FRUGAL_RETURN_IF_ERROR(InsertVector(scope, ns, query, response, std::move(v), nullptr, created, expires));
+  }
+  if (!r.ok) return DataLoss(path + ": truncated");
+  return Status::Ok();
+}
+
+}  // namespace frugal::cache

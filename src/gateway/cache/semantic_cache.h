@@ -1,0 +1,110 @@
+// The gateway's semantic cache (embedded backend): answers a query from an earlier answer whose
+// query means the same, within one scope.
+//
+// - Scope: every entry belongs to a scope string (ScopeKey: namespace/tenant, model, a hash of
+//   the system prompt and the earlier turns the answer depends on, the sampling parameters). A
+//   lookup only sees its own scope: each scope is its own index partition, searched exactly
+//   while small and through HNSW beyond `exact_max` entries.
+// - A hit needs cosine >= the threshold (per namespace, default 0.92) and the verifier's
+//   consent (NumberNegationGuard by default); a candidate the verifier refuses counts as
+//   rejected_by_guard and is a miss.
+// - TTL per entry (default 24 h) and a capacity bound: expired entries go first, then the least
+//   recently used. Invalidation by namespace, by exact query, or everything.
+// - Rotation: Rotate() rebuilds every index (new HNSW parameters, a new embedding model, or just
+//   compaction after deletions) while the current generation keeps serving; inserts meanwhile go
+//   to both; then the current generation is switched atomically and the old one is freed when
+//   its last reader leaves.
+// - Persistence: Snapshot() writes every live entry (with its embedding) to a file, atomically
+//   (temp + rename); Open() reloads it; a background thread snapshots every interval and the
+//   destructor once more.
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/metrics.h"
+#include "frugal/status.h"
+#include "gateway/cache/embedder.h"
+#include "gateway/cache/guard.h"
+#include "gateway/cache/vector_index.h"
+
+namespace frugal::cache {
+
+struct CacheOptions {
+  float threshold = 0.92f;                                 // cosine for a hit
+  std::unordered_map<std::string, float> namespace_threshold;  // overrides by namespace
+  std::chrono::seconds ttl{24 * 3600};                     // per entry, from insertion
+  size_t capacity = 1'000'000;                             // entries; beyond: evict
+  size_t exact_max = 4096;                                 // a scope's entries searched exactly up to this
+  HnswParams hnsw;
+  size_t candidates = 4;                                   // nearest entries checked per lookup
+  bool guard = true;                                       // verify hits (numbers, negation)
+  std::shared_ptr<const HitVerifier> verifier;             // null: NumberNegationGuard
+  std::string snapshot_path;                               // "" = no persistence
+  std::chrono::seconds snapshot_interval{300};             // 0 = only on shutdown
+  // Milliseconds since the Unix epoch; injectable for tests (TTL).
+  std::function<int64_t()> now_ms;
+};
+
+// What the answer depends on, hashed into one scope string.
+struct ScopeSpec {
+  std::string ns;          // namespace / tenant
+  std::string model;
+  std::string context;     // system prompt + the earlier turns that count
+  std::string sampling;    // e.g. "t=0;top_p=1;max=256"
+};
+std::string ScopeKey(const ScopeSpec& s);
+
+struct LookupResult {
+  bool hit = false;
+  std::string response;          // the cached answer (hit)
+  std::string cached_query;      // the query it answered (hit, or the rejected candidate)
+  float similarity = 0;          // of the best candidate
+  bool rejected_by_guard = false;
+  double embed_ms = 0, search_ms = 0;
+};
+
+struct RotateOptions {
+  std::shared_ptr<Embedder> embedder;  // null: keep the current one
+  std::optional<HnswParams> hnsw;      // unset: keep
+};
+
+class SemanticCache {
+ public:
+  static StatusOr<std::unique_ptr<SemanticCache>> Open(std::shared_ptr<Embedder> embedder, CacheOptions options);
+  ~SemanticCache();
+
+  StatusOr<LookupResult> Lookup(const std::string& scope, std::string_view ns, std::string_view query);
+  Status Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response);
+
+  size_t InvalidateNamespace(std::string_view ns);
+  size_t InvalidateQuery(const std::string& scope, std::string_view query);  // exact text
+  size_t Clear();
+
+  // Rebuilds the indexes in the calling thread while lookups and inserts go on; switches when
+  // done. One rotation at a time (a second call waits).
+  Status Rotate(const RotateOptions& options = {});
+  Status Snapshot(const std::string& path) const;
+
+  size_t size() const;
+  int64_t rotations() const;
+  MetricsRegistry& metrics() { return metrics_; }
+
+  struct Impl;
+
+ private:
+  explicit SemanticCache(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  MetricsRegistry metrics_;
+};
+
+}  // namespace frugal::cache

@@ -1,0 +1,351 @@
+// The semantic cache with a deterministic bag-of-words embedder (no model): scopes, threshold,
+// guard, TTL, eviction, invalidation, partitions growing into HNSW, rotation under load,
+// snapshots.
+#include "gateway/cache/semantic_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+namespace frugal::cache {
+namespace {
+
+// Each word is a fixed random direction (seeded by the word); a text is their normalised sum.
+class BagOfWordsEmbedder : public Embedder {
+ public:
+  explicit BagOfWordsEmbedder(std::string name = "bow", int dim = 64) : name_(std::move(name)), dim_(dim) {}
+  StatusOr<std::vector<float>> Embed(std::string_view text) override {
+    ++calls;
+    std::vector<float> v(static_cast<size_t>(dim_), 0.0f);
+    std::string w;
+    auto flush = [&] {
+      if (w.empty()) return;
+      std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(w)));
+      std::normal_distribution<float> n;
+      for (float& x : v) x += n(rng);
+      w.clear();
+    };
+    for (char c : text) {
+      if (std::isalnum(static_cast<unsigned char>(c))) {
+        w += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      } else {
+        flush();
+      }
+    }
+    flush();
+    Normalize(v);
+    return v;
+  }
+  int dim() const override { return dim_; }
+  const std::string& name() const override { return name_; }
+  std::atomic<int> calls{0};
+
+ private:
+  std::string name_;
+  int dim_;
+};
+
+struct Fixture {
+  std::shared_ptr<BagOfWordsEmbedder> emb = std::make_shared<BagOfWordsEmbedder>();
+  std::atomic<int64_t> now{1'000'000};
+  CacheOptions Options() {
+    CacheOptions o;
+    o.now_ms = [this] { return now.load(); };
+    return o;
+  }
+  std::unique_ptr<SemanticCache> Open(CacheOptions o) {
+    auto c = SemanticCache::Open(emb, std::move(o));
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return std::move(c).value();
+  }
+};
+
+const std::string kScope = ScopeKey({"shop", "smollm2", "You are a helpful assistant.", "t=0"});
+
+TEST(SemanticCacheTest, HitsWithinItsScopeOnly) {
+  Fixture f;
+  auto c = f.Open(f.Options());
+  ASSERT_TRUE(c->Insert(kScope, "shop", "how is shipping charged", "By weight.").ok());
+  auto r = c->Lookup(kScope, "shop", "how is shipping charged");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->hit);
+  EXPECT_EQ(r->response, "By weight.");
+  EXPECT_NEAR(r->similarity, 1.0f, 1e-5);
+  // Another system prompt, model or namespace: another scope, no hit.
+  for (const ScopeSpec& s : {ScopeSpec{"shop", "smollm2", "Be terse.", "t=0"}, ScopeSpec{"shop", "llama", "You are a helpful assistant.", "t=0"},
+                             ScopeSpec{"other", "smollm2", "You are a helpful assistant.", "t=0"}}) {
+    auto o = c->Lookup(ScopeKey(s), s.ns, "how is shipping charged");
+    ASSERT_TRUE(o.ok());
+    EXPECT_FALSE(o->hit) << s.ns << " " << s.model << " " << s.context;
+  }
+  // Below the threshold: a different question.
+  auto d = c->Lookup(kScope, "shop", "what colours does the jacket come in");
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->hit);
+  EXPECT_LT(d->similarity, 0.92f);
+}
+
+TEST(SemanticCacheTest, PerNamespaceThreshold) {
+  Fixture f;
+  auto o = f.Options();
+  o.namespace_threshold["loose"] = 0.5f;
+  auto c = f.Open(o);
+  const std::string loose = ScopeKey({"loose", "m", "", ""}), strict = ScopeKey({"strict", "m", "", ""});
+  ASSERT_TRUE(c->Insert(loose, "loose", "when does my order arrive", "2 days").ok());
+  ASSERT_TRUE(c->Insert(strict, "strict", "when does my order arrive", "2 days").ok());
+  const auto a = c->Lookup(loose, "loose", "when does my parcel arrive");
+  const auto b = c->Lookup(strict, "strict", "when does my parcel arrive");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_GT(a->similarity, 0.5f);
+  EXPECT_LT(b->similarity, 0.92f);
+  EXPECT_TRUE(a->hit);
+  EXPECT_FALSE(b->hit);
+}
+
+TEST(SemanticCacheTest, GuardRejectsOtherNumbersAndNegation) {
+  Fixture f;
+  auto guarded = f.Options();
+  guarded.threshold = 0.8f;  // one word of seven differs: bag-of-words cosine ~0.86
+  auto c = f.Open(guarded);
+  ASSERT_TRUE(c->Insert(kScope, "shop", "what is the price of item 1299 today", "$24.99").ok());
+  ASSERT_TRUE(c->Insert(kScope, "shop", "can I return opened items at the store", "Yes").ok());
+  // The bag-of-words vectors of these are close (one word differs), so only the guard stops them.
+  for (const char* q : {"what is the price of item 1300 today", "can I not return opened items at the store"}) {
+    auto r = c->Lookup(kScope, "shop", q);
+    ASSERT_TRUE(r.ok());
+    EXPECT_FALSE(r->hit) << q;
+    EXPECT_TRUE(r->rejected_by_guard) << q << " similarity " << r->similarity;
+  }
+  EXPECT_NE(c->metrics().Render().find("frugal_cache_rejected_by_guard_total 2"), std::string::npos) << c->metrics().Render();
+  auto o = f.Options();
+  o.guard = false;
+  o.threshold = 0.8f;
+  auto unguarded = f.Open(o);
+  ASSERT_TRUE(unguarded->Insert(kScope, "shop", "what is the price of item 1299 today", "$24.99").ok());
+  auto r = unguarded->Lookup(kScope, "shop", "what is the price of item 1300 today");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->hit) << "without the guard the near-duplicate is a (false) hit; similarity " << r->similarity;
+}
+
+TEST(GuardTest, NumbersAndNegations) {
+  using G = NumberNegationGuard;
+  EXPECT_EQ(G::Numbers("price $1,299.00 for order #A-10432 on 2024-03-05"),
+            (std::vector<std::string>{"10432", "1299", "2024-03-05"}));
+  EXPECT_EQ(G::Numbers("24.90 or 024.9"), (std::vector<std::string>{"24.9", "24.9"}));
+  EXPECT_EQ(G::Numbers("no numbers here"), std::vector<std::string>{});
+  EXPECT_EQ(G::Negations("I didn't get it, not once"), 2);
+  EXPECT_EQ(G::Negations("I did get it"), 0);
+  EXPECT_EQ(G::Negations("这个不能退货"), 1);
+  EXPECT_EQ(G::Negations("服务不错"), 0);
+  G g;
+  EXPECT_TRUE(g.Accept("price of item 1299", "how much is item 1299"));
+  EXPECT_FALSE(g.Accept("price of item 1299", "price of item 1300"));
+  EXPECT_FALSE(g.Accept("2 pairs of socks", "3 pairs of socks"));
+  EXPECT_FALSE(g.Accept("is shipping free", "is shipping not free"));
+  EXPECT_FALSE(g.Accept("可以退货吗", "不可以退货吗"));
+  EXPECT_TRUE(g.Accept("can't log in", "cannot log in"));
+}
+
+TEST(SemanticCacheTest, EntriesExpireAfterTheirTtl) {
+  Fixture f;
+  auto o = f.Options();
+  o.ttl = std::chrono::seconds(60);
+  auto c = f.Open(o);
+  ASSERT_TRUE(c->Insert(kScope, "shop", "store hours on sunday", "10-16").ok());
+  f.now += 59'000;
+  EXPECT_TRUE(c->Lookup(kScope, "shop", "store hours on sunday")->hit);
+  f.now += 2'000;
+  EXPECT_FALSE(c->Lookup(kScope, "shop", "store hours on sunday")->hit);
+}
+
+TEST(SemanticCacheTest, CapacityEvictsExpiredFirstThenLeastRecentlyUsed) {
+  Fixture f;
+  auto o = f.Options();
+  o.capacity = 3;
+  o.ttl = std::chrono::seconds(100);
+  auto c = f.Open(o);
+  ASSERT_TRUE(c->Insert(kScope, "shop", "alpha question one", "1").ok());  // t = 0
+  f.now += 50'000;
+  ASSERT_TRUE(c->Insert(kScope, "shop", "bravo question two", "2").ok());
+  ASSERT_TRUE(c->Insert(kScope, "shop", "charlie question three", "3").ok());
+  EXPECT_TRUE(c->Lookup(kScope, "shop", "alpha question one")->hit);  // recency: alpha, charlie, bravo
+  ASSERT_TRUE(c->Insert(kScope, "shop", "delta question four", "4").ok());  // full: the LRU one (bravo) goes
+  EXPECT_EQ(c->size(), 3u);
+  EXPECT_FALSE(c->Lookup(kScope, "shop", "bravo question two")->hit);
+  // Recency now: delta, alpha, charlie. At t = 110 alpha (from t = 0) has expired: it goes
+  // before charlie, the least recently used.
+  f.now += 60'000;
+  ASSERT_TRUE(c->Insert(kScope, "shop", "echo question five", "5").ok());
+  EXPECT_EQ(c->size(), 3u);
+  EXPECT_TRUE(c->Lookup(kScope, "shop", "charlie question three")->hit);
+  EXPECT_TRUE(c->Lookup(kScope, "shop", "delta question four")->hit);
+  const std::string m = c->metrics().Render();
+  EXPECT_NE(m.find("frugal_cache_evictions_total{reason=\"capacity\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("frugal_cache_evictions_total{reason=\"ttl\"} 1"), std::string::npos) << m;
+}
+
+TEST(SemanticCacheTest, Invalidation) {
+  Fixture f;
+  auto c = f.Open(f.Options());
+  const std::string other = ScopeKey({"b2b", "m", "", ""});
+  ASSERT_TRUE(c->Insert(kScope, "shop", "refund policy for shoes", "30 days").ok());
+  ASSERT_TRUE(c->Insert(kScope, "shop", "gift card balance check", "online").ok());
+  ASSERT_TRUE(c->Insert(other, "b2b", "refund policy for shoes", "60 days").ok());
+  EXPECT_EQ(c->InvalidateQuery(kScope, "refund policy for shoes"), 1u);
+  EXPECT_FALSE(c->Lookup(kScope, "shop", "refund policy for shoes")->hit);
+  EXPECT_TRUE(c->Lookup(other, "b2b", "refund policy for shoes")->hit);
+  EXPECT_EQ(c->InvalidateNamespace("b2b"), 1u);
+  EXPECT_FALSE(c->Lookup(other, "b2b", "refund policy for shoes")->hit);
+  EXPECT_EQ(c->Clear(), 1u);
+  EXPECT_EQ(c->size(), 0u);
+  // The same query again replaces, never duplicates.
+  ASSERT_TRUE(c->Insert(kScope, "shop", "q", "old").ok());
+  ASSERT_TRUE(c->Insert(kScope, "shop", "q", "new").ok());
+  EXPECT_EQ(c->size(), 1u);
+  EXPECT_EQ(c->Lookup(kScope, "shop", "q")->response, "new");
+}
+
+TEST(SemanticCacheTest, LargeScopeMovesToHnswAndStillFindsEveryEntry) {
+  Fixture f;
+  auto o = f.Options();
+  o.exact_max = 64;
+  auto c = f.Open(o);
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(c->Insert(kScope, "shop", "question number w" + std::to_string(i) + " about topic t" + std::to_string(i % 17), std::to_string(i)).ok());
+  }
+  int hits = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto r = c->Lookup(kScope, "shop", "question number w" + std::to_string(i) + " about topic t" + std::to_string(i % 17));
+    ASSERT_TRUE(r.ok());
+    hits += r->hit && r->response == std::to_string(i);
+  }
+  EXPECT_GE(hits, 297) << "HNSW recall of exact repeats";
+}
+
+TEST(VectorIndexTest, HnswRecallAgainstExactSearch) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> n;
+  const int dim = 32, count = 3000;
+  auto exact = NewExactIndex(dim);
+  auto hnsw = NewHnswIndex(dim, HnswParams{}, 100);  // grows by resizing
+  std::vector<float> v(dim);
+  for (int i = 0; i < count; ++i) {
+    for (float& x : v) x = n(rng);
+    Normalize(v);
+    ASSERT_TRUE(exact->Add(static_cast<uint64_t>(i), v).ok());
+    ASSERT_TRUE(hnsw->Add(static_cast<uint64_t>(i), v).ok());
+  }
+  for (uint64_t i = 0; i < 100; ++i) {
+    exact->Remove(i);
+    hnsw->Remove(i);
+  }
+  EXPECT_EQ(exact->size(), 2900u);
+  EXPECT_EQ(hnsw->size(), 2900u);
+  int agree = 0;
+  for (int q = 0; q < 200; ++q) {
+    for (float& x : v) x = n(rng);
+    Normalize(v);
+    const auto a = exact->Search(v, 1), b = hnsw->Search(v, 1);
+    ASSERT_EQ(a.size(), 1u);
+    ASSERT_EQ(b.size(), 1u);
+    EXPECT_GE(b[0].label, 100u) << "a removed vector was returned";
+    agree += a[0].label == b[0].label;
+    EXPECT_NEAR(a[0].similarity, Similarity(v, v) * a[0].similarity, 1e-5);
+  }
+  EXPECT_GE(agree, 196) << "recall@1 below 0.98";
+}
+
+TEST(SemanticCacheTest, RotationUnderLoadLosesNothing) {
+  Fixture f;
+  auto o = f.Options();
+  o.exact_max = 200;
+  auto c = f.Open(o);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(c->Insert(kScope, "shop", "seed entry s" + std::to_string(i), "x").ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0}, inserted{0};
+  std::vector<std::vector<double>> lat(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<uint32_t>(t));
+      while (!stop) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = c->Lookup(kScope, "shop", "seed entry s" + std::to_string(rng() % 1000));
+        lat[static_cast<size_t>(t)].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        if (!r.ok() || !r->hit) ++failures;
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    for (int i = 0; !stop; ++i) {
+      if (!c->Insert(kScope, "shop", "new entry n" + std::to_string(i), std::to_string(i)).ok()) ++failures;
+      ++inserted;
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  HnswParams p;
+  p.m = 32;
+  p.ef_search = 128;
+  ASSERT_TRUE(c->Rotate({nullptr, p}).ok());  // new HNSW parameters
+  ASSERT_TRUE(c->Rotate({std::make_shared<BagOfWordsEmbedder>("bow-v2"), std::nullopt}).ok());  // new model: re-embed
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop = true;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(c->rotations(), 2);
+  ASSERT_GT(inserted.load(), 0);
+  for (int i = 0; i < inserted.load(); ++i) {
+    auto r = c->Lookup(kScope, "shop", "new entry n" + std::to_string(i));
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->hit && r->response == std::to_string(i)) << "entry " << i << " lost in rotation";
+  }
+  std::vector<double> all = lat[0];
+  all.insert(all.end(), lat[1].begin(), lat[1].end());
+  std::sort(all.begin(), all.end());
+  std::printf("lookups during rotation: %zu, p50 %.3f ms, p99 %.3f ms; inserts %d\n", all.size(), all[all.size() / 2],
+              all[all.size() * 99 / 100], inserted.load());
+}
+
+TEST(SemanticCacheTest, SnapshotSurvivesRestartAndDropsExpired) {
+  Fixture f;
+  const auto path = (std::filesystem::temp_directory_path() / ("frugal_cache_" + std::to_string(::getpid()) + ".snap")).string();
+  std::filesystem::remove(path);
+  auto o = f.Options();
+  o.snapshot_path = path;
+  o.snapshot_interval = std::chrono::seconds(0);
+  o.ttl = std::chrono::seconds(100);
+  {
+    auto c = f.Open(o);
+    ASSERT_TRUE(c->Insert(kScope, "shop", "old entry", "a").ok());
+    f.now += 60'000;
+    ASSERT_TRUE(c->Insert(kScope, "shop", "newer entry", "b").ok());
+  }  // snapshot on shutdown
+  ASSERT_TRUE(std::filesystem::exists(path));
+  f.now += 50'000;  // "old entry" expired, "newer entry" not
+  const int calls_before = f.emb->calls.load();
+  {
+    auto c = f.Open(o);
+    EXPECT_EQ(f.emb->calls.load(), calls_before) << "the same model's vectors are reloaded, not recomputed";
+    EXPECT_EQ(c->size(), 1u);
+    EXPECT_EQ(c->Lookup(kScope, "shop", "newer entry")->response, "b");
+    EXPECT_FALSE(c->Lookup(kScope, "shop", "old entry")->hit);
+  }
+  // A corrupt snapshot is refused, not crashed on.
+  {
+    std::fstream s(path, std::ios::in | std::ios::out | std::ios::binary);
+    s.seekp(40);
+    s.write("\xff\xff\xff\xff\xff\xff\xff\x7f", 8);
+  }
+  auto bad = SemanticCache::Open(f.emb, o);
+  EXPECT_EQ(bad.status().code(), StatusCode::kDataLoss) << bad.status().ToString();
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace frugal::cache
