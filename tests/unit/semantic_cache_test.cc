@@ -94,6 +94,7 @@ TEST(SemanticCacheTest, HitsWithinItsScopeOnly) {
 TEST(SemanticCacheTest, PerNamespaceThreshold) {
   Fixture f;
   auto o = f.Options();
+  o.guard = false;  // thresholds alone ("order" / "parcel" is a substitution the guard refuses)
   o.namespace_threshold["loose"] = 0.5f;
   auto c = f.Open(o);
   const std::string loose = ScopeKey({"loose", "m", "", ""}), strict = ScopeKey({"strict", "m", "", ""});
@@ -150,6 +151,14 @@ TEST(GuardTest, NumbersAndNegations) {
   EXPECT_FALSE(g.Accept("is shipping free", "is shipping not free"));
   EXPECT_FALSE(g.Accept("可以退货吗", "不可以退货吗"));
   EXPECT_TRUE(g.Accept("can't log in", "cannot log in"));
+  EXPECT_FALSE(g.Accept("Is the gift card refundable?", "Is the gift card non-refundable?"));
+  EXPECT_FALSE(g.Accept("Is the hoodie in stock?", "Is the hoodie out of stock?"));
+  // Substitutions: another product is refused; typos, inflections and added politeness are not.
+  EXPECT_FALSE(g.Accept("How do I wash the wool sweater?", "How do I wash the cotton sweater?"));
+  EXPECT_TRUE(g.Accept("how long do refuns take", "how long do refunds take"));
+  EXPECT_TRUE(g.Accept("hi, could you please tell me how long refunds take", "how long do refunds take"));
+  EXPECT_EQ(CanonicalText("退款 24.99元？ Hello,  World!"), "退款24.99元helloworld");
+  EXPECT_NE(CanonicalText("退款24.99元"), CanonicalText("退款249.9元"));
 }
 
 TEST(SemanticCacheTest, EntriesExpireAfterTheirTtl) {

@@ -1,6 +1,9 @@
 #include "gateway/cache/embedder.h"
 
+#include <algorithm>
+
 #include "gateway/cache/vector_index.h"
+#include "tokenizer/tokenizer.h"
 
 namespace frugal::cache {
 namespace {
@@ -19,6 +22,14 @@ class EngineEmbedder : public Embedder {
   }
   int dim() const override { return dim_; }
   const std::string& name() const override { return name_; }
+  double UnknownShare(std::string_view text) const override {
+    const int32_t unk = engine_->tokenizer().spec().unk_id;
+    if (unk < 0) return 0;
+    auto ids = engine_->Tokenize(text, /*add_special=*/false, /*parse_special=*/false);
+    if (!ids.ok() || ids->empty()) return 0;
+    const auto n = std::count(ids->begin(), ids->end(), unk);
+    return static_cast<double>(n) / static_cast<double>(ids->size());
+  }
 
  private:
   std::shared_ptr<Engine> engine_;

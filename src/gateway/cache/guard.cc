@@ -14,7 +14,81 @@ constexpr const char* kNegationWords[] = {
     "cannot", "cant", "can't", "won't", "wont", "don't", "dont", "doesn't", "doesnt", "didn't",
     "didnt", "isn't", "isnt", "aren't", "arent", "wasn't", "wasnt", "weren't", "werent",
     "haven't", "havent", "hasn't", "hasnt", "hadn't", "hadnt", "shouldn't", "wouldn't",
-    "couldn't", "mustn't", "unable", "fail", "failed", "fails"};
+    "couldn't", "mustn't", "unable", "fail", "failed", "fails", "non", "unavailable", "invalid",
+    "ineligible", "nonrefundable", "nontransferable", "unpaid", "undelivered", "unused"};
+// Phrases that negate as a whole.
+constexpr const char* kNegationPhrases[] = {"out of stock", "sold out", "out-of-stock"};
+
+constexpr const char* kStopwords[] = {
+    "the", "and", "for", "you", "your", "are", "was", "were", "can", "could", "would", "will",
+    "does", "did", "how", "what", "when", "where", "why", "which", "who", "whom", "this", "that",
+    "these", "those", "with", "from", "about", "into", "onto", "please", "hello", "hey",
+    "thanks", "thank", "tell", "know", "want", "need", "like", "get", "there", "any", "some",
+    "much", "many", "have", "has", "had", "its", "our", "ours", "mine", "yours", "just", "also",
+    "still", "yet", "then", "than", "too", "very", "really", "kindly", "help", "question",
+    "wondering", "wonder", "let", "may", "might", "should", "shall", "must", "is", "it"};
+
+bool IsStopword(const std::string& w) {
+  for (const char* s : kStopwords) {
+    if (w == s) return true;
+  }
+  return false;
+}
+
+// Lower-case ASCII words of 3+ characters that are not stopwords or negations.
+std::vector<std::string> ContentWords(std::string_view text) {
+  std::vector<std::string> out;
+  std::string w;
+  auto flush = [&] {
+    bool negation = false;
+    for (const char* n : kNegationWords) negation |= w == n;
+    if (w.size() >= 3 && !IsStopword(w) && !negation) out.push_back(w);
+    w.clear();
+  };
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) && u < 128) {
+      w += static_cast<char>(std::tolower(u));
+    } else {
+      flush();
+    }
+  }
+  flush();
+  return out;
+}
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// Two spellings of one word: a typo (edit distance <= 2 for longer words) or an inflection
+// (one a prefix of the other, sharing at least 4 letters: refund / refunds / refunded).
+bool SameWord(const std::string& a, const std::string& b) {
+  const size_t common = std::min(a.size(), b.size());
+  if (common >= 4 && a.compare(0, common, b, 0, common) == 0) return true;
+  const size_t limit = common >= 6 ? 2 : 1;
+  return EditDistance(a, b) <= limit;
+}
+
+// Words of `a` with no spelling of them in `b`.
+std::vector<std::string> Unmatched(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<std::string> out;
+  for (const auto& w : a) {
+    bool found = false;
+    for (const auto& v : b) found |= SameWord(w, v);
+    if (!found) out.push_back(w);
+  }
+  return out;
+}
 
 // Chinese negation characters and words, and common words that contain them without negating.
 constexpr const char* kZhNegations[] = {"不", "没", "未", "无", "别", "非", "勿", "莫"};
@@ -93,15 +167,51 @@ int NumberNegationGuard::Negations(std::string_view text) {
     }
   }
   flush();
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* p : kNegationPhrases) n += CountOccurrences(lower, p);
   // Chinese: negation characters, minus those inside non-negating words.
   for (const char* z : kZhNegations) n += CountOccurrences(text, z);
   for (const char* z : kZhNotNegating) n -= CountOccurrences(text, z);
   return n;
 }
 
+bool NumberNegationGuard::Substituted(std::string_view a, std::string_view b) {
+  const auto wa = ContentWords(a), wb = ContentWords(b);
+  return !Unmatched(wa, wb).empty() && !Unmatched(wb, wa).empty();
+}
+
 bool NumberNegationGuard::Accept(std::string_view query, std::string_view cached_query) const {
   if (Numbers(query) != Numbers(cached_query)) return false;
-  return (Negations(query) % 2) == (Negations(cached_query) % 2);
+  if ((Negations(query) % 2) != (Negations(cached_query) % 2)) return false;
+  return !Substituted(query, cached_query);
+}
+
+std::string CanonicalText(std::string_view text) {
+  static const char* kCjkPunct[] = {"？", "！", "，", "。", "：", "；", "、", "（", "）", "“", "”"};
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    bool skipped = false;
+    for (const char* p : kCjkPunct) {
+      const size_t n = std::char_traits<char>::length(p);
+      if (text.compare(i, n, p) == 0) {
+        i += n;
+        skipped = true;
+        break;
+      }
+    }
+    if (skipped) continue;
+    const auto u = static_cast<unsigned char>(text[i]);
+    // Punctuation goes, except inside a number (24.99 and 249.9 stay apart).
+    const bool in_number = i > 0 && i + 1 < text.size() && IsDigit(text[i - 1]) && IsDigit(text[i + 1]);
+    if (u < 128 && (std::isspace(u) || (std::ispunct(u) && !in_number))) {
+      ++i;
+      continue;
+    }
+    out += static_cast<char>(u < 128 ? std::tolower(u) : u);
+    ++i;
+  }
+  return out;
 }
 
 }  // namespace frugal::cache

@@ -81,6 +81,11 @@ struct Entry {
 
 }  // namespace
 
+bool VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query, std::string_view cached_query) {
+  if (opaque) return CanonicalText(query) == CanonicalText(cached_query);
+  return verifier.Accept(query, cached_query);
+}
+
 std::string ScopeKey(const ScopeSpec& s) {
   // The namespace stays readable (invalidation by namespace needs no lookup table).
   return s.ns + "|" + Hex128(s.model + '\x1f' + s.context + '\x1f' + s.sampling);
@@ -296,6 +301,8 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   float threshold = m.opt.threshold;
   if (auto it = m.opt.namespace_threshold.find(std::string(ns)); it != m.opt.namespace_threshold.end()) threshold = it->second;
   const int64_t now = m.Now();
+  const bool opaque = m.opt.guard && !found.empty() && found.front().similarity >= threshold &&
+                      g->embedder->UnknownShare(query) > m.opt.max_unknown_share;
   std::lock_guard<std::mutex> lock(m.mu);
   for (const Neighbor& n : found) {
     if (n.similarity < threshold) break;
@@ -306,7 +313,7 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
       r.similarity = n.similarity;
       r.cached_query = e.query;
     }
-    if (m.opt.guard && !m.verifier->Accept(query, e.query)) {
+    if (m.opt.guard && !VerifyHit(*m.verifier, opaque, query, e.query)) {
       r.rejected_by_guard = true;
       continue;
     }

@@ -47,7 +47,10 @@ struct CacheOptions {
   size_t exact_max = 4096;                                 // a scope's entries searched exactly up to this
   HnswParams hnsw;
   size_t candidates = 4;                                   // nearest entries checked per lookup
-  bool guard = true;                                       // verify hits (numbers, negation)
+  bool guard = true;                                       // verify hits (numbers, negation, substitution)
+  // With the guard: a query with more than this share of tokens the embedder cannot see hits
+  // only the same text (Embedder::UnknownShare).
+  double max_unknown_share = 0.1;
   std::shared_ptr<const HitVerifier> verifier;             // null: NumberNegationGuard
   std::string snapshot_path;                               // "" = no persistence
   std::chrono::seconds snapshot_interval{300};             // 0 = only on shutdown
@@ -63,6 +66,10 @@ struct ScopeSpec {
   std::string sampling;    // e.g. "t=0;top_p=1;max=256"
 };
 std::string ScopeKey(const ScopeSpec& s);
+
+// The check a candidate over the threshold must pass (with the guard on): the verifier's, and for
+// a query the embedder cannot see (`opaque`), the same text.
+bool VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query, std::string_view cached_query);
 
 struct LookupResult {
   bool hit = false;
