@@ -1,5 +1,7 @@
 #include "gateway/cache/vector_index.h"
 
+#include "kernels/kernels.h"
+
 #include <hnswlib/hnswlib.h>
 
 #include <algorithm>
@@ -10,9 +12,7 @@
 namespace frugal::cache {
 
 float Similarity(std::span<const float> a, std::span<const float> b) {
-  float s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
+  return DotF32(a.data(), b.data(), static_cast<int64_t>(a.size()));
 }
 
 void Normalize(std::span<float> v) {
@@ -96,6 +96,24 @@ class ExactIndex : public VectorIndex {
   std::unordered_map<uint64_t, size_t> where_;     // guarded by mu_
 };
 
+// Inner-product space whose distance runs Frugal's run-time-dispatched dot product (AVX2 where
+// the CPU has it): hnswlib picks its own SIMD only at compile time, and the build targets any
+// x86-64.
+class DotSpace : public hnswlib::SpaceInterface<float> {
+ public:
+  explicit DotSpace(size_t dim) : dim_(dim) {}
+  size_t get_data_size() override { return dim_ * sizeof(float); }
+  hnswlib::DISTFUNC<float> get_dist_func() override { return &Distance; }
+  void* get_dist_func_param() override { return &dim_; }
+
+ private:
+  static float Distance(const void* a, const void* b, const void* dim) {
+    return 1.0f - DotF32(static_cast<const float*>(a), static_cast<const float*>(b),
+                         static_cast<int64_t>(*static_cast<const size_t*>(dim)));
+  }
+  size_t dim_;
+};
+
 class HnswIndex : public VectorIndex {
  public:
   HnswIndex(int dim, const HnswParams& p, size_t capacity)
@@ -170,7 +188,7 @@ class HnswIndex : public VectorIndex {
 
  private:
   const int dim_;
-  hnswlib::InnerProductSpace space_;  // distance = 1 - inner product
+  DotSpace space_;  // distance = 1 - inner product
   mutable std::shared_mutex mu_;
   std::unique_ptr<hnswlib::HierarchicalNSW<float>> index_;
   std::atomic<size_t> deleted_{0};

@@ -1,0 +1,126 @@
+// Semantic-cache search latency and recall: HNSW (hnswlib, the cache's parameters) against exact
+// search over N unit vectors, queried with vectors near stored ones (a cache's repeats), one
+// thread; and, with --model, the embedding time of a ~20-token query.
+//
+//   build/bench/cache_bench --sizes 10000,100000 [--dim 384] [--queries 1000] [--model models/all-minilm-l6-v2]
+//
+// Prints one line per size: build time, exact p50/p99, HNSW p50/p99 (ms), recall@1.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "frugal/engine.h"
+#include "gateway/cache/embedder.h"
+#include "gateway/cache/vector_index.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+double Pct(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<size_t> sizes = {10000, 100000};
+  int dim = 384;
+  size_t n_queries = 1000;
+  std::string model;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--sizes") {
+      sizes.clear();
+      for (size_t p = 0; p < v.size();) {
+        const size_t c = v.find(',', p);
+        sizes.push_back(std::stoul(v.substr(p, c - p)));
+        p = c == std::string::npos ? v.size() : c + 1;
+      }
+    } else if (k == "--dim") {
+      dim = std::stoi(v);
+    } else if (k == "--queries") {
+      n_queries = std::stoul(v);
+    } else if (k == "--model") {
+      model = v;
+    } else {
+      std::fprintf(stderr, "cache_bench: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  const frugal::cache::HnswParams params;  // the cache's defaults
+  std::printf("dim %d, %zu queries, HNSW M=%zu ef_construction=%zu ef_search=%zu, one search thread\n", dim, n_queries,
+              params.m, params.ef_construction, params.ef_search);
+  std::printf("%10s %9s %11s %11s %10s %10s %9s\n", "entries", "build s", "exact p50", "exact p99", "hnsw p50", "hnsw p99", "recall@1");
+  for (size_t n : sizes) {
+    std::mt19937 rng(42);
+    std::normal_distribution<float> g;
+    std::vector<float> data(n * static_cast<size_t>(dim));
+    for (float& x : data) x = g(rng);
+    for (size_t i = 0; i < n; ++i) frugal::cache::Normalize(std::span<float>(data.data() + i * dim, static_cast<size_t>(dim)));
+    auto exact = frugal::cache::NewExactIndex(dim);
+    auto hnsw = frugal::cache::NewHnswIndex(dim, params, n);
+    const auto t0 = Clock::now();
+    // Two threads insert (hnswlib builds concurrently), as the cache's inserts arrive.
+    std::vector<std::thread> th;
+    for (int t = 0; t < 2; ++t) {
+      th.emplace_back([&, t] {
+        for (size_t i = static_cast<size_t>(t); i < n; i += 2) {
+          (void)hnsw->Add(i, std::span<const float>(data.data() + i * dim, static_cast<size_t>(dim)));
+        }
+      });
+    }
+    for (auto& x : th) x.join();
+    const double build_s = Ms(t0, Clock::now()) / 1e3;
+    for (size_t i = 0; i < n; ++i) (void)exact->Add(i, std::span<const float>(data.data() + i * dim, static_cast<size_t>(dim)));
+    std::vector<double> te, th_lat;
+    size_t agree = 0;
+    std::vector<float> q(static_cast<size_t>(dim));
+    for (size_t k = 0; k < n_queries; ++k) {
+      const size_t target = rng() % n;
+      for (int d = 0; d < dim; ++d) q[static_cast<size_t>(d)] = data[target * dim + static_cast<size_t>(d)] + 0.05f * g(rng);
+      frugal::cache::Normalize(q);
+      auto a = Clock::now();
+      const auto e = exact->Search(q, 1);
+      auto b = Clock::now();
+      const auto h = hnsw->Search(q, 4);
+      auto c = Clock::now();
+      te.push_back(Ms(a, b));
+      th_lat.push_back(Ms(b, c));
+      agree += !h.empty() && h[0].label == e[0].label;
+    }
+    std::printf("%10zu %9.1f %11.3f %11.3f %10.3f %10.3f %9.4f\n", n, build_s, Pct(te, 0.5), Pct(te, 0.99), Pct(th_lat, 0.5),
+                Pct(th_lat, 0.99), static_cast<double>(agree) / static_cast<double>(n_queries));
+    std::fflush(stdout);
+  }
+  if (!model.empty()) {
+    frugal::EngineOptions o;
+    o.model_path = model;
+    auto engine = frugal::Engine::Open(o);
+    if (!engine.ok()) {
+      std::fprintf(stderr, "cache_bench: %s\n", engine.status().ToString().c_str());
+      return 2;
+    }
+    auto emb = frugal::cache::NewEngineEmbedder(std::shared_ptr<frugal::Engine>(std::move(engine).value()));
+    if (!emb.ok()) {
+      std::fprintf(stderr, "cache_bench: %s\n", emb.status().ToString().c_str());
+      return 2;
+    }
+    const std::string query = "Hi, how long does shipping take to Berlin if I order the blue jacket today?";  // ~20 tokens
+    std::vector<double> lat;
+    for (int i = 0; i < 200; ++i) {
+      const auto a = Clock::now();
+      (void)(*emb)->Embed(query);
+      lat.push_back(Ms(a, Clock::now()));
+    }
+    std::printf("embedding a ~20-token query (%s): p50 %.3f ms, p99 %.3f ms\n", model.c_str(), Pct(lat, 0.5), Pct(lat, 0.99));
+  }
+  return 0;
+}
