@@ -108,6 +108,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cache_bench: %s\n", engine.status().ToString().c_str());
       return 2;
     }
+    std::printf("embedder weights: %s (INT8 lowest calibration cosine %.5f)\n", (*engine)->info().embedding_precision.c_str(),
+                (*engine)->info().int8_min_cosine);
     auto emb = frugal::cache::NewEngineEmbedder(std::shared_ptr<frugal::Engine>(std::move(engine).value()));
     if (!emb.ok()) {
       std::fprintf(stderr, "cache_bench: %s\n", emb.status().ToString().c_str());

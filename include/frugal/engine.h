@@ -27,6 +27,8 @@ struct EngineOptions {
   std::string model_path;      // .gguf file or HF checkpoint folder
   int threads = 0;             // compute threads; 0 = one per online CPU
   int64_t context_length = 0;  // tokens per sequence; 0 = the model's, capped at 8192
+  // Encoders: INT8 weights and activations when that keeps the embeddings within cosine 0.995 of
+  // the float ones (checked at load on built-in sentences); false = float.
   // Matmul activations: true (default) = INT8 per 32-block for weight types with an integer
   // kernel (Q4_0, Q4_1, Q8_0 and Frugal's INT8/INT4), as llama.cpp does: 2-3x faster, Alice
   // perplexity +0.2 %; false = float, the reference-precision path.
@@ -50,6 +52,10 @@ struct ModelInfo {
   size_t weight_bytes = 0;      // all tensors in the file(s)
   int64_t parameters = 0;
   std::string chat_format;      // "chatml", "llama3", "" for encoders
+  // Encoders: "int8" when INT8 weights keep every calibration sentence's embedding at cosine
+  // >= 0.995 to the float one (int8_min_cosine: the lowest seen), else "f32".
+  std::string embedding_precision;
+  double int8_min_cosine = 0;
 };
 
 struct GenerateRequest {

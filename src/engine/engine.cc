@@ -89,6 +89,41 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     impl->n_ctx = options.context_length > 0 ? std::min(options.context_length, hp.n_ctx) : hp.n_ctx;
     const int64_t st_max = src.hf()->sentence_max_seq_length();
     impl->embed_max_tokens = st_max > 0 ? std::min(st_max, impl->n_ctx) : impl->n_ctx;
+    info.embedding_precision = "f32";
+    if (options.int8_activations) {
+      // INT8 only where it is harmless: every calibration sentence must keep cosine >= 0.995.
+      static const char* kCalibration[] = {
+          "How is shipping charged for international orders?",
+          "Can I return an opened item after 30 days?",
+          "What is the price of item 1299 in the blue colour?",
+          "My order #A-10432 has not arrived yet, where is it?",
+          "Do you offer gift cards, and can they be refunded?",
+          "The zipper on my jacket broke after two weeks of use.",
+          "Is the store open on Sunday afternoon?",
+          "怎么申请退货？"};
+      std::vector<std::vector<float>> ref;
+      for (const char* text : kCalibration) {
+        auto ids = impl->tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false);
+        FRUGAL_ASSIGN_OR_RETURN(std::vector<float> e, impl->bert->Embed(ids, *impl->pool));
+        ref.push_back(std::move(e));
+      }
+      if (impl->bert->UseInt8Weights().ok()) {
+        double min_cos = 1;
+        for (size_t i = 0; i < ref.size(); ++i) {
+          auto ids = impl->tokenizer->Encode(kCalibration[i], true, false);
+          FRUGAL_ASSIGN_OR_RETURN(std::vector<float> e, impl->bert->Embed(ids, *impl->pool));
+          double dot = 0;
+          for (size_t k = 0; k < e.size(); ++k) dot += static_cast<double>(e[k]) * ref[i][k];
+          min_cos = std::min(min_cos, dot);
+        }
+        info.int8_min_cosine = min_cos;
+        if (min_cos >= 0.995) {
+          info.embedding_precision = "int8";
+        } else {
+          impl->bert->UseFloatWeights();
+        }
+      }
+    }
   } else {
     auto model = LlamaModel::Load(src);
     if (!model.ok()) return model.status().WithContext(options.model_path);

@@ -1,9 +1,12 @@
 #include "models/bert.h"
 
+#include "kernels/quantize.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "kernels/kernels.h"
+#include "kernels/quantize.h"
 #include "models/llama.h"  // LoadVector
 
 namespace frugal {
@@ -65,7 +68,7 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
     auto dense = [&](const std::string& name, int64_t in, int64_t out, Dense* dst) -> Status {
       auto w = matrix(p + name + ".weight", in, out);
       if (!w.ok()) return w.status();
-      dst->w = *w;
+      dst->w = dst->w_file = *w;
       return vec(p + name + ".bias", out, &dst->b);
     };
     FRUGAL_RETURN_IF_ERROR(dense("attention.self.query", hp.n_embd, hp.n_embd, &l.q));
@@ -83,11 +86,46 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
 }
 
 void BertModel::Apply(const Dense& dense, const float* x, int64_t n, float* y, ThreadPool& pool) const {
-  MatMul(*dense.w, x, n, y, pool);
+  MatMul(*dense.w, x, n, y, pool, act_);
   const auto out = static_cast<int64_t>(dense.b.size());
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < out; ++j) y[i * out + j] += dense.b[static_cast<size_t>(j)];
   }
+}
+
+Status BertModel::UseInt8Weights() {
+  if (int8_views_.empty()) {
+    for (Layer& l : layers_) {
+      for (Dense* d : {&l.q, &l.k, &l.v, &l.attn_out, &l.ffn_in, &l.ffn_out}) {
+        const TensorView& t = *d->w_file;
+        const int64_t rows = t.rows(), cols = t.ne[0];
+        if (rows % 8 != 0 || cols % 32 != 0) return Unimplemented("a dense layer of " + t.ShapeString() + " has no INT8 tile layout");
+        std::vector<float> f(static_cast<size_t>(rows * cols));
+        DequantizeTensor(t, f.data());
+        FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> q, QuantizeRowsRtn(TensorType::kI8_G32, f.data(), rows, cols));
+        std::vector<uint8_t>& data = int8_data_.emplace_back(std::move(q));
+        TensorView& v = int8_views_.emplace_back(t);
+        v.type = TensorType::kI8_G32;
+        v.data = data.data();
+        v.nbytes = data.size();
+        d->w = &v;
+      }
+    }
+  } else {
+    size_t i = 0;
+    for (Layer& l : layers_) {
+      for (Dense* d : {&l.q, &l.k, &l.v, &l.attn_out, &l.ffn_in, &l.ffn_out}) d->w = &int8_views_[i++];
+    }
+  }
+  act_ = ActivationPrecision::kInt8;
+  return Status::Ok();
+}
+
+void BertModel::UseFloatWeights() {
+  for (Layer& l : layers_) {
+    for (Dense* d : {&l.q, &l.k, &l.v, &l.attn_out, &l.ffn_in, &l.ffn_out}) d->w = d->w_file;
+  }
+  act_ = ActivationPrecision::kF32;
 }
 
 StatusOr<std::vector<float>> BertModel::Embed(std::span<const int32_t> tokens, ThreadPool& pool) const {

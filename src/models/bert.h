@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include <deque>
+
 #include "common/thread_pool.h"
+#include "kernels/kernels.h"
 #include "frugal/status.h"
 #include "models/model_source.h"
 
@@ -34,9 +37,16 @@ class BertModel {
   // Token ids (with [CLS]/[SEP]) -> unit-length sentence embedding of n_embd floats.
   StatusOr<std::vector<float>> Embed(std::span<const int32_t> tokens, ThreadPool& pool) const;
 
+  // Switches every dense layer to INT8 weights (Frugal's I8_G32, round to nearest) with INT8
+  // activations: a quarter of the weight bytes per token. The float weights stay in the file
+  // mapping; UseFloatWeights switches back. Call before concurrent use.
+  Status UseInt8Weights();
+  void UseFloatWeights();
+
  private:
   struct Dense {
-    const TensorView* w = nullptr;
+    const TensorView* w = nullptr;      // in use
+    const TensorView* w_file = nullptr; // as loaded
     std::vector<float> b;
   };
   struct Layer {
@@ -52,6 +62,9 @@ class BertModel {
   const TensorView* type_embd_ = nullptr;
   std::vector<float> embd_ln_w_, embd_ln_b_;
   std::vector<Layer> layers_;
+  ActivationPrecision act_ = ActivationPrecision::kF32;
+  std::deque<TensorView> int8_views_;  // stable addresses
+  std::vector<std::vector<uint8_t>> int8_data_;
 };
 
 }  // namespace frugal

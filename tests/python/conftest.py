@@ -89,8 +89,10 @@ class Frugal:
         self.ok("dequant", "-m", model, "--tensor", tensor, "-o", out)
         return np.fromfile(out, dtype="<f4")
 
-    def embed(self, model, texts) -> np.ndarray:
-        p = self.ok("embed", "-m", model, *texts)
+    def embed(self, model, texts, activations="f32") -> np.ndarray:
+        """`frugal embed`, at reference precision unless `activations` says "int8" (the default
+        of the binary, used when the INT8 weights stay within cosine 0.995)."""
+        p = self.ok("embed", "-m", model, "--activations", activations, *texts)
         lines = [l for l in p.stdout.decode().splitlines() if l.strip()]
         assert len(lines) == len(texts), f"expected {len(texts)} lines, got {len(lines)}: {lines!r}"
         return np.array([json.loads(l) for l in lines], dtype=np.float64)

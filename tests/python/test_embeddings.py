@@ -73,3 +73,15 @@ def test_long_and_empty_texts(frugal, minilm_dir):
     for t, g in zip(texts, got):
         c = float(g @ emb.embed(t)) / float(np.linalg.norm(g))
         assert c >= 0.999, f"cosine {c:.6f} for a text of {len(t)} chars"
+
+
+def test_int8_embeddings_stay_within_cosine_0995_of_float(frugal, minilm_dir):
+    """The default (INT8 weights and activations, taken only when the load-time check on
+    calibration sentences passes) against the float path, on texts the check never saw."""
+    texts = SENTENCES + ["", "Where is my parcel? It was due on 2024-03-05.",
+                         " ".join(["The gardener trims the roses near the old river bank at dawn."] * 60)]
+    f32 = frugal.embed(minilm_dir, texts)
+    int8 = frugal.embed(minilm_dir, texts, activations="int8")
+    cos = np.sum(f32 * int8, axis=1) / (np.linalg.norm(f32, axis=1) * np.linalg.norm(int8, axis=1))
+    assert cos.min() >= 0.995, list(zip(texts, cos))
+    assert not np.array_equal(f32, int8), "int8 and f32 gave identical vectors: INT8 path not taken"
