@@ -2,6 +2,9 @@
 
 #include "kernels/kernels.h"
 
+// Without hnswlib's own SIMD: the distance is Frugal's dispatched dot product anyway, and its
+// SSE prefetches read one element past a neighbour list (ASan reports it; hnswlib 0.6.2).
+#define NO_MANUAL_VECTORIZATION
 #include <hnswlib/hnswlib.h>
 
 #include <algorithm>
