@@ -101,17 +101,17 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
           "The zipper on my jacket broke after two weeks of use.",
           "Is the store open on Sunday afternoon?",
           "怎么申请退货？"};
+      std::vector<std::vector<int32_t>> ids;
       std::vector<std::vector<float>> ref;
       for (const char* text : kCalibration) {
-        auto ids = impl->tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false);
-        FRUGAL_ASSIGN_OR_RETURN(std::vector<float> e, impl->bert->Embed(ids, *impl->pool));
+        ids.push_back(impl->tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false));
+        FRUGAL_ASSIGN_OR_RETURN(std::vector<float> e, impl->bert->Embed(ids.back(), *impl->pool));
         ref.push_back(std::move(e));
       }
       if (impl->bert->UseInt8Weights().ok()) {
         double min_cos = 1;
         for (size_t i = 0; i < ref.size(); ++i) {
-          auto ids = impl->tokenizer->Encode(kCalibration[i], true, false);
-          FRUGAL_ASSIGN_OR_RETURN(std::vector<float> e, impl->bert->Embed(ids, *impl->pool));
+          FRUGAL_ASSIGN_OR_RETURN(std::vector<float> e, impl->bert->Embed(ids[i], *impl->pool));
           double dot = 0;
           for (size_t k = 0; k < e.size(); ++k) dot += static_cast<double>(e[k]) * ref[i][k];
           min_cos = std::min(min_cos, dot);
