@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/commands.h"
 #include "common/mmap_file.h"
 #include "formats/gguf.h"
 #include "frugal/engine.h"
@@ -26,6 +27,7 @@
 #include "models/describe.h"
 #include "models/model_source.h"
 #include "gateway/cache/eval.h"
+#include "engine/simulate.h"
 #include "server/worker.h"
 #include "tokenizer/tokenize_jsonl.h"
 #include "tokenizer/tokenizer.h"
@@ -35,14 +37,7 @@ namespace {
 using frugal::Status;
 using frugal::StatusCode;
 
-int Fail(const Status& st) {
-  std::string msg = st.message();
-  for (char& c : msg) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  std::fprintf(stderr, "frugal: error: %s\n", msg.c_str());
-  return st.code() == StatusCode::kInternal || st.code() == StatusCode::kIoError ? 1 : 2;
-}
+using frugal::cli::Fail;
 
 struct CommonModelFlags {
   std::string model;
@@ -280,6 +275,8 @@ struct ServeFlags {
   frugal::server::WorkerOptions opt;
   int64_t max_body_bytes = 1 << 20;
   double read_timeout_s = 30, idle_timeout_s = 60, shutdown_grace_s = 30;
+  std::string simulate_spec;
+  CLI::Option* simulate = nullptr;  // given: a simulated worker (engine/simulate.h)
 };
 
 // Serves until SIGINT / SIGTERM, then shuts down gracefully (in-flight requests finish).
@@ -292,9 +289,17 @@ int RunServe(ServeFlags f) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  auto& o = f.opt;
+  if (f.simulate->count() > 0) {
+    auto spec = frugal::ParseSimulationSpec(f.simulate_spec);
+    if (!spec.ok()) return Fail(spec.status());
+    o.scheduler.simulation = *spec;
+    // The weights are never used: no repacked copy of them, and no compute threads to idle.
+    f.mf.no_repack = true;
+    if (f.mf.threads == 0) f.mf.threads = 1;
+  }
   auto engine = f.mf.Open();
   if (!engine.ok()) return Fail(engine.status());
-  auto& o = f.opt;
   if (o.served_model_name.empty()) {
     std::filesystem::path p(f.mf.model);
     o.served_model_name = std::filesystem::is_directory(p) ? p.lexically_normal().filename().string() : p.stem().string();
@@ -306,7 +311,13 @@ int RunServe(ServeFlags f) {
   o.http.idle_timeout = ms(f.idle_timeout_s);
   auto worker = frugal::server::Worker::Start(**engine, o);
   if (!worker.ok()) return Fail(worker.status());
-  std::printf("frugal serve: listening on http://%s:%u\n", o.http.host.c_str(), static_cast<unsigned>((*worker)->port()));
+  if (o.scheduler.simulation) {
+    std::printf("frugal serve: SIMULATED worker (test instrument; no model runs: %s) listening on http://%s:%u\n",
+                frugal::FormatSimulationSpec(*o.scheduler.simulation).c_str(), o.http.host.c_str(),
+                static_cast<unsigned>((*worker)->port()));
+  } else {
+    std::printf("frugal serve: listening on http://%s:%u\n", o.http.host.c_str(), static_cast<unsigned>((*worker)->port()));
+  }
   std::fflush(stdout);
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -485,6 +496,13 @@ int main(int argc, char** argv) {
   serve->add_option("--read-timeout", sv.read_timeout_s, "seconds to receive a whole request (default 30)")->check(CLI::Range(0.001, 1e6));
   serve->add_option("--idle-timeout", sv.idle_timeout_s, "seconds a kept-alive connection may idle (default 60)")->check(CLI::Range(0.001, 1e6));
   serve->add_option("--shutdown-grace", sv.shutdown_grace_s, "seconds in-flight requests get on SIGTERM (default 30)")->check(CLI::Range(0.0, 1e6));
+  sv.simulate = serve->add_option("--simulate", sv.simulate_spec,
+                                  "TEST INSTRUMENT: no model runs (the -m model gives only its tokenizer, chat template and "
+                                  "context); steps sleep a latency model and answers are canned. SPEC is key=value,...: "
+                                  "prefill_ms (per prompt token, default 0.1), decode_ms (per decode step of the whole batch, "
+                                  "default 20), batch_slowdown (step-time increase per extra sequence, default 0.01), max_batch "
+                                  "(overrides --max-batch), jitter (step time x uniform [1-j, 1+j], default 0), seed; '' = defaults")
+                     ->type_name("SPEC");
 
   // cache-eval
   CommonModelFlags ce_mf;
@@ -497,6 +515,10 @@ int main(int argc, char** argv) {
   ce->add_option("--pairs", ce_pairs, "JSONL of {\"a\", \"b\", \"same\"} (default tests/data/cache_pairs.jsonl)");
   ce->add_flag("--json", ce_json, "one JSON array of {threshold, guard, precision, recall, tp, fp, fn, tn}");
   ce->add_flag("--by-kind", ce_by_kind, "also list wrong decisions at 0.92 (guard on) by the pairs' kind and language");
+
+  frugal::cli::Commands commands;
+  frugal::cli::AddLoadgenCommand(app, commands);
+  frugal::cli::AddGatewayCommands(app, commands);
 
   try {
     app.parse(argc, argv);
@@ -515,6 +537,9 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  for (const auto& [cmd, run] : commands) {
+    if (*cmd) return run();
+  }
   if (*serve) return RunServe(sv);
   if (*ce) return RunCacheEval(ce_mf, ce_pairs, ce_json, ce_by_kind);
   if (*gen) return RunGenerate(gen_mf, gen_prompt, gen_file, gen_chat, gen_system, gen_req, gen_verbose);

@@ -1,0 +1,32 @@
+// Subcommands that live in their own file under src/cli/ register here, so main.cc stays a list.
+#pragma once
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "frugal/status.h"
+
+namespace frugal::cli {
+
+// One line "frugal: error: ..." on stderr; exit code 1 for internal / I/O failures, 2 otherwise.
+inline int Fail(const Status& st) {
+  std::string msg = st.message();
+  for (char& c : msg) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::fprintf(stderr, "frugal: error: %s\n", msg.c_str());
+  return st.code() == StatusCode::kInternal || st.code() == StatusCode::kIoError ? 1 : 2;
+}
+
+// Parsed subcommand -> what runs it (returns the exit code).
+using Commands = std::vector<std::pair<CLI::App*, std::function<int()>>>;
+
+void AddLoadgenCommand(CLI::App& app, Commands& out);   // loadgen_cmd.cc
+void AddGatewayCommands(CLI::App& app, Commands& out);  // gateway_cmd.cc: gateway, up
+
+}  // namespace frugal::cli
