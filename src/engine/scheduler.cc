@@ -45,8 +45,11 @@ struct Scheduler::Sequence {
 
 Scheduler::Scheduler(Engine& engine, const SchedulerOptions& options) : engine_(engine), opt_(options) {}
 
-StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(Engine& engine, const SchedulerOptions& options) {
+StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(Engine& engine, const SchedulerOptions& given) {
   Engine::Impl& e = *engine.impl_;
+  SchedulerOptions options = given;
+  const bool simulated = options.simulation.has_value();
+  if (simulated && options.simulation->max_batch > 0) options.max_batch = options.simulation->max_batch;
   if (!e.llama) return InvalidArgument("the model is an embedder: it cannot generate text");
   if (options.max_batch < 1) return InvalidArgument("max batch must be >= 1");
   if (options.max_queue < 0) return InvalidArgument("max queue must be >= 0");
@@ -59,19 +62,30 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(Engine& engine, const Sche
   s->n_ctx_ = e.n_ctx;
   const LlamaModel& m = *e.llama;
   const int64_t bt = options.kv_block_tokens;
+  // A simulation never writes the cache, so its pool only counts blocks: one layer of one float
+  // per position keeps a big simulated batch from reserving gigabytes of address space.
+  const int64_t n_layer = simulated ? 1 : m.hparams().n_layer;
+  const int64_t kv_dim = simulated ? 1 : m.kv_dim();
   int64_t blocks = options.kv_blocks;
-  const size_t block_bytes = static_cast<size_t>(2 * m.hparams().n_layer * bt * m.kv_dim()) * sizeof(float);
+  const size_t block_bytes = static_cast<size_t>(2 * n_layer * bt * kv_dim) * sizeof(float);
   if (blocks == 0) {
     const int64_t per_seq = (e.n_ctx + bt - 1) / bt;
     const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
     const auto cap = static_cast<int64_t>(0.25 * ram / static_cast<double>(block_bytes));
     blocks = std::max<int64_t>(per_seq, std::min<int64_t>(per_seq * options.max_batch, cap));
   }
-  s->pool_ = std::make_unique<KvBlockPool>(m.hparams().n_layer, m.kv_dim(), bt, blocks);
+  s->pool_ = std::make_unique<KvBlockPool>(n_layer, kv_dim, bt, blocks);
   s->kv_free_ = blocks;
 
-  // Warm-up: a short prefill and a few decode steps, to seed the latency estimates.
-  {
+  if (simulated) {
+    s->step_model_.emplace(*options.simulation);
+    s->canned_ = e.tokenizer->Encode(kSimulatedAnswer, /*add_special=*/false, /*parse_special=*/false);
+    if (s->canned_.empty()) return Internal("the tokenizer encodes the simulated answer to no tokens");
+    // What the warm-up would measure is what the spec says.
+    s->prefill_ms_ = options.simulation->prefill_ms;
+    s->decode_ms_ = options.simulation->decode_ms;
+  } else {
+    // Warm-up: a short prefill and a few decode steps, to seed the latency estimates.
     KvCache kv(*s->pool_);
     const int64_t n = std::min<int64_t>(32, e.n_ctx - 4);
     if (n > 0 && kv.Reserve(n + 4)) {
@@ -134,7 +148,9 @@ StatusOr<std::shared_ptr<InferenceHandle>> Scheduler::Submit(InferenceRequest re
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return ResourceExhausted("the server is shutting down");
-    if (static_cast<int64_t>(waiting_.size()) >= opt_.max_queue) {
+    // max_queue bounds the requests that wait; one that would run at once never waits.
+    const bool would_wait = !waiting_.empty() || running_count_ >= opt_.max_batch;
+    if (static_cast<int64_t>(waiting_.size()) >= opt_.max_queue && would_wait) {
       return ResourceExhausted("the queue is full (" + std::to_string(opt_.max_queue) + " requests waiting)");
     }
     const double cost = static_cast<double>(n_prompt) * prefill_ms_ + seq->req.max_tokens * decode_ms_;
@@ -291,7 +307,13 @@ bool Scheduler::RunStep() {
   std::vector<float> logits;
   const auto t0 = Clock::now();
   Status st;
-  {
+  if (step_model_) {
+    const double ms = step_model_->StepMs(n_prefill, n_decode);
+    const auto until = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms));
+    // A wait, not a sleep: shutting down does not sit out a long modelled step.
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_until(lock, until, [&] { return stop_; });
+  } else {
     std::lock_guard<std::mutex> lock(e.mu);
     st = e.llama->Step(items, *e.pool, &logits);
   }
@@ -317,9 +339,16 @@ bool Scheduler::RunStep() {
   const int64_t n_vocab = e.llama->hparams().n_vocab;
   for (size_t r = 0; r < logit_owner.size(); ++r) {
     Sequence& s = *logit_owner[r];
-    std::span<float> row(logits.data() + r * static_cast<size_t>(n_vocab), static_cast<size_t>(n_vocab));
     if (s.first_token == Clock::time_point{}) s.first_token = Clock::now();
-    const int32_t next = s.sampler.Sample(row, s.history);
+    int32_t next = 0;
+    if (step_model_) {
+      // A one-hot row would make the sampler pick this very token, after a pass over the whole
+      // vocabulary that a fleet of simulated workers on a few cores cannot spare.
+      next = canned_[static_cast<size_t>(s.generated) % canned_.size()];
+    } else {
+      std::span<float> row(logits.data() + r * static_cast<size_t>(n_vocab), static_cast<size_t>(n_vocab));
+      next = s.sampler.Sample(row, s.history);
+    }
     s.pending = -1;
     if (tok.IsEndOfGeneration(next)) {
       Finish(s, "stop", Status::Ok());

@@ -10,6 +10,9 @@
 // (moving averages of measured steps) and the backlog: the estimated milliseconds to finish all
 // waiting and running work at those latencies.
 //
+// With a simulation spec (engine/simulate.h) no model runs: each step sleeps the modelled time and
+// the answers are canned; batching, admission and the measured latencies stay real.
+//
 // Thread safety: Submit, Load and Cancel may be called from any thread. Event callbacks run on
 // the scheduler thread and must return quickly (post the work elsewhere).
 #pragma once
@@ -22,12 +25,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/kv_cache.h"
 #include "engine/sampler.h"
+#include "engine/simulate.h"
 #include "frugal/engine.h"
 #include "frugal/status.h"
 
@@ -41,6 +46,9 @@ struct SchedulerOptions {
   int64_t prefill_chunk = 256;   // prompt tokens per step, over all prefilling sequences
   int64_t kv_block_tokens = 16;  // positions per KV block (a multiple of 4)
   int64_t kv_blocks = 0;         // blocks in the pool; 0 = max_batch full contexts, capped at 1/4 of RAM
+  // A test instrument: the model's tokenizer and context are used, its weights never. Its
+  // max_batch, when given, replaces the one above.
+  std::optional<SimulationSpec> simulation;
 };
 
 // A generation request in tokens: what the engine loop sees (no JSON, no HTTP).
@@ -137,6 +145,9 @@ class Scheduler {
   double prefill_ms_ = 0, decode_ms_ = 0;          // guarded by mu_
 
   std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
+  // Simulation only (scheduler thread): the step times and the canned answer's tokens.
+  std::optional<StepTimeModel> step_model_;
+  std::vector<int32_t> canned_;
   std::thread thread_;
 };
 

@@ -1,5 +1,7 @@
 #include "server/openai.h"
 
+#include "http/json_limits.h"
+
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -44,6 +46,9 @@ Status Integer(const json& j, const char* field, int64_t lo, int64_t hi, std::op
 }
 
 StatusOr<json> ParseObject(std::string_view body) {
+  if (!http::JsonDepthWithin(body)) {
+    return InvalidArgument("the request body nests deeper than " + std::to_string(http::kMaxJsonDepth) + " levels");
+  }
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("the request body is not valid JSON");
   if (!j.is_object()) return InvalidArgument("the request body must be a JSON object");

@@ -103,6 +103,27 @@ class SerialExecutor {
   std::thread thread_;
 };
 
+// Marks every response of a simulated worker, so no test result can pass for a real one.
+class SimulatedResponder : public http::Responder {
+ public:
+  explicit SimulatedResponder(std::shared_ptr<http::Responder> inner) : inner_(std::move(inner)) {}
+  void Send(int status, std::string content_type, std::string body, http::Headers headers) override {
+    headers.emplace_back("X-Frugal-Simulated", "true");
+    inner_->Send(status, std::move(content_type), std::move(body), std::move(headers));
+  }
+  void StartStream(int status, std::string content_type, http::Headers headers) override {
+    headers.emplace_back("X-Frugal-Simulated", "true");
+    inner_->StartStream(status, std::move(content_type), std::move(headers));
+  }
+  void Write(std::string data) override { inner_->Write(std::move(data)); }
+  void End() override { inner_->End(); }
+  void OnClose(std::function<void()> f) override { inner_->OnClose(std::move(f)); }
+  bool closed() const override { return inner_->closed(); }
+
+ private:
+  std::shared_ptr<http::Responder> inner_;
+};
+
 }  // namespace
 
 struct Worker::Impl {
@@ -114,6 +135,7 @@ struct Worker::Impl {
   std::unique_ptr<SerialExecutor> embedder;     // encoder models
   std::unique_ptr<http::Server> http;
   std::atomic<bool> ready{false};
+  bool simulated = false;  // --simulate: a test instrument, labelled as such in every answer
 
   MetricsRegistry metrics;
   MetricsRegistry::Counter* requests = nullptr;
@@ -157,6 +179,9 @@ void Worker::Impl::SetUpMetrics() {
     const SchedulerLoad l = Load();
     return l.kv_blocks_total > 0 ? 1.0 - static_cast<double>(l.kv_blocks_free) / static_cast<double>(l.kv_blocks_total) : 0.0;
   });
+  metrics.AddGauge("frugal_simulated", "1 when this worker is a test instrument (frugal serve --simulate): no model runs", [this] {
+    return simulated ? 1.0 : 0.0;
+  });
 }
 
 SchedulerLoad Worker::Impl::Load() const {
@@ -195,7 +220,8 @@ void Worker::Impl::QueueDepth(const http::Request& req, http::Responder& res) {
             {"kv_blocks_total", l.kv_blocks_total},
             {"kv_block_tokens", l.kv_block_tokens},
             {"max_queue", l.max_queue},
-            {"ready", ready.load()}};
+            {"ready", ready.load()},
+            {"simulated", simulated}};
   Json(res, j);
 }
 
@@ -235,6 +261,7 @@ void Worker::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respon
   } else if (p == "/v1/models") {
     json m = {{"id", model_name}, {"object", "model"}, {"created", created}, {"owned_by", "frugal"},
               {"max_model_len", engine.info().context_length}};
+    if (simulated) m["simulated"] = true;
     Json(*res, {{"object", "list"}, {"data", json::array({m})}});
   } else if (p == "/v1/embeddings") {
     Embeddings(req, std::move(res));
@@ -250,7 +277,7 @@ struct Generation {
   std::shared_ptr<http::Responder> res;
   Worker::Impl* worker = nullptr;
   bool chat = false, stream = false, include_usage = false;
-  std::string id, model;
+  std::string id, model, fingerprint;
   int64_t created = 0;
   std::mutex mu;
   bool started = false;                 // guarded by mu: the stream's headers are out
@@ -268,7 +295,7 @@ struct Generation {
       choice["text"] = piece;
     }
     return {{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"}, {"created", created},
-            {"model", model}, {"system_fingerprint", "frugal"}, {"choices", json::array({choice})}};
+            {"model", model}, {"system_fingerprint", fingerprint}, {"choices", json::array({choice})}};
   }
   static json Usage(const InferenceEvent& ev) {
     return {{"prompt_tokens", ev.prompt_tokens}, {"completion_tokens", ev.completion_tokens},
@@ -335,7 +362,7 @@ void Generation::Deliver(const InferenceEvent& ev) {
     choice["text"] = text;
   }
   json body = {{"id", id}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", created},
-               {"model", model}, {"system_fingerprint", "frugal"}, {"choices", json::array({choice})},
+               {"model", model}, {"system_fingerprint", fingerprint}, {"choices", json::array({choice})},
                {"usage", Usage(ev)}};
   res->Send(200, "application/json", body.dump());
 }
@@ -394,6 +421,7 @@ void Worker::Impl::Completion(const http::Request& req, std::shared_ptr<http::Re
   g->include_usage = p.include_usage;
   g->id = NewCompletionId(chat);
   g->model = model_name;
+  g->fingerprint = simulated ? "frugal-simulated" : "frugal";
   g->created = UnixSeconds();
   auto submitted = scheduler->Submit(std::move(ir), [g](const InferenceEvent& ev) {
     std::lock_guard<std::mutex> lock(g->mu);
@@ -480,7 +508,12 @@ StatusOr<std::unique_ptr<Worker>> Worker::Start(Engine& engine, WorkerOptions op
   auto impl = std::make_unique<Impl>(engine);
   impl->opt = std::move(options);
   impl->model_name = impl->opt.served_model_name.empty() ? engine.info().name : impl->opt.served_model_name;
+  impl->simulated = impl->opt.scheduler.simulation.has_value();
   impl->SetUpMetrics();
+  if (impl->simulated && engine.info().kind != ModelKind::kDecoder) {
+    return InvalidArgument("a simulated worker needs a decoder model for its tokenizer and chat template; '" +
+                           impl->model_name + "' is an embedder");
+  }
   if (engine.info().kind == ModelKind::kDecoder) {
     FRUGAL_ASSIGN_OR_RETURN(impl->scheduler, Scheduler::Start(engine, impl->opt.scheduler));
   } else {
@@ -489,6 +522,7 @@ StatusOr<std::unique_ptr<Worker>> Worker::Start(Engine& engine, WorkerOptions op
   Impl* p = impl.get();
   FRUGAL_ASSIGN_OR_RETURN(impl->http, http::Server::Start(impl->opt.http, [p](const http::Request& req,
                                                                               std::shared_ptr<http::Responder> res) {
+    if (p->simulated) res = std::make_shared<SimulatedResponder>(std::move(res));
     p->Handle(req, std::move(res));
   }));
   impl->ready = true;

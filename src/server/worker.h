@@ -9,6 +9,10 @@
 // GET /v1/models, /health, /ready, /queue_depth (plain count, or JSON with
 // Accept: application/json), /metrics (Prometheus text).
 //
+// A simulated worker (options.scheduler.simulation, `frugal serve --simulate`) says so everywhere:
+// header X-Frugal-Simulated: true on every response it makes, "simulated": true in /queue_depth
+// and /v1/models, system_fingerprint "frugal-simulated", gauge frugal_simulated 1.
+//
 // Thread safety: Start, port, Shutdown from the owning thread.
 #pragma once
 
