@@ -1,0 +1,93 @@
+// `frugal loadgen`: flags and output; the load generator is src/loadgen (docs/loadgen.md).
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "loadgen/loadgen.h"
+
+namespace frugal::cli {
+namespace {
+
+struct LoadgenFlags {
+  loadgen::RunOptions run;
+  std::string questions = "tests/data/loadgen_questions.jsonl";
+  std::string plot, csv;
+  bool json = false, quiet = false;
+};
+
+// Opens an output file before the run, so a bad path fails at once instead of after it.
+Status OpenOutput(const std::string& path, const char* flag, std::ofstream& out) {
+  if (path.empty()) return Status::Ok();
+  out.open(path, std::ios::binary | std::ios::trunc);
+  if (!out) return InvalidArgument(std::string("cannot write ") + flag + " " + path);
+  return Status::Ok();
+}
+
+Status WriteOutput(const std::string& path, std::ofstream& out, const std::string& text) {
+  if (path.empty()) return Status::Ok();
+  out << text;
+  out.close();
+  if (!out) return IoError("writing " + path + " failed");
+  return Status::Ok();
+}
+
+int RunLoadgen(const LoadgenFlags& f) {
+  auto groups = loadgen::LoadQuestions(f.questions);
+  if (!groups.ok()) return Fail(groups.status());
+  std::ofstream plot, csv;
+  if (Status st = OpenOutput(f.plot, "--plot", plot); !st.ok()) return Fail(st);
+  if (Status st = OpenOutput(f.csv, "--csv", csv); !st.ok()) return Fail(st);
+
+  std::function<void(const loadgen::Progress&)> progress;
+  if (!f.quiet) {
+    progress = [](const loadgen::Progress& pr) {
+      std::fprintf(stderr, "loadgen: %-8s %6.1f s  sent %lld  done %lld  in flight %lld  errors %lld\n", pr.phase.c_str(),
+                   pr.elapsed_s, static_cast<long long>(pr.sent), static_cast<long long>(pr.done),
+                   static_cast<long long>(pr.sent - pr.done), static_cast<long long>(pr.errors));
+    };
+  }
+  auto result = loadgen::Run(f.run, *groups, progress);
+  if (!result.ok()) return Fail(result.status());
+
+  if (f.json) {
+    std::printf("%s\n", loadgen::ReportJson(*result, f.run).dump().c_str());
+  } else {
+    std::fputs(loadgen::ReportTable(*result, f.run).c_str(), stdout);
+  }
+  std::fflush(stdout);
+  if (Status st = WriteOutput(f.plot, plot, loadgen::PlotHtml(*result)); !st.ok()) return Fail(st);
+  if (Status st = WriteOutput(f.csv, csv, loadgen::RecordsCsv(*result)); !st.ok()) return Fail(st);
+  return 0;
+}
+
+}  // namespace
+
+void AddLoadgenCommand(CLI::App& app, Commands& out) {
+  // Shared with the run closure: the flags are filled in by app.parse, after this returns.
+  auto f = std::make_shared<LoadgenFlags>();
+  auto& o = f->run;
+  auto* cmd = app.add_subcommand("loadgen", "open-loop load generator for an OpenAI-compatible endpoint (steady, spike, recovery)");
+  cmd->add_option("--target", o.target, "base URL of a gateway or worker, e.g. http://127.0.0.1:8080")->required();
+  cmd->add_option("--model", o.model, "model name in the requests (default: the first id of GET /v1/models)");
+  cmd->add_option("--api-key", o.api_key, "sent as Authorization: Bearer KEY");
+  cmd->add_option("--rate", o.profile.rate, "requests per second in steady and recovery (default 2)")->check(CLI::Range(0.001, 1e5));
+  cmd->add_option("--spike-factor", o.profile.spike_factor, "spike rate = rate x this (default 6)")->check(CLI::Range(0.0, 1e4));
+  cmd->add_option("--steady-seconds", o.profile.steady_s, "length of the steady phase (default 20; 0 = none)")->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--spike-seconds", o.profile.spike_s, "length of the spike phase (default 20; 0 = none)")->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--after-seconds", o.profile.recovery_s, "length of the recovery phase (default 20; 0 = none)")->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--questions", f->questions, "JSONL of {\"question\", \"paraphrases\"} (default tests/data/loadgen_questions.jsonl)");
+  cmd->add_option("--repeat-share", o.mix.repeat_share, "share of requests that re-ask an earlier question or a paraphrase (default 0.35)")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--long-share", o.mix.long_share, "share of long requests: context passage (~3x prompt) and 3x max tokens (default 0.3)")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--max-tokens", o.max_tokens, "max_tokens of short requests; long ones get 3x (default 32)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--seed", o.seed, "seed of the schedule and the question mix (default 1)");
+  cmd->add_option("--timeout", o.timeout_s, "seconds per request, and for the drain after the last phase (default 120)")->check(CLI::Range(0.001, 1e6));
+  cmd->add_option("--io-threads", o.io_threads, "HTTP client event-loop threads (default 2)")->check(CLI::Range(1, 64));
+  cmd->add_flag("--json", f->json, "print one JSON object instead of the table");
+  cmd->add_option("--plot", f->plot, "write latency over time as a self-contained HTML page (inline SVG)");
+  cmd->add_option("--csv", f->csv, "write one CSV row per request");
+  cmd->add_flag("-q,--quiet", f->quiet, "no progress lines on stderr");
+  out.emplace_back(cmd, [f] { return RunLoadgen(*f); });
+}
+
+}  // namespace frugal::cli
