@@ -91,6 +91,26 @@ TEST(SemanticCacheTest, HitsWithinItsScopeOnly) {
   EXPECT_LT(d->similarity, 0.92f);
 }
 
+TEST(SemanticCacheTest, InsertAfterAMissReusesTheLookupsVector) {
+  Fixture f;
+  auto c = f.Open(f.Options());
+  auto miss = c->Lookup(kScope, "shop", "when does my parcel arrive");
+  ASSERT_TRUE(miss.ok());
+  ASSERT_FALSE(miss->hit);
+  const int calls = f.emb->calls.load();
+  ASSERT_TRUE(c->Insert(kScope, "shop", "when does my parcel arrive", "In 3 days.", &*miss).ok());
+  EXPECT_EQ(f.emb->calls.load(), calls) << "the miss's vector is reused, not recomputed";
+  auto hit = c->Lookup(kScope, "shop", "when does my parcel arrive");
+  ASSERT_TRUE(hit.ok());
+  EXPECT_TRUE(hit->hit);
+  EXPECT_EQ(hit->response, "In 3 days.");
+  // A lookup made by another embedder (a rotation to a new model in between) is not reused.
+  LookupResult foreign = *miss;
+  foreign.embedded_by = std::make_shared<BagOfWordsEmbedder>();
+  ASSERT_TRUE(c->Insert(kScope, "shop", "is the parcel insured", "Yes.", &foreign).ok());
+  EXPECT_EQ(f.emb->calls.load(), calls + 2);  // the insert embedded, and so did the hit lookup
+}
+
 TEST(SemanticCacheTest, PerNamespaceThreshold) {
   Fixture f;
   auto o = f.Options();

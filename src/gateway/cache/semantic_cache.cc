@@ -296,6 +296,8 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
     found = p->index->Search(q, m.opt.candidates);
   }
   r.search_ms = MsSince(t0);
+  r.embedding = q;
+  r.embedded_by = g->embedder;
   m.embed_s->Observe(r.embed_ms / 1e3);
   m.search_s->Observe(r.search_ms / 1e3);
   float threshold = m.opt.threshold;
@@ -336,10 +338,16 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   return r;
 }
 
-Status SemanticCache::Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response) {
+Status SemanticCache::Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
+                             const LookupResult* looked_up) {
   Impl& m = *impl_;
   auto g = m.Current();
-  FRUGAL_ASSIGN_OR_RETURN(std::vector<float> v, g->embedder->Embed(query));
+  std::vector<float> v;
+  if (looked_up && looked_up->embedded_by == g->embedder && !looked_up->embedding.empty()) {
+    v = looked_up->embedding;
+  } else {
+    FRUGAL_ASSIGN_OR_RETURN(v, g->embedder->Embed(query));
+  }
   std::shared_ptr<Generation> nx;
   {
     std::lock_guard<std::mutex> lock(m.mu);

@@ -78,6 +78,10 @@ struct LookupResult {
   float similarity = 0;          // of the best candidate
   bool rejected_by_guard = false;
   double embed_ms = 0, search_ms = 0;
+  // The query's vector and the embedder that made it: a miss answered later is inserted with it
+  // instead of embedding the same text twice (Insert's `looked_up`).
+  std::vector<float> embedding;
+  std::shared_ptr<Embedder> embedded_by;
 };
 
 struct RotateOptions {
@@ -91,7 +95,10 @@ class SemanticCache {
   ~SemanticCache();
 
   StatusOr<LookupResult> Lookup(const std::string& scope, std::string_view ns, std::string_view query);
-  Status Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response);
+  // looked_up: the Lookup of this query, whose vector is reused when the embedder is still the
+  // current one (otherwise the query is embedded again).
+  Status Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
+                const LookupResult* looked_up = nullptr);
 
   size_t InvalidateNamespace(std::string_view ns);
   size_t InvalidateQuery(const std::string& scope, std::string_view query);  // exact text
