@@ -1,0 +1,312 @@
+// `frugal gateway` (the front door over running workers) and `frugal up` (the whole stack on one
+// machine: N local workers + the gateway with the embedded cache).
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "frugal/engine.h"
+#include "gateway/gateway.h"
+#include "http/client.h"
+
+namespace frugal::cli {
+namespace {
+
+using gateway::GatewayConfig;
+
+struct GatewayFlags {
+  std::string config;
+  std::vector<std::string> workers;  // URL or NAME=URL
+  std::string host, policy, cache_model, cache_snapshot, admin_token;
+  int port = -1;
+  int64_t health_interval_ms = 0;
+  int max_retries = -1;
+  double cache_threshold = 0;
+  bool no_cache = false;
+  double shutdown_grace_s = 30;
+
+  void Add(CLI::App* cmd, bool with_workers) {
+    cmd->add_option("--config", config, "YAML config file (docs/gateway.md); flags override it");
+    if (with_workers) cmd->add_option("--worker", workers, "a worker, http://HOST:PORT or NAME=http://HOST:PORT (repeatable)");
+    cmd->add_option("--host", host, "address to listen on (default 127.0.0.1)");
+    cmd->add_option("--port", port, "port; 0 = any free port (default 8000)")->check(CLI::Range(0, 65535));
+    cmd->add_option("--policy", policy, "round_robin, queue_weighted, least_cost or p2c (default p2c)")
+        ->check(CLI::IsMember({"round_robin", "queue_weighted", "least_cost", "p2c"}));
+    cmd->add_option("--health-interval-ms", health_interval_ms, "milliseconds between health polls of each worker (default 1000)")
+        ->check(CLI::Range(int64_t{10}, int64_t{3'600'000}));
+    cmd->add_option("--max-retries", max_retries, "other workers tried after a failure before the first byte (default 2)")->check(CLI::Range(0, 10));
+    cmd->add_flag("--no-cache", no_cache, "no semantic cache");
+    cmd->add_option("--cache-model", cache_model, "embedding model of the cache (default models/all-minilm-l6-v2)");
+    cmd->add_option("--cache-threshold", cache_threshold, "cosine for a cache hit (default 0.92)")->check(CLI::Range(0.01, 1.0));
+    cmd->add_option("--cache-snapshot", cache_snapshot, "file the cache is saved to (periodically and on exit) and reloaded from");
+    cmd->add_option("--admin-token", admin_token, "token of the admin API (default: the config's; none = admin API off)");
+    cmd->add_option("--shutdown-grace", shutdown_grace_s, "seconds in-flight requests get on SIGINT/SIGTERM (default 30)")->check(CLI::Range(0.0, 1e6));
+  }
+
+  StatusOr<GatewayConfig> Resolve() const {
+    GatewayConfig c;
+    if (!config.empty()) {
+      auto loaded = gateway::LoadGatewayConfig(config);
+      if (!loaded.ok()) return loaded.status();
+      c = *loaded;
+    }
+    for (const auto& w : workers) {
+      gateway::WorkerConfig wc;
+      const size_t eq = w.find('=');
+      if (eq != std::string::npos && w.compare(0, 7, "http://") != 0) {
+        wc.name = w.substr(0, eq);
+        wc.url = w.substr(eq + 1);
+      } else {
+        wc.url = w;
+        wc.name = "w" + std::to_string(c.workers.size());
+      }
+      c.workers.push_back(wc);
+    }
+    if (!host.empty()) c.host = host;
+    if (port >= 0) c.port = static_cast<uint16_t>(port);
+    if (!policy.empty()) c.policy = policy;
+    if (health_interval_ms > 0) c.health.interval = std::chrono::milliseconds(health_interval_ms);
+    if (max_retries >= 0) c.max_retries = max_retries;
+    if (no_cache) c.cache.enabled = false;
+    if (!cache_model.empty()) c.cache.model = cache_model;
+    if (cache_threshold > 0) c.cache.threshold = static_cast<float>(cache_threshold);
+    if (!cache_snapshot.empty()) c.cache.snapshot = cache_snapshot;
+    if (!admin_token.empty()) c.admin_token = admin_token;
+    FRUGAL_RETURN_IF_ERROR(gateway::ValidateGatewayConfig(c));
+    return c;
+  }
+};
+
+sigset_t BlockStopSignals() {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGINT);
+  sigaddset(&s, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &s, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return s;
+}
+
+StatusOr<std::unique_ptr<gateway::Gateway>> StartGateway(const GatewayConfig& c) {
+  std::shared_ptr<cache::Embedder> embedder;
+  if (c.cache.enabled) {
+    EngineOptions eo;
+    eo.model_path = c.cache.model;
+    eo.threads = c.cache.threads;
+    auto engine = Engine::Open(eo);
+    if (!engine.ok()) {
+      return InvalidArgument("the cache's embedding model: " + engine.status().message() + " (run scripts/get-models.sh, or --no-cache)");
+    }
+    auto e = cache::NewEngineEmbedder(std::shared_ptr<Engine>(std::move(engine).value()));
+    if (!e.ok()) return e.status();
+    embedder = std::move(e).value();
+  }
+  return gateway::Gateway::Start(c, std::move(embedder));
+}
+
+void PrintListening(const char* who, const GatewayConfig& c, uint16_t port) {
+  std::printf("frugal %s: listening on http://%s:%u (policy %s, %zu workers, cache %s)\n", who, c.host.c_str(),
+              static_cast<unsigned>(port), c.policy.c_str(), c.workers.size(), c.cache.enabled ? "on" : "off");
+  std::fflush(stdout);
+}
+
+int RunGateway(const GatewayFlags& f) {
+  sigset_t stop = BlockStopSignals();
+  auto cfg = f.Resolve();
+  if (!cfg.ok()) return Fail(cfg.status());
+  auto gw = StartGateway(*cfg);
+  if (!gw.ok()) return Fail(gw.status());
+  PrintListening("gateway", *cfg, (*gw)->port());
+  int sig = 0;
+  sigwait(&stop, &sig);
+  std::fprintf(stderr, "frugal gateway: %s: finishing requests in flight (up to %.0f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", f.shutdown_grace_s);
+  (*gw)->Shutdown(std::chrono::milliseconds(static_cast<int64_t>(f.shutdown_grace_s * 1e3)));
+  return 0;
+}
+
+// ---- frugal up ----
+
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1;  // its stdout, until the listening line
+  std::string url;
+};
+
+// Starts `frugal serve ... --port 0` and waits for its "listening on http://HOST:PORT" line.
+StatusOr<Child> SpawnWorker(const std::vector<std::string>& args, std::chrono::seconds timeout) {
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0) return IoError("pipe failed");
+  const pid_t pid = fork();
+  if (pid < 0) return IoError("fork failed");
+  if (pid == 0) {
+    // A worker never outlives `frugal up`, even when it is killed with SIGKILL.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    sigset_t none;
+    sigemptyset(&none);
+    pthread_sigmask(SIG_SETMASK, &none, nullptr);
+    setpgid(0, 0);  // Ctrl-C goes to `frugal up`, which stops the workers in order
+    dup2(pipefd[1], STDOUT_FILENO);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  close(pipefd[1]);
+  Child c{pid, pipefd[0], ""};
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  static const std::regex kListening(R"(listening on (http://[^\s:]+:\d+))");
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{c.out_fd, POLLIN, 0};
+    if (poll(&p, 1, 200) > 0) {
+      char buf[512];
+      const ssize_t n = read(c.out_fd, buf, sizeof buf);
+      if (n <= 0) break;  // it exited
+      got.append(buf, static_cast<size_t>(n));
+      std::smatch m;
+      if (std::regex_search(got, m, kListening)) {
+        c.url = m[1];
+        return c;
+      }
+    }
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  close(c.out_fd);
+  return InvalidArgument("a worker did not start (see its error above)");
+}
+
+void StopWorkers(std::vector<Child>& kids, std::chrono::seconds grace) {
+  for (auto& k : kids) kill(k.pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  for (auto& k : kids) {
+    while (waitpid(k.pid, nullptr, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(k.pid, SIGKILL);
+        waitpid(k.pid, nullptr, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (k.out_fd >= 0) close(k.out_fd);
+  }
+}
+
+// Asks the gateway a question the way a client would, and says whether the cache answered.
+void Ask(uint16_t port, const std::string& model, const std::string& question) {
+  http::Client client;
+  http::ClientRequest r;
+  r.port = port;
+  r.method = "POST";
+  r.target = "/v1/chat/completions";
+  r.headers = {{"Content-Type", "application/json"}};
+  r.body = nlohmann::json{{"model", model}, {"messages", {{{"role", "user"}, {"content", question}}}}, {"max_tokens", 96}, {"temperature", 0}}.dump();
+  for (int i = 0; i < 2; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto resp = client.Fetch(r);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (!resp.ok()) {
+      std::fprintf(stderr, "frugal up: asking failed: %s\n", resp.status().message().c_str());
+      return;
+    }
+    const std::string* cache = resp->Header("X-Frugal-Cache");
+    auto j = nlohmann::json::parse(resp->body, nullptr, false);
+    std::string answer = resp->body;
+    if (resp->status == 200 && j.is_object()) answer = j["choices"][0]["message"].value("content", "");
+    std::printf("> %s\n%s\n[HTTP %d, cache %s, %.0f ms]\n", question.c_str(), answer.c_str(), resp->status, cache ? cache->c_str() : "?", ms);
+    std::fflush(stdout);
+  }
+}
+
+struct UpFlags {
+  GatewayFlags gw;
+  int workers = 2;
+  std::string model = "models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf";
+  int threads = 0;
+  std::string simulate, ask;
+  std::vector<std::string> serve_args;
+};
+
+int RunUp(const UpFlags& f) {
+  sigset_t stop = BlockStopSignals();
+  auto cfg = f.gw.Resolve();
+  if (!cfg.ok()) return Fail(cfg.status());
+  if (!std::filesystem::exists(f.model)) return Fail(NotFound("model not found: " + f.model + " (run scripts/get-models.sh)"));
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = f.threads > 0 ? f.threads : std::max(1, cores / f.workers);
+  std::vector<Child> kids;
+  for (int i = 0; i < f.workers; ++i) {
+    std::vector<std::string> args = {"frugal", "serve", "-m", f.model, "--port", "0", "--host", "127.0.0.1", "-t", std::to_string(threads)};
+    if (!f.simulate.empty()) args.insert(args.end(), {"--simulate", f.simulate});
+    args.insert(args.end(), f.serve_args.begin(), f.serve_args.end());
+    auto c = SpawnWorker(args, std::chrono::seconds(300));
+    if (!c.ok()) {
+      StopWorkers(kids, std::chrono::seconds(5));
+      return Fail(c.status());
+    }
+    std::fprintf(stderr, "frugal up: worker w%d at %s (pid %d, %d threads)\n", i, c->url.c_str(), static_cast<int>(c->pid), threads);
+    cfg->workers.push_back({"w" + std::to_string(i), c->url, 1});
+    kids.push_back(std::move(*c));
+  }
+  auto gw = StartGateway(*cfg);
+  if (!gw.ok()) {
+    StopWorkers(kids, std::chrono::seconds(5));
+    return Fail(gw.status());
+  }
+  PrintListening("up: gateway", *cfg, (*gw)->port());
+  const std::string model = std::filesystem::path(f.model).stem().string();
+  std::printf("frugal up: try  curl -s http://%s:%u/v1/chat/completions -H 'Content-Type: application/json' "
+              "-d '{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"temperature\": 0}'\n"
+              "frugal up: status page http://%s:%u/status  (Ctrl-C stops everything)\n",
+              cfg->host.c_str(), static_cast<unsigned>((*gw)->port()), model.c_str(), cfg->host.c_str(), static_cast<unsigned>((*gw)->port()));
+  std::fflush(stdout);
+  if (!f.ask.empty()) {
+    // The gateway learns the model ids at its first poll.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    Ask((*gw)->port(), model, f.ask);
+  }
+  int sig = 0;
+  sigwait(&stop, &sig);
+  std::fprintf(stderr, "frugal up: %s: stopping the gateway, then %zu workers\n", sig == SIGINT ? "SIGINT" : "SIGTERM", kids.size());
+  (*gw)->Shutdown(std::chrono::milliseconds(static_cast<int64_t>(f.gw.shutdown_grace_s * 1e3)));
+  StopWorkers(kids, std::chrono::seconds(static_cast<int64_t>(f.gw.shutdown_grace_s) + 5));
+  return 0;
+}
+
+}  // namespace
+
+void AddGatewayCommands(CLI::App& app, Commands& out) {
+  auto gf = std::make_shared<GatewayFlags>();
+  auto* gw = app.add_subcommand("gateway", "OpenAI-compatible front door: semantic cache + cost-aware load balancing over workers");
+  gf->Add(gw, true);
+  out.emplace_back(gw, [gf] { return RunGateway(*gf); });
+
+  auto uf = std::make_shared<UpFlags>();
+  auto* up = app.add_subcommand("up", "the whole stack on this machine: N workers on free ports + the gateway with the embedded cache");
+  uf->gw.Add(up, false);
+  up->add_option("--workers", uf->workers, "local workers to start (default 2)")->check(CLI::Range(1, 64));
+  up->add_option("-m,--model", uf->model, "the workers' model (default: SmolLM2-135M-Instruct Q4_1)");
+  up->add_option("-t,--threads", uf->threads, "compute threads per worker (default: the cores shared out)")->check(CLI::Range(0, 1024));
+  up->add_option("--simulate", uf->simulate, "start simulated workers (test instrument, see frugal serve --simulate)");
+  up->add_option("--ask", uf->ask, "once up, ask this question twice through the gateway (the second answer comes from the cache)");
+  up->add_option("--serve-arg", uf->serve_args, "an extra argument for every `frugal serve` (repeatable)")->allow_extra_args(false);
+  out.emplace_back(up, [uf] {
+    if (uf->gw.port < 0) uf->gw.port = 8000;
+    return RunUp(*uf);
+  });
+}
+
+}  // namespace frugal::cli

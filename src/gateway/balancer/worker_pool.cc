@@ -1,0 +1,380 @@
+#include "gateway/balancer/worker_pool.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "http/json_limits.h"
+
+namespace frugal::gateway {
+
+// Latencies assumed for a worker that has not reported yet (a CPU worker's order of magnitude).
+constexpr double kDefaultPrefillMs = 0.5, kDefaultDecodeMs = 20;
+
+struct Lease::Worker {
+  WorkerInfo info;
+  int consecutive_failures = 0;   // checks and requests alike; reset by any success
+  int consecutive_successes = 0;  // checks, while half-open
+  int64_t in_flight_at_poll = 0;  // own in-flight when the last poll answered
+  double in_flight_ms_at_poll = 0;
+  bool removed = false;
+
+  double Queue() const {
+    const double polled = static_cast<double>(info.load.waiting) + static_cast<double>(info.load.running);
+    return static_cast<double>(info.in_flight) + std::max(0.0, polled - static_cast<double>(in_flight_at_poll));
+  }
+  double BacklogMs() const {
+    return info.in_flight_ms + std::max(0.0, info.load.backlog_ms - in_flight_ms_at_poll);
+  }
+  double CostMs(const RequestCost& c) const {
+    const double p = info.polled && info.load.prefill_ms_per_token > 0 ? info.load.prefill_ms_per_token : kDefaultPrefillMs;
+    const double d = info.polled && info.load.decode_ms_per_token > 0 ? info.load.decode_ms_per_token : kDefaultDecodeMs;
+    return static_cast<double>(c.prompt_tokens) * p + static_cast<double>(c.max_tokens) * d;
+  }
+};
+
+std::string_view StateName(WorkerState s) {
+  switch (s) {
+    case WorkerState::kHealthy: return "healthy";
+    case WorkerState::kEjected: return "ejected";
+    case WorkerState::kHalfOpen: return "half_open";
+    case WorkerState::kDraining: return "draining";
+  }
+  return "unknown";
+}
+
+StatusOr<WorkerLoad> ParseWorkerLoad(std::string_view json) {
+  if (!http::JsonDepthWithin(json)) return InvalidArgument("queue_depth nests too deeply");
+  auto j = nlohmann::json::parse(json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgument("queue_depth is not a JSON object");
+  WorkerLoad l;
+  // Counts must be integers (a float out of int64's range cannot be converted); times finite.
+  auto count = [&](const char* k, int64_t& out) -> Status {
+    if (!j.contains(k)) return Status::Ok();
+    if (!j[k].is_number_integer()) return InvalidArgument(std::string("queue_depth: ") + k + " must be an integer");
+    out = j[k].get<int64_t>();
+    return out < 0 ? InvalidArgument(std::string("queue_depth: negative ") + k) : Status::Ok();
+  };
+  auto ms = [&](const char* k, double& out) -> Status {
+    if (!j.contains(k)) return Status::Ok();
+    if (!j[k].is_number()) return InvalidArgument(std::string("queue_depth: ") + k + " must be a number");
+    out = j[k].get<double>();
+    return std::isfinite(out) && out >= 0 ? Status::Ok() : InvalidArgument(std::string("queue_depth: bad ") + k);
+  };
+  FRUGAL_RETURN_IF_ERROR(count("waiting", l.waiting));
+  FRUGAL_RETURN_IF_ERROR(count("running", l.running));
+  FRUGAL_RETURN_IF_ERROR(ms("backlog_ms", l.backlog_ms));
+  FRUGAL_RETURN_IF_ERROR(ms("prefill_ms_per_token", l.prefill_ms_per_token));
+  FRUGAL_RETURN_IF_ERROR(ms("decode_ms_per_token", l.decode_ms_per_token));
+  if (j.contains("simulated")) {
+    if (!j["simulated"].is_boolean()) return InvalidArgument("queue_depth: simulated must be a boolean");
+    l.simulated = j["simulated"].get<bool>();
+  }
+  return l;
+}
+
+StatusOr<std::pair<std::string, uint16_t>> ParseWorkerUrl(std::string_view url) {
+  constexpr std::string_view kScheme = "http://";
+  if (!url.starts_with(kScheme)) return InvalidArgument("worker URL must start with http://: " + std::string(url));
+  std::string_view rest = url.substr(kScheme.size());
+  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || rest.find('/') != std::string_view::npos) {
+    return InvalidArgument("worker URL must be http://HOST:PORT: " + std::string(url));
+  }
+  unsigned port = 0;
+  const std::string_view ps = rest.substr(colon + 1);
+  auto [p, ec] = std::from_chars(ps.data(), ps.data() + ps.size(), port);
+  if (ec != std::errc() || p != ps.data() + ps.size() || port == 0 || port > 65535) {
+    return InvalidArgument("bad port in worker URL: " + std::string(url));
+  }
+  return std::make_pair(std::string(rest.substr(0, colon)), static_cast<uint16_t>(port));
+}
+
+// ---- Lease ----
+
+Lease::~Lease() { Release(); }
+Lease::Lease(Lease&& o) noexcept : pool_(o.pool_), worker_(std::move(o.worker_)), cost_ms_(o.cost_ms_) { o.pool_ = nullptr; }
+Lease& Lease::operator=(Lease&& o) noexcept {
+  if (this != &o) {
+    Release();
+    pool_ = o.pool_;
+    worker_ = std::move(o.worker_);
+    cost_ms_ = o.cost_ms_;
+    o.pool_ = nullptr;
+  }
+  return *this;
+}
+void Lease::Release() {
+  if (worker_ && pool_) pool_->Release(*worker_, cost_ms_);
+  worker_.reset();
+  pool_ = nullptr;
+}
+const std::string& Lease::name() const { return worker_->info.name; }
+const std::string& Lease::host() const { return worker_->info.host; }
+uint16_t Lease::port() const { return worker_->info.port; }
+
+// ---- policies ----
+
+namespace {
+
+class RoundRobin final : public Policy {
+ public:
+  std::string_view name() const override { return "round_robin"; }
+  size_t Pick(std::span<const Candidate> c, std::mt19937_64&) override {
+    // The next worker after the last one picked, by position in the pool, wrapping around: a
+    // worker leaving or coming back does not shift everyone's turn.
+    const size_t last = last_;
+    size_t best = 0;
+    bool found = false;
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (c[i].index > last && (!found || c[i].index < c[best].index)) best = i, found = true;
+    }
+    if (!found) {
+      for (size_t i = 0; i < c.size(); ++i) {
+        if (c[i].index < c[best].index) best = i;
+      }
+    }
+    last_ = c[best].index;
+    return best;
+  }
+
+ private:
+  size_t last_ = SIZE_MAX;  // WorkerPool calls Pick under its lock
+};
+
+// nginx-Lua style: chance proportional to weight / (queue + 1).
+class QueueWeighted final : public Policy {
+ public:
+  std::string_view name() const override { return "queue_weighted"; }
+  size_t Pick(std::span<const Candidate> c, std::mt19937_64& rng) override {
+    std::vector<double> w(c.size());
+    for (size_t i = 0; i < c.size(); ++i) w[i] = c[i].weight / (c[i].queue + 1);
+    std::discrete_distribution<size_t> d(w.begin(), w.end());
+    return d(rng);
+  }
+};
+
+size_t LeastOf(std::span<const Candidate> c, size_t a, size_t b) {
+  if (c[a].finish_ms() != c[b].finish_ms()) return c[a].finish_ms() < c[b].finish_ms() ? a : b;
+  return c[a].queue <= c[b].queue ? a : b;
+}
+
+class LeastCost final : public Policy {
+ public:
+  std::string_view name() const override { return "least_cost"; }
+  size_t Pick(std::span<const Candidate> c, std::mt19937_64& rng) override {
+    // Ties (an idle fleet) are broken at random so equal workers share the load.
+    const size_t start = std::uniform_int_distribution<size_t>(0, c.size() - 1)(rng);
+    size_t best = start;
+    for (size_t k = 1; k < c.size(); ++k) best = LeastOf(c, best, (start + k) % c.size());
+    return best;
+  }
+};
+
+// Two random candidates, the one that finishes sooner: nearly least_cost's balance, without
+// every gateway replica herding onto the same worker between polls.
+class PowerOfTwo final : public Policy {
+ public:
+  std::string_view name() const override { return "p2c"; }
+  size_t Pick(std::span<const Candidate> c, std::mt19937_64& rng) override {
+    if (c.size() == 1) return 0;
+    std::uniform_int_distribution<size_t> d(0, c.size() - 1);
+    const size_t a = d(rng);
+    size_t b = d(rng);
+    while (b == a) b = d(rng);
+    return LeastOf(c, a, b);
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> PolicyNames() { return {"round_robin", "queue_weighted", "least_cost", "p2c"}; }
+
+StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name) {
+  if (name == "round_robin") return std::unique_ptr<Policy>(new RoundRobin);
+  if (name == "queue_weighted") return std::unique_ptr<Policy>(new QueueWeighted);
+  if (name == "least_cost") return std::unique_ptr<Policy>(new LeastCost);
+  if (name == "p2c") return std::unique_ptr<Policy>(new PowerOfTwo);
+  return InvalidArgument("unknown policy '" + std::string(name) + "' (round_robin, queue_weighted, least_cost, p2c)");
+}
+
+// ---- pool ----
+
+WorkerPool::WorkerPool(HealthOptions health) : health_(health) {}
+
+std::shared_ptr<Lease::Worker> WorkerPool::FindLocked(std::string_view name) const {
+  for (const auto& w : workers_) {
+    if (w->info.name == name) return w;
+  }
+  return nullptr;
+}
+
+Status WorkerPool::Add(std::string name, std::string url, double weight) {
+  // Names appear in metrics labels, URLs and the status page: keep them plain.
+  if (name.empty() || name.size() > 64 ||
+      !std::all_of(name.begin(), name.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.'; })) {
+    return InvalidArgument("worker name must be 1-64 letters, digits, '-', '_' or '.': '" + name + "'");
+  }
+  if (!(weight > 0) || weight > 1e6) return InvalidArgument("worker weight must be > 0");
+  auto hp = ParseWorkerUrl(url);
+  if (!hp.ok()) return hp.status();
+  auto w = std::make_shared<Lease::Worker>();
+  w->info.name = std::move(name);
+  w->info.url = std::move(url);
+  w->info.host = hp->first;
+  w->info.port = hp->second;
+  w->info.weight = weight;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (FindLocked(w->info.name)) return InvalidArgument("a worker named '" + w->info.name + "' exists");
+  workers_.push_back(std::move(w));
+  return Status::Ok();
+}
+
+Status WorkerPool::Remove(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find_if(workers_.begin(), workers_.end(), [&](const auto& w) { return w->info.name == name; });
+  if (it == workers_.end()) return NotFound("no worker named '" + std::string(name) + "'");
+  // Requests in flight keep their Worker alive through their Lease and finish normally.
+  (*it)->removed = true;
+  workers_.erase(it);
+  return Status::Ok();
+}
+
+Status WorkerPool::SetDraining(std::string_view name, bool draining) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto w = FindLocked(name);
+  if (!w) return NotFound("no worker named '" + std::string(name) + "'");
+  if (draining) {
+    w->info.state = WorkerState::kDraining;
+  } else if (w->info.state == WorkerState::kDraining) {
+    // Back through half-open: it must prove itself before taking full traffic.
+    w->info.state = WorkerState::kHalfOpen;
+    w->consecutive_successes = 0;
+  }
+  return Status::Ok();
+}
+
+std::vector<WorkerInfo> WorkerPool::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<WorkerInfo> out;
+  out.reserve(workers_.size());
+  for (const auto& w : workers_) {
+    out.push_back(w->info);
+    out.back().est_queue = w->Queue();
+    out.back().est_backlog_ms = w->BacklogMs();
+  }
+  return out;
+}
+
+size_t WorkerPool::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return workers_.size();
+}
+
+Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost, const std::vector<std::string>& exclude) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Candidate> c;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const Lease::Worker& w = *workers_[i];
+    const bool open = w.info.state == WorkerState::kHealthy ||
+                      (w.info.state == WorkerState::kHalfOpen && w.info.in_flight == 0);  // one trial at a time
+    if (!open) continue;
+    if (std::find(exclude.begin(), exclude.end(), w.info.name) != exclude.end()) continue;
+    c.push_back({i, w.Queue(), w.BacklogMs(), w.CostMs(cost), w.info.weight});
+  }
+  Lease lease;
+  if (c.empty()) return lease;
+  const size_t pick = policy.Pick(c, rng_);
+  auto& w = workers_[c[pick].index];
+  lease.pool_ = this;
+  lease.worker_ = w;
+  lease.cost_ms_ = c[pick].cost_ms;
+  ++w->info.in_flight;
+  w->info.in_flight_ms += lease.cost_ms_;
+  ++w->info.chosen;
+  return lease;
+}
+
+void WorkerPool::Release(Lease::Worker& w, double cost_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --w.info.in_flight;
+  w.info.in_flight_ms = std::max(0.0, w.info.in_flight_ms - cost_ms);
+}
+
+void WorkerPool::EjectLocked(Lease::Worker& w, std::string why) {
+  if (w.info.state == WorkerState::kEjected || w.info.state == WorkerState::kDraining) return;
+  w.info.state = WorkerState::kEjected;
+  w.info.last_error = std::move(why);
+  w.consecutive_successes = 0;
+  ++w.info.ejections;
+  ejections_.fetch_add(1);
+}
+
+void WorkerPool::ReportRequest(const Lease& lease, Outcome outcome, std::string_view error) {
+  if (!lease) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  Lease::Worker& w = *lease.worker_;
+  if (w.removed) return;
+  if (outcome == Outcome::kSuccess) {
+    w.consecutive_failures = 0;
+    return;
+  }
+  // A full queue (503) is the worker's own back-pressure, not a fault: the request goes
+  // elsewhere and the queue limit (max_queue) decides about ejection.
+  if (outcome == Outcome::kOverloaded) return;
+  w.info.last_error = std::string(error);
+  if (++w.consecutive_failures >= health_.eject_after || w.info.state == WorkerState::kHalfOpen) {
+    EjectLocked(w, "requests failed: " + std::string(error));
+  }
+}
+
+void WorkerPool::ReportCheck(std::string_view name, const StatusOr<WorkerLoad>& result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto w = FindLocked(name);
+  if (!w) return;
+  if (!result.ok()) {
+    w->info.last_error = result.status().message();
+    w->consecutive_successes = 0;
+    if (w->info.state == WorkerState::kHalfOpen) {
+      EjectLocked(*w, "health check failed: " + result.status().message());
+    } else if (++w->consecutive_failures >= health_.eject_after && w->info.state == WorkerState::kHealthy) {
+      EjectLocked(*w, "health check failed " + std::to_string(w->consecutive_failures) + " times: " + result.status().message());
+    }
+    return;
+  }
+  w->info.load = *result;
+  w->info.polled = true;
+  w->in_flight_at_poll = w->info.in_flight;
+  w->in_flight_ms_at_poll = w->info.in_flight_ms;
+  w->consecutive_failures = 0;
+  // In double: two huge reported counts must not wrap into a small queue.
+  const double queue = static_cast<double>(result->waiting) + static_cast<double>(result->running);
+  if (queue > static_cast<double>(health_.max_queue)) {
+    if (w->info.state == WorkerState::kHealthy || w->info.state == WorkerState::kHalfOpen) {
+      EjectLocked(*w, "queue " + std::to_string(static_cast<int64_t>(std::min(queue, 9e18))) + " over " + std::to_string(health_.max_queue));
+    }
+    return;
+  }
+  if (w->info.state == WorkerState::kEjected) {
+    w->info.state = WorkerState::kHalfOpen;
+    w->consecutive_successes = 1;
+  } else if (w->info.state == WorkerState::kHalfOpen) {
+    ++w->consecutive_successes;
+  }
+  if (w->info.state == WorkerState::kHalfOpen && w->consecutive_successes >= health_.restore_after) {
+    w->info.state = WorkerState::kHealthy;
+    w->info.last_error.clear();
+  }
+}
+
+std::vector<std::pair<std::string, std::pair<std::string, uint16_t>>> WorkerPool::Targets() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<std::string, std::pair<std::string, uint16_t>>> out;
+  for (const auto& w : workers_) out.push_back({w->info.name, {w->info.host, w->info.port}});
+  return out;
+}
+
+}  // namespace frugal::gateway

@@ -1,0 +1,167 @@
+// The gateway's view of its workers: their state (healthy, ejected, half-open, draining), the
+// load they last reported, and what the gateway itself has in flight on each; and the routing
+// policies that pick one for a request.
+//
+// Load between health polls: a worker's /queue_depth is a few hundred milliseconds old when a
+// request is routed, and during a spike hundreds of requests arrive in that time. So the pool
+// keeps its own in-flight count and estimated cost per worker, updated at every dispatch and
+// completion, and estimates a worker's load as what the gateway has in flight there now plus
+// the part of the polled load the gateway did not cause (other gateways, requests sent
+// directly). Decisions never rest on the stale poll alone.
+//
+// Health (outlier detection): a worker is ejected after `eject_after` consecutive failed checks
+// (connection error, timeout, 5xx; never 4xx), after as many consecutive failed requests (the
+// circuit breaker), or when its reported queue exceeds `max_queue`. An ejected worker is still
+// polled; a successful check makes it half-open (it may take one trial request at a time), and
+// `restore_after` consecutive successes restore it. A draining worker gets no new requests.
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frugal/status.h"
+
+namespace frugal::gateway {
+
+enum class WorkerState { kHealthy, kEjected, kHalfOpen, kDraining };
+std::string_view StateName(WorkerState s);
+
+// What a worker's /queue_depth JSON says.
+struct WorkerLoad {
+  int64_t waiting = 0, running = 0;
+  double backlog_ms = 0;
+  double prefill_ms_per_token = 0, decode_ms_per_token = 0;
+  bool simulated = false;
+};
+StatusOr<WorkerLoad> ParseWorkerLoad(std::string_view json);
+
+struct HealthOptions {
+  std::chrono::milliseconds interval{1000};  // between polls of each worker
+  std::chrono::milliseconds timeout{1000};   // for one poll
+  int eject_after = 3;                       // consecutive failures (checks or requests)
+  int restore_after = 2;                     // consecutive successful checks to leave half-open
+  int64_t max_queue = 500;                   // reported waiting + running beyond this ejects
+};
+
+// A request's estimated size, for cost-aware routing.
+struct RequestCost {
+  int64_t prompt_tokens = 0;
+  int64_t max_tokens = 0;
+};
+
+// One worker as a routing policy sees it, at the moment of the decision.
+struct Candidate {
+  size_t index = 0;            // into WorkerPool's list
+  double queue = 0;            // requests waiting + running (estimated now)
+  double backlog_ms = 0;       // machine time of the work ahead (estimated now)
+  double cost_ms = 0;          // this request's cost on this worker
+  double weight = 1;           // configured
+  double finish_ms() const { return (backlog_ms + cost_ms) / weight; }
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string_view name() const = 0;
+  // Picks one of `c` (never empty); returns its position in `c`. WorkerPool calls it under its
+  // lock, so a policy's own state needs no synchronisation of its own.
+  virtual size_t Pick(std::span<const Candidate> c, std::mt19937_64& rng) = 0;
+};
+// "round_robin", "queue_weighted", "least_cost", "p2c" (power of two choices over least_cost).
+StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name);
+std::vector<std::string> PolicyNames();
+
+struct WorkerInfo {
+  std::string name, url, host;
+  uint16_t port = 0;
+  double weight = 1;
+  WorkerState state = WorkerState::kHealthy;
+  std::string last_error;
+  WorkerLoad load;           // last poll
+  bool polled = false;       // a poll has succeeded at least once
+  int64_t in_flight = 0;     // sent by this gateway, not finished
+  double in_flight_ms = 0;   // their estimated cost
+  int64_t chosen = 0;        // requests routed here, ever
+  int64_t ejections = 0;
+  double est_queue = 0, est_backlog_ms = 0;
+};
+
+// A routed request's hold on its worker: released (in-flight count and cost given back) when it
+// is destroyed, whatever path the request ends by.
+class WorkerPool;
+
+class Lease {
+ public:
+  Lease() = default;
+  ~Lease();
+  Lease(Lease&&) noexcept;
+  Lease& operator=(Lease&&) noexcept;
+  explicit operator bool() const { return worker_ != nullptr; }
+  const std::string& name() const;
+  const std::string& host() const;
+  uint16_t port() const;
+
+ private:
+  friend class WorkerPool;
+  struct Worker;
+  WorkerPool* pool_ = nullptr;  // a Lease must not outlive its pool
+  std::shared_ptr<Worker> worker_;
+  double cost_ms_ = 0;
+  void Release();
+};
+
+// Failures that count against a worker (never a 4xx: that is the client's).
+enum class Outcome { kSuccess, kFailure, kOverloaded };
+
+class WorkerPool {
+ public:
+  explicit WorkerPool(HealthOptions health);
+
+  // name must be unique and url "http://host:port".
+  Status Add(std::string name, std::string url, double weight = 1);
+  Status Remove(std::string_view name);
+  Status SetDraining(std::string_view name, bool draining);
+  std::vector<WorkerInfo> List() const;
+  size_t size() const;
+
+  // Picks a worker for the request among those that may take traffic, skipping `exclude`
+  // (workers already tried); an empty Lease when none can.
+  Lease Pick(Policy& policy, const RequestCost& cost, const std::vector<std::string>& exclude);
+
+  // A request's result on the worker that was leased (the passive circuit breaker).
+  void ReportRequest(const Lease& lease, Outcome outcome, std::string_view error = {});
+  // A health check's result.
+  void ReportCheck(std::string_view name, const StatusOr<WorkerLoad>& result);
+
+  // Workers to poll now: every one (ejected ones are probed too).
+  std::vector<std::pair<std::string, std::pair<std::string, uint16_t>>> Targets() const;
+
+  int64_t ejections() const { return ejections_.load(); }
+
+ private:
+  friend class Lease;
+  void Release(Lease::Worker& w, double cost_ms);
+  std::shared_ptr<Lease::Worker> FindLocked(std::string_view name) const;
+  void EjectLocked(Lease::Worker& w, std::string why);
+
+  const HealthOptions health_;
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<Lease::Worker>> workers_;  // guarded by mu_
+  std::mt19937_64 rng_{0x5eed};                          // guarded by mu_
+  std::atomic<int64_t> ejections_{0};
+};
+
+// "http://host:port[/]" -> host, port.
+StatusOr<std::pair<std::string, uint16_t>> ParseWorkerUrl(std::string_view url);
+
+}  // namespace frugal::gateway

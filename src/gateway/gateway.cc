@@ -1,0 +1,982 @@
+#include "gateway/gateway.h"
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <strings.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "common/metrics.h"
+#include "gateway/cache/semantic_cache.h"
+#include "gateway/rate_limit.h"
+#include "gateway/request.h"
+#include "gateway/stats.h"
+#include "gateway_status_page.h"  // generated from status_page.html
+#include "http/client.h"
+#include "http/json_limits.h"
+#include "http/server.h"
+
+// GCC 12 reports a false -Wrestrict overlap in "literal" + std::string (GCC bug 105329).
+#pragma GCC diagnostic ignored "-Wrestrict"
+
+namespace frugal::gateway {
+namespace {
+
+namespace net = boost::asio;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+double MsSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+std::string ErrorBody(int status, std::string_view message, std::string_view code = {}) {
+  return http::OpenAiErrorBody(status, message, code);
+}
+
+// The bearer token of an Authorization header, or "".
+std::string BearerToken(const http::Request& r) {
+  const std::string& a = r.Header("authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (a.size() > kBearer.size() && std::string_view(a).substr(0, kBearer.size()) == kBearer) return a.substr(kBearer.size());
+  return "";
+}
+
+// Prometheus label value: quotes, backslashes and newlines escaped.
+std::string LabelValue(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+// An answer worth caching ended by itself or at the request's own max_tokens (part of the scope,
+// so the same request would get the same text again); never one cut by an error or a cancel.
+bool Complete(const std::string& finish_reason) { return finish_reason == "stop" || finish_reason == "length"; }
+
+// SSE framing of one JSON event.
+std::string SseData(const json& j) { return "data: " + j.dump() + "\n\n"; }
+
+}  // namespace
+
+// One client request, from acceptance to its one response. Upstream callbacks for one attempt
+// run one after another; OnClose may run concurrently (atomics and `mu`).
+struct Call {
+  Gateway::Impl* gw = nullptr;
+  std::shared_ptr<http::Responder> out;
+  std::string path;
+  bool chat = true, stream = false, include_usage = false;
+  std::string body, model;
+  RequestCost cost;
+  Clock::time_point start = Clock::now();
+  // Cache.
+  bool cacheable = false;
+  std::string scope, ns, query;
+  std::optional<cache::LookupResult> looked_up;  // the miss's lookup: its vector is reused on insert
+  // Routing.
+  std::vector<std::string> tried;
+  int retries = 0;
+  std::string last_error;
+  std::atomic<bool> client_gone{false};
+  std::atomic<bool> finished{false};
+  std::mutex mu;
+  Lease lease;                // guarded by mu
+  std::optional<uint64_t> upstream_id;  // guarded by mu
+  // The current attempt.
+  int status = 0;
+  http::Headers up_headers;
+  std::string buffer;         // a non-streamed response
+  bool streaming = false;     // the client's stream has started: no retry any more
+  bool sent_any = false;      // a body byte went to the client
+  http::SseParser sse;
+  std::string content, finish_reason;
+  json usage;
+  bool saw_done = false;
+  std::string tail;           // last bytes written to the client (to close a broken event)
+  Clock::time_point first_byte{};
+};
+
+struct Gateway::Impl {
+  GatewayConfig cfg;
+  std::unique_ptr<Policy> policy;
+  WorkerPool pool;
+  std::unique_ptr<cache::SemanticCache> cache;
+  struct Key {
+    ApiKeyConfig cfg;
+    std::unique_ptr<TokenBucket> bucket;
+  };
+  std::unordered_map<std::string, Key> keys;
+
+  MetricsRegistry metrics;
+  MetricsRegistry::Counter* requests = nullptr;
+  MetricsRegistry::Counter* responses = nullptr;
+  MetricsRegistry::Counter* retries = nullptr;
+  MetricsRegistry::Counter* cache_lookups = nullptr;
+  MetricsRegistry::Counter* stream_errors = nullptr;
+  MetricsRegistry::Counter* rate_limited = nullptr;
+  MetricsRegistry::Histogram* latency = nullptr;
+  MetricsRegistry::Histogram* ttft = nullptr;
+  TrafficStats stats;
+  std::atomic<int64_t> total_requests{0}, total_errors{0}, total_hits{0}, total_retries{0};
+  Clock::time_point started = Clock::now();
+
+  std::mutex models_mu;
+  std::map<std::string, std::set<std::string>> models;  // worker -> its model ids; guarded
+  std::map<std::string, int64_t> polls;                  // worker -> successful polls; guarded
+  std::set<std::string> checking;                        // workers with a poll in flight; guarded
+
+  std::unique_ptr<http::Server> server;
+  std::unique_ptr<http::Client> upstream, checker;
+  net::io_context timers;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> timers_work;
+  std::thread timer_thread;
+  std::unique_ptr<net::steady_timer> health_timer;
+  std::unique_ptr<net::thread_pool> cache_pool;
+  std::atomic<bool> stopped{false};
+  std::mutex rng_mu;
+  std::mt19937_64 rng{42};  // guarded by rng_mu
+
+  explicit Impl(GatewayConfig c) : cfg(std::move(c)), pool(cfg.health) {}
+
+  // ---- routes ----
+  void Handle(const http::Request& req, std::shared_ptr<http::Responder> out);
+  void HandleCompletion(const http::Request& req, std::shared_ptr<http::Responder> out, bool chat);
+  void HandleAdmin(const http::Request& req, const std::shared_ptr<http::Responder>& out);
+  void SendModels(const std::shared_ptr<http::Responder>& out);
+  json WorkerJson(const WorkerInfo& w, const std::map<std::string, double>& shares) const;
+  std::string RenderMetrics();
+  std::string StatusJson();
+
+  // ---- the request path ----
+  void Lookup(const std::shared_ptr<Call>& c);
+  void Dispatch(const std::shared_ptr<Call>& c);
+  void OnHeaders(const std::shared_ptr<Call>& c, int status, const http::Headers& h);
+  void OnData(const std::shared_ptr<Call>& c, std::string_view data);
+  void OnDone(const std::shared_ptr<Call>& c, const Status& st, size_t bytes);
+  void Retry(const std::shared_ptr<Call>& c, std::string why);
+  void Refuse(const std::shared_ptr<Call>& c, int status, const std::string& message, bool retry_after);
+  void ReplyFromCache(const std::shared_ptr<Call>& c, const std::string& stored);
+  void Store(const std::shared_ptr<Call>& c, const json& usage);
+  void Finish(const std::shared_ptr<Call>& c, int status, bool hit);
+
+  // ---- health ----
+  void ScheduleHealth();
+  void PollAll();
+
+  http::Headers MissHeaders(const std::shared_ptr<Call>& c) const;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Routes
+
+void Gateway::Impl::Handle(const http::Request& req, std::shared_ptr<http::Responder> out) {
+  const std::string& p = req.path;
+  auto only = [&](const char* method) {
+    if (req.method == method) return true;
+    out->Send(405, "application/json", ErrorBody(405, "use " + std::string(method) + " for " + p), {{"Allow", method}});
+    return false;
+  };
+  if (p == "/v1/chat/completions" || p == "/v1/completions") {
+    if (only("POST")) HandleCompletion(req, std::move(out), p == "/v1/chat/completions");
+  } else if (p == "/v1/models") {
+    if (only("GET")) SendModels(out);
+  } else if (p == "/health") {
+    if (only("GET")) out->Send(200, "application/json", R"({"status":"ok"})");
+  } else if (p == "/ready") {
+    if (!only("GET")) return;
+    bool any = false;
+    for (const auto& w : pool.List()) any = any || w.state == WorkerState::kHealthy;
+    if (any) {
+      out->Send(200, "application/json", R"({"status":"ready"})");
+    } else {
+      out->Send(503, "application/json", ErrorBody(503, "no healthy worker"), {{"Retry-After", "1"}});
+    }
+  } else if (p == "/metrics") {
+    if (only("GET")) out->Send(200, "text/plain; version=0.0.4", RenderMetrics());
+  } else if (p == "/status") {
+    if (only("GET")) out->Send(200, "text/html; charset=utf-8", std::string(kStatusPageHtml));
+  } else if (p == "/status.json") {
+    if (only("GET")) out->Send(200, "application/json", StatusJson(), {{"Cache-Control", "no-store"}});
+  } else if (p.starts_with("/admin/")) {
+    HandleAdmin(req, out);
+  } else {
+    out->Send(404, "application/json", ErrorBody(404, "unknown path " + p, "not_found"));
+  }
+}
+
+void Gateway::Impl::SendModels(const std::shared_ptr<http::Responder>& out) {
+  std::set<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(models_mu);
+    for (const auto& [w, m] : models) ids.insert(m.begin(), m.end());
+  }
+  json data = json::array();
+  for (const auto& id : ids) data.push_back({{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "frugal"}});
+  out->Send(200, "application/json", json{{"object", "list"}, {"data", data}}.dump());
+}
+
+void Gateway::Impl::HandleCompletion(const http::Request& req, std::shared_ptr<http::Responder> out, bool chat) {
+  requests->Add(1, chat ? "chat" : "completions");
+  // Who is asking, and may they.
+  std::string ns = "default";
+  if (!keys.empty()) {
+    const std::string token = BearerToken(req);
+    if (token.empty()) {
+      out->Send(401, "application/json", ErrorBody(401, "missing API key: send Authorization: Bearer <key>", "invalid_api_key"));
+      return;
+    }
+    auto it = keys.find(token);
+    if (it == keys.end()) {
+      out->Send(401, "application/json", ErrorBody(401, "invalid API key", "invalid_api_key"));
+      return;
+    }
+    double wait_s = 0;
+    if (!it->second.bucket->TryTake(Clock::now(), &wait_s)) {
+      rate_limited->Add(1, it->second.cfg.name);
+      const auto secs = std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wait_s))));
+      out->Send(429, "application/json", ErrorBody(429, "rate limit of API key '" + it->second.cfg.name + "' exceeded", "rate_limit_exceeded"),
+                {{"Retry-After", secs}});
+      return;
+    }
+    ns = it->second.cfg.name;
+  }
+  // What is asked. The worker validates every field; the gateway only what it routes and caches by.
+  RequestPolicy rp;
+  rp.default_max_tokens = cfg.default_max_tokens;
+  rp.context_turns = cfg.cache.context_turns;
+  rp.cache_nondeterministic = cfg.cache.nondeterministic;
+  auto parsed = ParseCompletionRequest(req.body, chat, rp);
+  if (!parsed.ok()) {
+    out->Send(400, "application/json", ErrorBody(400, parsed.status().message()));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(models_mu);
+    std::set<std::string> ids;
+    for (const auto& [w, m] : models) ids.insert(m.begin(), m.end());
+    if (!ids.empty() && !ids.count(parsed->model)) {
+      out->Send(404, "application/json", ErrorBody(404, "the model '" + parsed->model + "' does not exist", "model_not_found"));
+      return;
+    }
+  }
+  auto c = std::make_shared<Call>();
+  c->gw = this;
+  c->out = out;
+  c->chat = chat;
+  c->path = chat ? "/v1/chat/completions" : "/v1/completions";
+  c->model = parsed->model;
+  c->stream = parsed->stream;
+  c->include_usage = parsed->include_usage;
+  c->cost = parsed->cost;
+  c->body = req.body;
+  const std::string& cc = req.Header("cache-control");
+  const bool no_cache = cc.find("no-cache") != std::string::npos || cc.find("no-store") != std::string::npos;
+  if (cache && parsed->cacheable && !no_cache) {
+    c->cacheable = true;
+    c->ns = ns;
+    c->query = parsed->query;
+    c->scope = cache::ScopeKey({ns, c->model, parsed->context, parsed->sampling});
+  }
+
+  out->OnClose([weak = std::weak_ptr<Call>(c)] {
+    auto call = weak.lock();
+    if (!call) return;
+    call->client_gone = true;
+    std::optional<uint64_t> id;
+    {
+      std::lock_guard<std::mutex> lock(call->mu);
+      id = call->upstream_id;
+    }
+    if (id) call->gw->upstream->Cancel(*id);
+  });
+  if (c->cacheable) {
+    net::post(*cache_pool, [this, c] { Lookup(c); });
+  } else {
+    cache_lookups->Add(1, "bypass");
+    Dispatch(c);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cache
+
+void Gateway::Impl::Lookup(const std::shared_ptr<Call>& c) {
+  auto r = cache->Lookup(c->scope, c->ns, c->query);
+  if (!r.ok()) {
+    // The cache is never the cause of an outage: a failed lookup is a miss.
+    std::fprintf(stderr, "frugal gateway: cache lookup failed: %s\n", r.status().message().c_str());
+  } else if (r->hit) {
+    cache_lookups->Add(1, "hit");
+    ReplyFromCache(c, r->response);
+    return;
+  }
+  cache_lookups->Add(1, "miss");
+  if (r.ok()) c->looked_up = std::move(r).value();
+  Dispatch(c);
+}
+
+void Gateway::Impl::ReplyFromCache(const std::shared_ptr<Call>& c, const std::string& stored) {
+  json s = json::parse(stored, nullptr, false);
+  const std::string content = s.is_object() ? s.value("content", "") : "";
+  const std::string finish = s.is_object() ? s.value("finish_reason", "stop") : "stop";
+  const json usage = s.is_object() && s.contains("usage") ? s["usage"] : json(nullptr);
+  const int64_t created = UnixNow();
+  const std::string id = (c->chat ? "chatcmpl-cache-" : "cmpl-cache-") + std::to_string(total_requests.load());
+  const http::Headers h = {{"X-Frugal-Cache", "hit"}};
+  if (!c->stream) {
+    json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", nullptr}};
+    if (c->chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", content}};
+    } else {
+      choice["text"] = content;
+    }
+    json r = {{"id", id}, {"object", c->chat ? "chat.completion" : "text_completion"}, {"created", created},
+              {"model", c->model}, {"choices", json::array({choice})}, {"system_fingerprint", "frugal-cache"}};
+    if (!usage.is_null()) r["usage"] = usage;
+    c->out->Send(200, "application/json", r.dump(), h);
+    Finish(c, 200, true);
+    return;
+  }
+  // Replayed as the worker would have streamed it: role, the text in pieces, finish, usage.
+  c->out->StartStream(200, "text/event-stream", h);
+  const std::string object = c->chat ? "chat.completion.chunk" : "text_completion";
+  auto chunk = [&](json delta_or_text, json finish) {
+    json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", nullptr}};
+    if (c->chat) {
+      choice["delta"] = std::move(delta_or_text);
+    } else {
+      choice["text"] = std::move(delta_or_text);
+    }
+    return json{{"id", id}, {"object", object}, {"created", created}, {"model", c->model}, {"choices", json::array({choice})}};
+  };
+  std::string events;
+  if (c->chat) events += SseData(chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr));
+  // Pieces end after a space or newline (never inside a UTF-8 sequence).
+  size_t from = 0;
+  for (size_t i = 0; i < content.size(); ++i) {
+    if ((content[i] == ' ' || content[i] == '\n') && i + 1 - from >= 16) {
+      const std::string piece = content.substr(from, i + 1 - from);
+      events += SseData(chunk(c->chat ? json{{"content", piece}} : json(piece), nullptr));
+      from = i + 1;
+    }
+  }
+  if (from < content.size()) {
+    const std::string piece = content.substr(from);
+    events += SseData(chunk(c->chat ? json{{"content", piece}} : json(piece), nullptr));
+  }
+  events += SseData(chunk(c->chat ? json::object() : json(""), finish));
+  if (c->include_usage && !usage.is_null()) {
+    json u = {{"id", id}, {"object", object}, {"created", created}, {"model", c->model}, {"choices", json::array()}, {"usage", usage}};
+    events += SseData(u);
+  }
+  events += "data: [DONE]\n\n";
+  c->out->Write(std::move(events));
+  c->out->End();
+  ttft->Observe(MsSince(c->start) / 1e3);
+  Finish(c, 200, true);
+}
+
+void Gateway::Impl::Store(const std::shared_ptr<Call>& c, const json& usage) {
+  json s = {{"content", c->content}, {"finish_reason", c->finish_reason}};
+  if (!usage.is_null()) s["usage"] = usage;
+  net::post(*cache_pool, [this, c, v = s.dump()] {
+    Status st = cache->Insert(c->scope, c->ns, c->query, v, c->looked_up ? &*c->looked_up : nullptr);
+    if (!st.ok()) std::fprintf(stderr, "frugal gateway: cache insert failed: %s\n", st.message().c_str());
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Proxy
+
+http::Headers Gateway::Impl::MissHeaders(const std::shared_ptr<Call>& c) const {
+  http::Headers h = {{"X-Frugal-Cache", "miss"}};
+  if (!c->tried.empty()) h.emplace_back("X-Frugal-Worker", c->tried.back());
+  for (const auto& [k, v] : c->up_headers) {
+    if (strcasecmp(k.c_str(), "x-frugal-simulated") == 0) h.emplace_back("X-Frugal-Simulated", v);
+  }
+  return h;
+}
+
+void Gateway::Impl::Dispatch(const std::shared_ptr<Call>& c) {
+  if (c->client_gone) {
+    Finish(c, 499, false);
+    return;
+  }
+  Lease lease = pool.Pick(*policy, c->cost, c->tried);
+  if (!lease) {
+    if (c->tried.empty()) {
+      Refuse(c, 503, "no healthy worker can take the request now", true);
+    } else {
+      Refuse(c, 503, "no worker could take the request (" + c->last_error + ")", true);
+    }
+    return;
+  }
+  c->tried.push_back(lease.name());
+  stats.Routed(UnixNow(), lease.name());
+  c->status = 0;
+  c->up_headers.clear();
+  c->buffer.clear();
+  c->streaming = false;
+  c->sse = http::SseParser();
+  c->content.clear();
+  c->finish_reason.clear();
+  c->usage = nullptr;
+  c->saw_done = false;
+  c->sent_any = false;
+  c->tail.clear();
+  http::ClientRequest r;
+  r.host = lease.host();
+  r.port = lease.port();
+  r.method = "POST";
+  r.target = c->path;
+  r.headers = {{"Content-Type", "application/json"}};
+  r.body = c->body;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->lease = std::move(lease);
+  }
+  http::ClientCallbacks cb;
+  cb.on_headers = [this, c](int status, const http::Headers& h) { OnHeaders(c, status, h); };
+  cb.on_data = [this, c](std::string_view d) { OnData(c, d); };
+  cb.on_done = [this, c](const Status& st, size_t bytes) { OnDone(c, st, bytes); };
+  const uint64_t id = upstream->Send(std::move(r), std::move(cb));
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->upstream_id = id;
+  }
+  if (c->client_gone) upstream->Cancel(id);
+}
+
+void Gateway::Impl::OnHeaders(const std::shared_ptr<Call>& c, int status, const http::Headers& h) {
+  c->status = status;
+  c->up_headers = h;
+  c->first_byte = Clock::now();
+  if (status == 200 && c->stream) {
+    // From here on the client has bytes: this attempt is the one.
+    c->streaming = true;
+    c->out->StartStream(200, "text/event-stream", MissHeaders(c));
+  }
+}
+
+void Gateway::Impl::OnData(const std::shared_ptr<Call>& c, std::string_view data) {
+  if (!c->streaming) {
+    c->buffer.append(data);
+    return;
+  }
+  if (!c->sent_any && !data.empty()) {
+    c->sent_any = true;
+    ttft->Observe(MsSince(c->start) / 1e3);
+  }
+  c->out->Write(std::string(data));
+  std::string t = c->tail;
+  t.append(data.substr(data.size() > 2 ? data.size() - 2 : 0));
+  c->tail = t.size() > 2 ? t.substr(t.size() - 2) : t;
+  c->sse.Feed(data, [&](const http::SseEvent& ev) {
+    if (ev.data == "[DONE]") {
+      c->saw_done = true;
+      return;
+    }
+    json j = json::parse(ev.data, nullptr, false);
+    if (!j.is_object()) return;
+    if (j.contains("error")) {
+      c->finish_reason = "error";
+      return;
+    }
+    if (j.contains("usage") && j["usage"].is_object()) c->usage = j["usage"];
+    if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return;
+    const json& ch = j["choices"][0];
+    if (c->chat && ch.contains("delta") && ch["delta"].is_object() && ch["delta"].contains("content") && ch["delta"]["content"].is_string()) {
+      c->content += ch["delta"]["content"].get<std::string>();
+    } else if (!c->chat && ch.contains("text") && ch["text"].is_string()) {
+      c->content += ch["text"].get<std::string>();
+    }
+    if (ch.contains("finish_reason") && ch["finish_reason"].is_string()) c->finish_reason = ch["finish_reason"].get<std::string>();
+  });
+}
+
+void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, size_t bytes) {
+  Lease lease;
+  {
+    std::lock_guard<std::mutex> lock(c->mu);
+    lease = std::move(c->lease);
+    c->upstream_id.reset();
+  }
+  if (c->client_gone) {
+    // Our own cancel (the client left): nothing to answer, nothing against the worker.
+    if (c->streaming) c->out->End();
+    Finish(c, 499, false);
+    return;
+  }
+  if (c->streaming) {
+    if (st.ok() && c->saw_done) {
+      // Stored before the client hears the end, so asking again at once finds it.
+      if (c->cacheable && Complete(c->finish_reason)) Store(c, c->usage);
+      c->out->End();
+      pool.ReportRequest(lease, Outcome::kSuccess);
+      Finish(c, 200, false);
+      return;
+    }
+    // Broken midway: close any half-written event, then a clean error and the end marker.
+    const std::string why = st.ok() ? "the worker's stream ended early" : st.message();
+    std::string tailer;
+    if (!c->tail.empty() && c->tail != "\n\n") tailer = c->tail.back() == '\n' ? "\n" : "\n\n";
+    json err = json::parse(ErrorBody(502, "the worker failed while streaming: " + why, "worker_failed"));
+    c->out->Write(tailer + SseData(err) + "data: [DONE]\n\n");
+    c->out->End();
+    stream_errors->Add();
+    pool.ReportRequest(lease, Outcome::kFailure, why);
+    Finish(c, 502, false);
+    return;
+  }
+  if (!st.ok()) {
+    pool.ReportRequest(lease, Outcome::kFailure, st.message());
+    c->last_error = c->tried.back() + ": " + st.message();
+    lease = Lease();
+    if (bytes == 0) {
+      Retry(c, st.message());  // nothing arrived: the request may go elsewhere
+    } else {
+      Refuse(c, 502, "the worker failed mid-response: " + st.message(), false);
+    }
+    return;
+  }
+  if (c->status == 503) {
+    pool.ReportRequest(lease, Outcome::kOverloaded);
+    c->last_error = c->tried.back() + ": queue full";
+    lease = Lease();
+    Retry(c, "worker overloaded");
+    return;
+  }
+  pool.ReportRequest(lease, c->status >= 500 ? Outcome::kFailure : Outcome::kSuccess, "HTTP " + std::to_string(c->status));
+  lease = Lease();
+  if (c->status == 200) {
+    json j = json::parse(c->buffer, nullptr, false);
+    if (c->cacheable && j.is_object() && j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
+      const json& ch = j["choices"][0];
+      c->finish_reason = ch.contains("finish_reason") && ch["finish_reason"].is_string() ? ch["finish_reason"].get<std::string>() : "";
+      if (Complete(c->finish_reason)) {
+        if (c->chat && ch.contains("message") && ch["message"].is_object() && ch["message"].contains("content") && ch["message"]["content"].is_string()) {
+          c->content = ch["message"]["content"].get<std::string>();
+          Store(c, j.value("usage", json(nullptr)));
+        } else if (!c->chat && ch.contains("text") && ch["text"].is_string()) {
+          c->content = ch["text"].get<std::string>();
+          Store(c, j.value("usage", json(nullptr)));
+        }
+      }
+    }
+  }
+  // The worker's answer, as it gave it (its 4xx are the client's errors, passed on).
+  std::string ct = "application/json";
+  for (const auto& [k, v] : c->up_headers) {
+    if (strcasecmp(k.c_str(), "content-type") == 0) ct = v;
+  }
+  c->out->Send(c->status, ct, std::move(c->buffer), MissHeaders(c));
+  Finish(c, c->status, false);
+}
+
+void Gateway::Impl::Retry(const std::shared_ptr<Call>& c, std::string why) {
+  if (c->retries >= cfg.max_retries || stopped) {
+    Refuse(c, 503, "no worker could take the request (" + why + ")", true);
+    return;
+  }
+  ++c->retries;
+  retries->Add();
+  ++total_retries;
+  double jitter;
+  {
+    std::lock_guard<std::mutex> lock(rng_mu);
+    jitter = std::uniform_real_distribution<double>(0.5, 1.5)(rng);
+  }
+  const auto delay = std::chrono::microseconds(static_cast<int64_t>(1e3 * static_cast<double>(cfg.retry_backoff_ms) * std::pow(2.0, c->retries - 1) * jitter));
+  auto timer = std::make_shared<net::steady_timer>(timers, delay);
+  timer->async_wait([this, c, timer](const boost::system::error_code& ec) {
+    if (ec) {
+      Refuse(c, 503, "the gateway is shutting down", true);
+      return;
+    }
+    Dispatch(c);
+  });
+}
+
+void Gateway::Impl::Refuse(const std::shared_ptr<Call>& c, int status, const std::string& message, bool retry_after) {
+  if (c->client_gone) {
+    Finish(c, 499, false);
+    return;
+  }
+  http::Headers h = {{"X-Frugal-Cache", "miss"}};
+  if (retry_after) h.emplace_back("Retry-After", "1");
+  c->out->Send(status, "application/json", ErrorBody(status, message, status == 503 ? "no_worker_available" : "worker_failed"), h);
+  Finish(c, status, false);
+}
+
+void Gateway::Impl::Finish(const std::shared_ptr<Call>& c, int status, bool hit) {
+  if (c->finished.exchange(true)) return;
+  const double ms = MsSince(c->start);
+  const bool error = status >= 500;
+  ++total_requests;
+  if (error) ++total_errors;
+  if (hit) ++total_hits;
+  responses->Add(1, std::to_string(status));
+  if (status != 499) {
+    latency->Observe(ms / 1e3);
+    stats.Record(UnixNow(), ms, error, hit);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Health
+
+void Gateway::Impl::ScheduleHealth() {
+  health_timer->expires_after(cfg.health.interval);
+  health_timer->async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped) return;
+    PollAll();
+    ScheduleHealth();
+  });
+}
+
+void Gateway::Impl::PollAll() {
+  const auto targets = pool.Targets();
+  {
+    std::lock_guard<std::mutex> lock(models_mu);
+    // Forget removed workers' models.
+    for (auto it = models.begin(); it != models.end();) {
+      const bool live = std::any_of(targets.begin(), targets.end(), [&](const auto& t) { return t.first == it->first; });
+      it = live ? std::next(it) : models.erase(it);
+    }
+  }
+  for (const auto& [name, hp] : targets) {
+    {
+      std::lock_guard<std::mutex> lock(models_mu);
+      if (!checking.insert(name).second) continue;  // the last poll has not answered yet
+    }
+    http::ClientRequest r;
+    r.host = hp.first;
+    r.port = hp.second;
+    r.target = "/queue_depth";
+    r.headers = {{"Accept", "application/json"}};
+    auto body = std::make_shared<std::string>();
+    auto code = std::make_shared<int>(0);
+    http::ClientCallbacks cb;
+    cb.on_headers = [code](int s, const http::Headers&) { *code = s; };
+    cb.on_data = [body](std::string_view d) { body->append(d); };
+    cb.on_done = [this, name, hp, body, code](const Status& st, size_t) {
+      StatusOr<WorkerLoad> load = st;
+      if (st.ok()) {
+        // Only the worker's own failures count: 5xx. (A 4xx would be ours, and is not expected.)
+        if (*code >= 500) {
+          load = IoError("HTTP " + std::to_string(*code));
+        } else {
+          load = ParseWorkerLoad(*body);
+        }
+      }
+      pool.ReportCheck(name, load);
+      bool fetch_models = false;
+      {
+        std::lock_guard<std::mutex> lock(models_mu);
+        checking.erase(name);
+        if (load.ok()) fetch_models = polls[name]++ % 30 == 0 || !models.count(name);
+      }
+      if (!fetch_models || stopped) return;
+      http::ClientRequest m;
+      m.host = hp.first;
+      m.port = hp.second;
+      m.target = "/v1/models";
+      auto mbody = std::make_shared<std::string>();
+      http::ClientCallbacks mcb;
+      mcb.on_data = [mbody](std::string_view d) { mbody->append(d); };
+      mcb.on_done = [this, name, mbody](const Status& ms, size_t) {
+        if (!ms.ok()) return;
+        json j = json::parse(*mbody, nullptr, false);
+        if (!j.is_object() || !j.contains("data") || !j["data"].is_array()) return;
+        std::set<std::string> ids;
+        for (const auto& e : j["data"]) {
+          if (e.is_object() && e.contains("id") && e["id"].is_string()) ids.insert(e["id"].get<std::string>());
+        }
+        std::lock_guard<std::mutex> lock(models_mu);
+        if (pool.size() > 0) models[name] = std::move(ids);
+      };
+      checker->Send(std::move(m), std::move(mcb));
+    };
+    checker->Send(std::move(r), std::move(cb));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Admin, metrics, status
+
+json Gateway::Impl::WorkerJson(const WorkerInfo& w, const std::map<std::string, double>& shares) const {
+  auto s = shares.find(w.name);
+  return {{"name", w.name},
+          {"url", w.url},
+          {"state", std::string(StateName(w.state))},
+          {"weight", w.weight},
+          {"queue", static_cast<int64_t>(std::llround(w.est_queue))},
+          {"in_flight", w.in_flight},
+          {"backlog_ms", w.est_backlog_ms},
+          {"reported", {{"waiting", w.load.waiting}, {"running", w.load.running}, {"backlog_ms", w.load.backlog_ms},
+                        {"prefill_ms_per_token", w.load.prefill_ms_per_token}, {"decode_ms_per_token", w.load.decode_ms_per_token}}},
+          {"share", s == shares.end() ? 0.0 : s->second},
+          {"chosen", w.chosen},
+          {"ejections", w.ejections},
+          {"simulated", w.load.simulated},
+          {"last_error", w.last_error}};
+}
+
+void Gateway::Impl::HandleAdmin(const http::Request& req, const std::shared_ptr<http::Responder>& out) {
+  if (cfg.admin_token.empty()) {
+    out->Send(403, "application/json", ErrorBody(403, "the admin API is off: set admin_token in the config"));
+    return;
+  }
+  std::string token = BearerToken(req);
+  if (token.empty()) token = req.Header("x-admin-token");
+  if (token != cfg.admin_token) {
+    out->Send(401, "application/json", ErrorBody(401, "missing or wrong admin token", "invalid_admin_token"));
+    return;
+  }
+  auto reply = [&](const Status& st, int ok_status, const json& body) {
+    if (st.ok()) {
+      out->Send(ok_status, "application/json", body.dump());
+      return;
+    }
+    const int code = st.code() == StatusCode::kNotFound ? 404 : 400;
+    out->Send(code, "application/json", ErrorBody(code, st.message()));
+  };
+  if (!http::JsonDepthWithin(req.body)) {
+    out->Send(400, "application/json", ErrorBody(400, "the request body nests too deeply"));
+    return;
+  }
+  const std::string& p = req.path;
+  const std::string prefix = "/admin/workers/";
+  if (p == "/admin/workers" && req.method == "GET") {
+    json ws = json::array();
+    const auto shares = stats.Shares(UnixNow());
+    for (const auto& w : pool.List()) ws.push_back(WorkerJson(w, shares));
+    reply(Status::Ok(), 200, {{"policy", policy->name()}, {"workers", ws}});
+  } else if (p == "/admin/workers" && req.method == "POST") {
+    json j = json::parse(req.body, nullptr, false);
+    if (!j.is_object() || !j.contains("url") || !j["url"].is_string()) {
+      reply(InvalidArgument("send {\"name\": ..., \"url\": \"http://host:port\", \"weight\": 1}"), 0, nullptr);
+      return;
+    }
+    const auto current = pool.List();
+    auto taken = [&](const std::string& n) {
+      return std::any_of(current.begin(), current.end(), [&](const WorkerInfo& w) { return w.name == n; });
+    };
+    std::string name;
+    if (j.contains("name") && j["name"].is_string()) {
+      name = j["name"].get<std::string>();
+      if (taken(name)) {
+        out->Send(409, "application/json", ErrorBody(409, "a worker named '" + name + "' exists"));
+        return;
+      }
+    } else {
+      for (size_t i = 0; name.empty() || taken(name); ++i) name = "w" + std::to_string(i);
+    }
+    const double weight = j.contains("weight") && j["weight"].is_number() ? j["weight"].get<double>() : 1.0;
+    Status st = pool.Add(name, j["url"].get<std::string>(), weight);
+    reply(st, 201, {{"added", name}});
+    if (st.ok()) net::post(timers, [this] { PollAll(); });  // know its load and models at once
+  } else if (p.starts_with(prefix) && req.method == "DELETE") {
+    const std::string name = p.substr(prefix.size());
+    reply(pool.Remove(name), 200, {{"removed", name}});
+  } else if (p.starts_with(prefix) && req.method == "POST" && (p.ends_with("/drain") || p.ends_with("/undrain"))) {
+    const bool drain = p.ends_with("/drain");
+    const std::string name = p.substr(prefix.size(), p.size() - prefix.size() - (drain ? 6 : 8));
+    reply(pool.SetDraining(name, drain), 200, {{drain ? "draining" : "undrained", name}});
+  } else if (p == "/admin/cache/invalidate" && req.method == "POST") {
+    if (!cache) {
+      reply(InvalidArgument("the cache is off"), 0, nullptr);
+      return;
+    }
+    json j = json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
+    if (!j.is_object()) {
+      reply(InvalidArgument("send {\"namespace\": ...} or {\"all\": true}"), 0, nullptr);
+      return;
+    }
+    size_t n = 0;
+    if (j.value("all", false)) {
+      n = cache->Clear();
+    } else if (j.contains("namespace") && j["namespace"].is_string()) {
+      n = cache->InvalidateNamespace(j["namespace"].get<std::string>());
+    } else {
+      reply(InvalidArgument("send {\"namespace\": ...} or {\"all\": true}"), 0, nullptr);
+      return;
+    }
+    reply(Status::Ok(), 200, {{"invalidated", n}});
+  } else {
+    out->Send(404, "application/json", ErrorBody(404, "unknown admin route " + req.method + " " + p, "not_found"));
+  }
+}
+
+std::string Gateway::Impl::RenderMetrics() {
+  std::string s = metrics.Render();
+  const auto ws = pool.List();
+  auto family = [&](const char* name, const char* type, const char* help, auto value) {
+    s += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    for (const auto& w : ws) {
+      const std::string v = value(w);
+      if (!v.empty()) s += v;
+    }
+  };
+  auto num = [](double v) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.17g", v);
+    return std::string(b);
+  };
+  family("frugal_gateway_worker_state", "gauge", "1 for the worker's current state", [&](const WorkerInfo& w) {
+    std::string o;
+    for (auto st : {WorkerState::kHealthy, WorkerState::kEjected, WorkerState::kHalfOpen, WorkerState::kDraining}) {
+      o += "frugal_gateway_worker_state{worker=\"" + LabelValue(w.name) + "\",state=\"" + std::string(StateName(st)) + "\"} " +
+           (w.state == st ? "1" : "0") + "\n";
+    }
+    return o;
+  });
+  auto simple = [&](const char* name, const char* type, const char* help, auto get) {
+    family(name, type, help, [&](const WorkerInfo& w) {
+      return std::string(name) + "{worker=\"" + LabelValue(w.name) + "\"} " + num(get(w)) + "\n";
+    });
+  };
+  simple("frugal_gateway_worker_weight", "gauge", "configured routing weight", [](const WorkerInfo& w) { return w.weight; });
+  simple("frugal_gateway_worker_in_flight", "gauge", "requests this gateway has in flight on the worker", [](const WorkerInfo& w) { return static_cast<double>(w.in_flight); });
+  simple("frugal_gateway_worker_queue", "gauge", "estimated requests waiting and running on the worker", [](const WorkerInfo& w) { return w.est_queue; });
+  simple("frugal_gateway_worker_backlog_ms", "gauge", "estimated machine time of the work ahead on the worker", [](const WorkerInfo& w) { return w.est_backlog_ms; });
+  simple("frugal_gateway_worker_chosen_total", "counter", "requests routed to the worker", [](const WorkerInfo& w) { return static_cast<double>(w.chosen); });
+  simple("frugal_gateway_worker_ejections_total", "counter", "times the worker was ejected", [](const WorkerInfo& w) { return static_cast<double>(w.ejections); });
+  if (cache) s += cache->metrics().Render();
+  return s;
+}
+
+std::string Gateway::Impl::StatusJson() {
+  const int64_t now = UnixNow();
+  const auto shares = stats.Shares(now);
+  json ws = json::array();
+  for (const auto& w : pool.List()) ws.push_back(WorkerJson(w, shares));
+  json series = json::array();
+  for (const auto& p : stats.Series(now)) {
+    series.push_back({{"t", p.t}, {"requests", p.requests}, {"errors", p.errors},
+                      {"p95_ms", p.p95_ms ? json(*p.p95_ms) : json(nullptr)},
+                      {"hit_rate", p.requests - p.errors > 0 ? json(static_cast<double>(p.hits) / static_cast<double>(p.requests - p.errors)) : json(nullptr)}});
+  }
+  const int64_t req = total_requests.load(), err = total_errors.load(), hits = total_hits.load();
+  const auto p95 = stats.P95Ms(now, 60);
+  json totals = {{"requests", req}, {"errors", err}, {"retries", total_retries.load()}, {"cache_hits", hits},
+                 {"hit_rate", req - err > 0 ? static_cast<double>(hits) / static_cast<double>(req - err) : 0.0},
+                 {"p95_ms_1m", p95 ? json(*p95) : json(nullptr)}, {"rps_1m", stats.Rps(now, 60)},
+                 {"ejections", pool.ejections()}};
+  json g = {{"policy", policy->name()}, {"uptime_s", MsSince(started) / 1e3}, {"version", "0.1.0"}, {"cache", cache != nullptr}};
+  return json{{"gateway", g}, {"workers", ws}, {"window_s", TrafficStats::kBuckets * TrafficStats::kBucketS},
+              {"bucket_s", TrafficStats::kBucketS}, {"series", series}, {"totals", totals}}
+      .dump();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config, std::shared_ptr<cache::Embedder> embedder) {
+  FRUGAL_RETURN_IF_ERROR(ValidateGatewayConfig(config));
+  auto impl = std::make_unique<Impl>(std::move(config));
+  Impl& g = *impl;
+  auto policy = MakePolicy(g.cfg.policy);
+  if (!policy.ok()) return policy.status();
+  g.policy = std::move(policy).value();
+  for (const auto& w : g.cfg.workers) FRUGAL_RETURN_IF_ERROR(g.pool.Add(w.name, w.url, w.weight));
+  for (const auto& k : g.cfg.api_keys) g.keys[k.key] = {k, std::make_unique<TokenBucket>(k.rate_per_s, k.burst)};
+  if (g.cfg.cache.enabled && embedder) {
+    cache::CacheOptions co;
+    co.threshold = g.cfg.cache.threshold;
+    co.namespace_threshold = g.cfg.cache.namespace_threshold;
+    co.ttl = std::chrono::seconds(g.cfg.cache.ttl_s);
+    co.capacity = static_cast<size_t>(g.cfg.cache.capacity);
+    co.snapshot_path = g.cfg.cache.snapshot;
+    co.snapshot_interval = std::chrono::seconds(g.cfg.cache.snapshot_interval_s);
+    auto c = cache::SemanticCache::Open(std::move(embedder), co);
+    if (!c.ok()) return c.status();
+    g.cache = std::move(c).value();
+    g.cache_pool = std::make_unique<net::thread_pool>(static_cast<size_t>(g.cfg.cache.threads));
+  }
+  g.requests = &g.metrics.AddCounter("frugal_gateway_requests", "completion requests accepted, by route", "route");
+  g.responses = &g.metrics.AddCounter("frugal_gateway_responses", "completion responses, by HTTP status (499: client left)", "code");
+  g.retries = &g.metrics.AddCounter("frugal_gateway_retries", "requests sent again to another worker after a failure before the first byte");
+  g.cache_lookups = &g.metrics.AddCounter("frugal_gateway_cache", "cache outcome per request: hit, miss, bypass (not cacheable)", "result");
+  g.stream_errors = &g.metrics.AddCounter("frugal_gateway_stream_errors", "streams that broke midway and ended with an SSE error event");
+  g.rate_limited = &g.metrics.AddCounter("frugal_gateway_rate_limited", "requests refused with 429, by API key name", "key");
+  g.latency = &g.metrics.AddHistogram("frugal_gateway_request_duration_seconds", "arrival to the last byte, every completion request", MetricsRegistry::LatencyBuckets());
+  g.ttft = &g.metrics.AddHistogram("frugal_gateway_ttft_seconds", "arrival to the first streamed content byte", MetricsRegistry::LatencyBuckets());
+  g.metrics.AddGauge("frugal_gateway_ejections", "workers ejected since start (all workers)", [&g] { return static_cast<double>(g.pool.ejections()); });
+
+  http::ClientOptions uo;
+  uo.io_threads = 2;
+  uo.response_timeout = std::chrono::milliseconds(static_cast<int64_t>(g.cfg.request_timeout_s * 1e3));
+  uo.max_idle_per_host = 256;
+  g.upstream = std::make_unique<http::Client>(uo);
+  http::ClientOptions co;
+  co.connect_timeout = g.cfg.health.timeout;
+  co.response_timeout = g.cfg.health.timeout;
+  g.checker = std::make_unique<http::Client>(co);
+  g.timers_work.emplace(g.timers.get_executor());
+  g.timer_thread = std::thread([&g] { g.timers.run(); });
+  g.health_timer = std::make_unique<net::steady_timer>(g.timers);
+  net::post(g.timers, [&g] { g.PollAll(); });
+  g.ScheduleHealth();
+
+  http::ServerOptions so;
+  so.host = g.cfg.host;
+  so.port = g.cfg.port;
+  so.io_threads = g.cfg.http_threads;
+  so.max_body_bytes = static_cast<size_t>(g.cfg.max_body_bytes);
+  auto server = http::Server::Start(so, [&g](const http::Request& r, std::shared_ptr<http::Responder> out) { g.Handle(r, std::move(out)); });
+  if (!server.ok()) {
+    g.stopped = true;
+    g.timers_work.reset();
+    g.timers.stop();
+    g.timer_thread.join();
+    return server.status();
+  }
+  g.server = std::move(server).value();
+  return std::unique_ptr<Gateway>(new Gateway(std::move(impl)));
+}
+
+Gateway::Gateway(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Gateway::~Gateway() { Shutdown(std::chrono::milliseconds(0)); }
+
+uint16_t Gateway::port() const { return impl_->server->port(); }
+
+void Gateway::Shutdown(std::chrono::milliseconds grace) {
+  Impl& g = *impl_;
+  if (g.stopped.exchange(true)) return;
+  // In-flight requests finish through the upstream client, timers and cache, still running.
+  g.server->Shutdown(grace);
+  net::post(g.timers, [&g] { g.health_timer->cancel(); });
+  g.timers_work.reset();
+  g.timers.stop();
+  g.timer_thread.join();
+  // Lookups still queued may dispatch: the upstream client stays until they are done. Then
+  // whatever is still in flight is cancelled; its Responders go before the server does.
+  if (g.cache_pool) g.cache_pool->join();
+  g.upstream.reset();
+  g.checker.reset();
+  g.cache.reset();  // snapshots, when configured
+}
+
+}  // namespace frugal::gateway
