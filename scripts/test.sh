@@ -18,11 +18,13 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFRUGAL_SANITIZE=ON 
 ninja -C build-asan -j"$(nproc)" frugal_unit_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -L unit --output-on-failure -j2
 
-echo "== fuzz the GGUF and safetensors parsers (libFuzzer, 30 s each)"
+echo "== fuzz the GGUF and safetensors parsers and the gateway request parsing (libFuzzer, 30 s each)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFRUGAL_FUZZ=ON -DFRUGAL_BUILD_TESTS=OFF >/dev/null
-ninja -C build-fuzz -j"$(nproc)" gguf_fuzz safetensors_fuzz
+ninja -C build-fuzz -j"$(nproc)" gguf_fuzz safetensors_fuzz fuzz_gateway_request
 mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-st
 build-fuzz/fuzz/gguf_fuzz -max_total_time=30 -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus-gguf fuzz/seeds/gguf
 build-fuzz/fuzz/safetensors_fuzz -max_total_time=30 -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus-st fuzz/seeds/safetensors
+mkdir -p build-fuzz/corpus-gateway
+build-fuzz/fuzz/fuzz_gateway_request -max_total_time=30 -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus-gateway
 echo "all tests passed"

@@ -257,7 +257,7 @@ int RunUp(const UpFlags& f) {
       StopWorkers(kids, std::chrono::seconds(5));
       return Fail(c.status());
     }
-    std::fprintf(stderr, "frugal up: worker w%d at %s (pid %d, %d threads)\n", i, c->url.c_str(), static_cast<int>(c->pid), threads);
+    std::fprintf(stderr, "frugal up: worker w%d at %s (pid %d, threads %d)\n", i, c->url.c_str(), static_cast<int>(c->pid), threads);
     cfg->workers.push_back({"w" + std::to_string(i), c->url, 1});
     kids.push_back(std::move(*c));
   }

@@ -150,12 +150,16 @@ Status ValidateGatewayConfig(const GatewayConfig& c) {
   }
   if (c.cache.ttl_s < 1 || c.cache.capacity < 1) return InvalidArgument("cache.ttl_s and cache.capacity must be >= 1");
   if (c.cache.threads < 1) return InvalidArgument("cache.threads must be >= 1");
-  std::set<std::string> names, keys;
+  if (c.cache.ttl_s > 10LL * 366 * 86400) return InvalidArgument("cache.ttl_s must be at most 10 years");
+  if (c.cache.snapshot_interval_s < 0 || c.cache.snapshot_interval_s > 10'000'000) return InvalidArgument("cache.snapshot_interval_s must be 0..10000000");
+  // The pool's own rules (names, URLs, weights, duplicates), so a config it would refuse at start
+  // is refused here, as a config error.
+  WorkerPool probe(c.health);
   for (const auto& w : c.workers) {
-    FRUGAL_RETURN_IF_ERROR(ParseWorkerUrl(w.url).status());
-    if (!names.insert(w.name).second) return InvalidArgument("two workers are named '" + w.name + "'");
-    if (!(w.weight > 0)) return InvalidArgument("worker " + w.name + ": weight must be > 0");
+    Status st = probe.Add(w.name, w.url, w.weight);
+    if (!st.ok()) return InvalidArgument("workers: " + st.message());
   }
+  std::set<std::string> keys;
   for (const auto& k : c.api_keys) {
     if (k.key.empty()) return InvalidArgument("an api key is empty");
     if (!keys.insert(k.key).second) return InvalidArgument("api key '" + k.name + "' is listed twice");

@@ -29,8 +29,11 @@
 #include "http/json_limits.h"
 #include "http/server.h"
 
-// GCC 12 reports a false -Wrestrict overlap in "literal" + std::string (GCC bug 105329).
+// GCC 12 reports a false -Wrestrict overlap in "literal" + std::string (GCC bug 105329);
+// clang has no such warning.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wrestrict"
+#endif
 
 namespace frugal::gateway {
 namespace {
@@ -665,7 +668,10 @@ void Gateway::Impl::PollAll() {
       it = live ? std::next(it) : models.erase(it);
     }
   }
-  for (const auto& [name, hp] : targets) {
+  for (const auto& target : targets) {
+    // Copies, not structured bindings: lambdas below capture them (clang 14 cannot capture a binding).
+    const std::string name = target.first;
+    const std::pair<std::string, uint16_t> hp = target.second;
     {
       std::lock_guard<std::mutex> lock(models_mu);
       if (!checking.insert(name).second) continue;  // the last poll has not answered yet

@@ -1,0 +1,114 @@
+"""`frugal up`: the whole stack from one command, stopped cleanly by Ctrl-C (SIGINT)."""
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import threading
+
+import httpx
+import pytest
+
+from conftest import BIN, MINILM_DIR, SMOLLM2_GGUF, require_file
+
+LISTEN = re.compile(r"listening on (http://[^\s:]+:\d+)")
+WORKER = re.compile(r"worker (w\d+) at (http://[^\s:]+:(\d+)) \(pid (\d+)")
+
+
+class Up:
+    def __init__(self, *args):
+        self.p = subprocess.Popen([str(BIN), "up", "--port", "0", *map(str, args)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.url = None
+        found = threading.Event()
+
+        def read():
+            for line in self.p.stdout:
+                self.lines.append(line)
+                m = LISTEN.search(line)
+                if m and not self.url:
+                    self.url = m.group(1)
+                    found.set()
+            found.set()
+
+        self.reader = threading.Thread(target=read, daemon=True)
+        self.reader.start()
+        found.wait(240)
+        if not self.url:
+            self.p.kill()
+            _, err = self.p.communicate(timeout=30)
+            pytest.fail(f"frugal up did not start: {err}")
+
+    def stop(self, sig=signal.SIGINT):
+        self.p.send_signal(sig)
+        _, err = self.p.communicate(timeout=60)
+        self.reader.join(10)
+        return self.p.returncode, err
+
+
+def refused(url: str) -> bool:
+    host, port = url[len("http://"):].rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=2).close()
+        return False
+    except OSError:
+        return True
+
+
+def test_up_serves_through_the_gateway_and_stops_everything_on_ctrl_c():
+    require_file(SMOLLM2_GGUF)
+    up = Up("--workers", 2, "-m", SMOLLM2_GGUF, "--simulate", "decode_ms=2", "--no-cache", "--health-interval-ms", 100)
+    try:
+        with httpx.Client(base_url=up.url, timeout=30) as c:
+            for _ in range(100):
+                models = c.get("/v1/models").json()["data"]
+                if models:
+                    break
+                threading.Event().wait(0.05)
+            assert [m["id"] for m in models] == [SMOLLM2_GGUF.stem]
+            seen = set()
+            for _ in range(8):
+                r = c.post("/v1/chat/completions", json={"model": SMOLLM2_GGUF.stem, "max_tokens": 3,
+                                                         "messages": [{"role": "user", "content": "hi"}]})
+                assert r.status_code == 200, r.text
+                assert r.headers["x-frugal-cache"] == "miss"
+                seen.add(r.headers["x-frugal-worker"])
+                assert r.json()["usage"]["completion_tokens"] == 3
+            assert seen == {"w0", "w1"}, "both local workers take traffic"
+    finally:
+        rc, err = up.stop()
+    assert rc == 0, err
+    workers = WORKER.findall(err)
+    assert len(workers) == 2, err
+    for _, url, _, _ in workers:
+        assert refused(url), f"worker {url} still answers after Ctrl-C"
+    assert "stopping the gateway, then 2 workers" in err
+
+
+def test_up_asks_twice_and_the_second_answer_comes_from_the_cache():
+    require_file(SMOLLM2_GGUF)
+    require_file(MINILM_DIR / "model.safetensors")
+    up = Up("--workers", 1, "-m", SMOLLM2_GGUF, "-t", 1, "--cache-model", MINILM_DIR,
+            "--ask", "How do I return an item?")
+    try:
+        for _ in range(600):
+            if sum("[HTTP" in line for line in up.lines) >= 2:
+                break
+            threading.Event().wait(0.1)
+    finally:
+        rc, err = up.stop(signal.SIGTERM)
+    assert rc == 0, err
+    out = "".join(up.lines)
+    status = re.findall(r"\[HTTP (\d+), cache (\w+), \d+ ms\]", out)
+    assert status == [("200", "miss"), ("200", "hit")], out
+    answers = re.findall(r"> How do I return an item\?\n(.*?)\n\[HTTP", out, re.S)
+    assert len(answers) == 2 and answers[0] == answers[1] and answers[0].strip(), out
+
+
+def test_up_refuses_a_missing_model_with_exit_2():
+    r = subprocess.run([str(BIN), "up", "--port", "0", "-m", "/nonexistent/model.gguf", "--no-cache"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("frugal: error: model not found"), r.stderr
