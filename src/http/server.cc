@@ -255,6 +255,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string Head(int status, const std::string& ct, const Headers& headers, bool chunked, size_t length) {
     bhttp::response<bhttp::empty_body> res{static_cast<bhttp::status>(status), version_};
     res.set(bhttp::field::server, "frugal");
+    for (const auto& [k, v] : srv_.opt.default_headers) res.set(k, v);
     if (!ct.empty()) res.set(bhttp::field::content_type, ct);
     for (const auto& [k, v] : headers) res.set(k, v);
     if (chunked) {

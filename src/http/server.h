@@ -30,6 +30,8 @@
 
 namespace frugal::http {
 
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";  // address to bind
   uint16_t port = 8080;            // 0 = any free port (see Server::port())
@@ -41,6 +43,8 @@ struct ServerOptions {
   // while draining): given the status and a message, returns a JSON body. Default: OpenAI's
   // {"error": {"message", "type", "param", "code"}} shape.
   std::function<std::string(int status, std::string_view message)> error_body;
+  // Sent with every response, the server's own errors included (e.g. a simulated worker's label).
+  Headers default_headers;
 };
 
 struct Request {
@@ -54,7 +58,6 @@ struct Request {
   const std::string& Header(const std::string& name) const;
 };
 
-using Headers = std::vector<std::pair<std::string, std::string>>;
 
 // Answers one request: exactly one of Send or StartStream (+ Writes + End). Must not outlive the
 // Server that made it.

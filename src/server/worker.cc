@@ -103,27 +103,6 @@ class SerialExecutor {
   std::thread thread_;
 };
 
-// Marks every response of a simulated worker, so no test result can pass for a real one.
-class SimulatedResponder : public http::Responder {
- public:
-  explicit SimulatedResponder(std::shared_ptr<http::Responder> inner) : inner_(std::move(inner)) {}
-  void Send(int status, std::string content_type, std::string body, http::Headers headers) override {
-    headers.emplace_back("X-Frugal-Simulated", "true");
-    inner_->Send(status, std::move(content_type), std::move(body), std::move(headers));
-  }
-  void StartStream(int status, std::string content_type, http::Headers headers) override {
-    headers.emplace_back("X-Frugal-Simulated", "true");
-    inner_->StartStream(status, std::move(content_type), std::move(headers));
-  }
-  void Write(std::string data) override { inner_->Write(std::move(data)); }
-  void End() override { inner_->End(); }
-  void OnClose(std::function<void()> f) override { inner_->OnClose(std::move(f)); }
-  bool closed() const override { return inner_->closed(); }
-
- private:
-  std::shared_ptr<http::Responder> inner_;
-};
-
 }  // namespace
 
 struct Worker::Impl {
@@ -509,6 +488,9 @@ StatusOr<std::unique_ptr<Worker>> Worker::Start(Engine& engine, WorkerOptions op
   impl->opt = std::move(options);
   impl->model_name = impl->opt.served_model_name.empty() ? engine.info().name : impl->opt.served_model_name;
   impl->simulated = impl->opt.scheduler.simulation.has_value();
+  // Every response of a test instrument says so, the HTTP layer's own errors (413, 431) included,
+  // so no test result can pass for a real worker's.
+  if (impl->simulated) impl->opt.http.default_headers.emplace_back("X-Frugal-Simulated", "true");
   impl->SetUpMetrics();
   if (impl->simulated && engine.info().kind != ModelKind::kDecoder) {
     return InvalidArgument("a simulated worker needs a decoder model for its tokenizer and chat template; '" +
@@ -522,7 +504,6 @@ StatusOr<std::unique_ptr<Worker>> Worker::Start(Engine& engine, WorkerOptions op
   Impl* p = impl.get();
   FRUGAL_ASSIGN_OR_RETURN(impl->http, http::Server::Start(impl->opt.http, [p](const http::Request& req,
                                                                               std::shared_ptr<http::Responder> res) {
-    if (p->simulated) res = std::make_shared<SimulatedResponder>(std::move(res));
     p->Handle(req, std::move(res));
   }));
   impl->ready = true;

@@ -113,6 +113,11 @@ def test_labelled_as_a_test_instrument_everywhere(sim):
         bad = h.post(base + "/v1/completions", json={"prompt": "x", "max_tokens": -1})
         assert bad.status_code == 400, bad.text
         assert_labelled(bad, "a 400 error")
+        # An error the HTTP layer makes by itself, before any route runs: 413 beyond the 1 MiB
+        # default body limit.
+        big = h.post(base + "/v1/completions", content=b"x" * (2 << 20), headers={"Content-Type": "application/json"})
+        assert big.status_code == 413, big.status_code
+        assert_labelled(big, "the HTTP layer's 413")
 
         body = {"prompt": "x", "max_tokens": 3, "stream": True}
         with h.stream("POST", base + "/v1/completions", json=body) as s:
