@@ -142,6 +142,10 @@ struct Child {
   pid_t pid = -1;
   int out_fd = -1;  // its stdout, until the listening line
   std::string url;
+  // Supervision: how to start it again, and when to try next after a failed restart.
+  std::vector<std::string> args;
+  std::chrono::steady_clock::time_point retry_at{};
+  std::chrono::milliseconds backoff{500};
 };
 
 // Starts `frugal serve ... --port 0` and waits for its "listening on http://HOST:PORT" line.
@@ -165,7 +169,10 @@ StatusOr<Child> SpawnWorker(const std::vector<std::string>& args, std::chrono::s
     _exit(127);
   }
   close(pipefd[1]);
-  Child c{pid, pipefd[0], ""};
+  Child c;
+  c.pid = pid;
+  c.out_fd = pipefd[0];
+  c.args = args;
   std::string got;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   static const std::regex kListening(R"(listening on (http://[^\s:]+:\d+))");
@@ -190,10 +197,12 @@ StatusOr<Child> SpawnWorker(const std::vector<std::string>& args, std::chrono::s
 }
 
 void StopWorkers(std::vector<Child>& kids, std::chrono::seconds grace) {
-  for (auto& k : kids) kill(k.pid, SIGTERM);
+  for (auto& k : kids) {
+    if (k.pid > 0) kill(k.pid, SIGTERM);
+  }
   const auto deadline = std::chrono::steady_clock::now() + grace;
   for (auto& k : kids) {
-    while (waitpid(k.pid, nullptr, WNOHANG) == 0) {
+    while (k.pid > 0 && waitpid(k.pid, nullptr, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
         kill(k.pid, SIGKILL);
         waitpid(k.pid, nullptr, 0);
@@ -202,6 +211,49 @@ void StopWorkers(std::vector<Child>& kids, std::chrono::seconds grace) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (k.out_fd >= 0) close(k.out_fd);
+  }
+}
+
+// A worker that died is started again on its old port, so the gateway finds it where it was
+// (ejected meanwhile, then probed back half-open). A worker that will not start is retried with
+// a growing pause; the gateway keeps it ejected until then.
+void Supervise(std::vector<Child>& kids) {
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < kids.size(); ++i) {
+    Child& k = kids[i];
+    if (k.pid > 0) {
+      int status = 0;
+      if (waitpid(k.pid, &status, WNOHANG) != k.pid) continue;
+      std::fprintf(stderr, "frugal up: worker w%zu (pid %d) %s %d: starting it again on %s\n", i, static_cast<int>(k.pid),
+                   WIFSIGNALED(status) ? "was killed by signal" : "exited with", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+                   k.url.c_str());
+      close(k.out_fd);
+      k.pid = -1;
+      k.out_fd = -1;
+      k.retry_at = now;
+    }
+    if (now < k.retry_at) continue;
+    std::vector<std::string> args = k.args;
+    const std::string port = k.url.substr(k.url.rfind(':') + 1);
+    for (size_t a = 0; a + 1 < args.size(); ++a) {
+      if (args[a] == "--port") args[a + 1] = port;
+    }
+    auto c = SpawnWorker(args, std::chrono::seconds(300));
+    if (!c.ok() || c->url != k.url) {
+      if (c.ok()) {  // up, but elsewhere: the gateway would never find it
+        kill(c->pid, SIGKILL);
+        waitpid(c->pid, nullptr, 0);
+        close(c->out_fd);
+      }
+      k.backoff = std::min(k.backoff * 2, std::chrono::milliseconds(30'000));
+      k.retry_at = now + k.backoff;
+      std::fprintf(stderr, "frugal up: worker w%zu did not come back on %s; next try in %lld ms\n", i, k.url.c_str(),
+                   static_cast<long long>(k.backoff.count()));
+      continue;
+    }
+    std::fprintf(stderr, "frugal up: worker w%zu back at %s (pid %d)\n", i, c->url.c_str(), static_cast<int>(c->pid));
+    c->args = k.args;
+    k = std::move(*c);
   }
 }
 
@@ -279,7 +331,12 @@ int RunUp(const UpFlags& f) {
     Ask((*gw)->port(), model, f.ask);
   }
   int sig = 0;
-  sigwait(&stop, &sig);
+  for (;;) {
+    const timespec tick{0, 200'000'000};
+    sig = sigtimedwait(&stop, nullptr, &tick);
+    if (sig > 0) break;
+    Supervise(kids);
+  }
   std::fprintf(stderr, "frugal up: %s: stopping the gateway, then %zu workers\n", sig == SIGINT ? "SIGINT" : "SIGTERM", kids.size());
   (*gw)->Shutdown(std::chrono::milliseconds(static_cast<int64_t>(f.gw.shutdown_grace_s * 1e3)));
   StopWorkers(kids, std::chrono::seconds(static_cast<int64_t>(f.gw.shutdown_grace_s) + 5));

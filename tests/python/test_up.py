@@ -1,6 +1,7 @@
 """`frugal up`: the whole stack from one command, stopped cleanly by Ctrl-C (SIGINT)."""
 from __future__ import annotations
 
+import os
 import re
 import signal
 import socket
@@ -33,19 +34,29 @@ class Up:
                     found.set()
             found.set()
 
+        self.err_lines: list[str] = []
+
+        def read_err():
+            for line in self.p.stderr:
+                self.err_lines.append(line)
+
         self.reader = threading.Thread(target=read, daemon=True)
         self.reader.start()
+        self.err_reader = threading.Thread(target=read_err, daemon=True)
+        self.err_reader.start()
         found.wait(240)
         if not self.url:
             self.p.kill()
-            _, err = self.p.communicate(timeout=30)
-            pytest.fail(f"frugal up did not start: {err}")
+            self.p.wait(30)
+            self.err_reader.join(10)
+            pytest.fail(f"frugal up did not start: {''.join(self.err_lines)}")
 
     def stop(self, sig=signal.SIGINT):
         self.p.send_signal(sig)
-        _, err = self.p.communicate(timeout=60)
+        self.p.wait(60)
         self.reader.join(10)
-        return self.p.returncode, err
+        self.err_reader.join(10)
+        return self.p.returncode, "".join(self.err_lines)
 
 
 def refused(url: str) -> bool:
@@ -112,3 +123,36 @@ def test_up_refuses_a_missing_model_with_exit_2():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("frugal: error: model not found"), r.stderr
+
+
+def test_up_starts_a_dead_worker_again_on_its_port():
+    require_file(SMOLLM2_GGUF)
+    up = Up("--workers", 2, "-m", SMOLLM2_GGUF, "--simulate", "decode_ms=2", "--no-cache", "--health-interval-ms", 100,
+            "--admin-token", "t")
+    try:
+        admin = {"Authorization": "Bearer t"}
+        with httpx.Client(base_url=up.url, timeout=30) as c:
+            def states():
+                return {w["name"]: (w["state"], w["url"]) for w in c.get("/admin/workers", headers=admin).json()["workers"]}
+
+            def wait(pred, what):
+                for _ in range(300):
+                    s = states()
+                    if pred(s):
+                        return s
+                    threading.Event().wait(0.05)
+                pytest.fail(f"{what}: {states()}")
+
+            before = wait(lambda s: all(st == "healthy" for st, _ in s.values()), "both healthy")
+            pid = next(int(m[3]) for m in WORKER.findall("".join(up.err_lines)) if m[0] == "w0")
+            os.kill(pid, signal.SIGKILL)
+            wait(lambda s: s["w0"][0] == "ejected", "w0 ejected after SIGKILL")
+            after = wait(lambda s: s["w0"][0] == "healthy", "w0 restarted and restored")
+            assert after["w0"][1] == before["w0"][1], "restarted on the same address"
+            r = c.post("/v1/chat/completions", json={"model": SMOLLM2_GGUF.stem, "max_tokens": 2,
+                                                     "messages": [{"role": "user", "content": "hi"}]})
+            assert r.status_code == 200, r.text
+    finally:
+        rc, err = up.stop()
+    assert rc == 0, err
+    assert "w0 (pid" in err and "was killed by signal 9" in err and "worker w0 back at" in err, err
