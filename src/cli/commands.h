@@ -1,6 +1,8 @@
 // Subcommands that live in their own file under src/cli/ register here, so main.cc stays a list.
 #pragma once
 
+#include <signal.h>
+
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -21,6 +23,19 @@ inline int Fail(const Status& st) {
   }
   std::fprintf(stderr, "frugal: error: %s\n", msg.c_str());
   return st.code() == StatusCode::kInternal || st.code() == StatusCode::kIoError ? 1 : 2;
+}
+
+// Blocks SIGINT and SIGTERM in the calling thread before any other thread starts (threads
+// inherit the mask), so only the server command's sigwait sees them; ignores SIGPIPE (a client
+// that leaves must not end the process). Returns the set to sigwait on.
+inline sigset_t BlockStopSignals() {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGINT);
+  sigaddset(&s, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &s, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return s;
 }
 
 // Parsed subcommand -> what runs it (returns the exit code).

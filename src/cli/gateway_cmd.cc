@@ -89,16 +89,6 @@ struct GatewayFlags {
   }
 };
 
-sigset_t BlockStopSignals() {
-  sigset_t s;
-  sigemptyset(&s);
-  sigaddset(&s, SIGINT);
-  sigaddset(&s, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &s, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  return s;
-}
-
 StatusOr<std::unique_ptr<gateway::Gateway>> StartGateway(const GatewayConfig& c) {
   std::shared_ptr<cache::Embedder> embedder;
   if (c.cache.enabled) {

@@ -281,13 +281,8 @@ struct ServeFlags {
 
 // Serves until SIGINT / SIGTERM, then shuts down gracefully (in-flight requests finish).
 int RunServe(ServeFlags f) {
-  // Block the stop signals before any thread starts, so only sigwait below sees them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  // Before any thread starts, so only sigwait below sees the stop signals.
+  sigset_t stop_signals = frugal::cli::BlockStopSignals();
 
   auto& o = f.opt;
   if (f.simulate->count() > 0) {
