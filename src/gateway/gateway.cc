@@ -117,7 +117,6 @@ struct Call {
   json usage;
   bool saw_done = false;
   std::string tail;           // last bytes written to the client (to close a broken event)
-  Clock::time_point first_byte{};
 };
 
 struct Gateway::Impl {
@@ -474,7 +473,6 @@ void Gateway::Impl::Dispatch(const std::shared_ptr<Call>& c) {
 void Gateway::Impl::OnHeaders(const std::shared_ptr<Call>& c, int status, const http::Headers& h) {
   c->status = status;
   c->up_headers = h;
-  c->first_byte = Clock::now();
   if (status == 200 && c->stream) {
     // From here on the client has bytes: this attempt is the one.
     c->streaming = true;
