@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +20,29 @@ std::string HumanBytes(size_t b) {
     std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / (1 << 20));
   }
   return buf;
+}
+
+// What `frugal quantize` recorded in the file (frugal.quant.*), as "key: value" pairs.
+std::vector<std::pair<std::string, std::string>> QuantMetadata(const ModelSource& source) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!source.is_gguf()) return out;
+  const std::string_view prefix = "frugal.quant.";
+  for (const auto& [key, v] : source.gguf()->metadata()) {
+    if (key.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string value;
+    if (v.type == GgufValueType::kString) {
+      value = std::string(v.str);
+    } else if (v.type == GgufValueType::kArray) {
+      for (const auto& s : v.strings) {
+        if (!value.empty()) value += ',';
+        value.append(s);
+      }
+    } else {
+      value = std::to_string(v.integer);
+    }
+    out.emplace_back(key.substr(prefix.size()), std::move(value));
+  }
+  return out;
 }
 
 double BitsPerWeight(const ModelInfo& info) {
@@ -69,13 +95,24 @@ std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, 
     ++e.first;
     e.second += t->nbytes;
   }
+  const auto quant = QuantMetadata(source);
+  if (!quant.empty()) {
+    std::map<std::string, std::string> q(quant.begin(), quant.end());
+    add("quantized:     %s, recipe %s", q["method"].c_str(), q["recipe_name"].c_str());
+    if (!q["calib_tokens"].empty()) {
+      add(", calibration %s tokens (sha256 %s)", q["calib_tokens"].c_str(), q["calib_sha256"].c_str());
+    }
+    if (!q["raised_to_int8"].empty()) add(", raised to INT8: %s", q["raised_to_int8"].c_str());
+    out += "\n";
+  }
   out += "tensor types: ";
   for (const auto& [type, e] : by_type) add(" %s x%d (%s)", type.c_str(), e.first, HumanBytes(e.second).c_str());
   out += "\n";
   if (tensors) {
     out += "tensors:\n";
     for (const auto* t : source.AllTensors()) {
-      add("  %-48s %-5s %-22s %zu bytes\n", t->name.c_str(), TypeName(t->type).c_str(), t->ShapeString().c_str(), t->nbytes);
+      add("  %-48s %-9s %-22s %10zu bytes %6.3f bits/weight\n", t->name.c_str(), TypeName(t->type).c_str(),
+          t->ShapeString().c_str(), t->nbytes, 8.0 * static_cast<double>(t->nbytes) / static_cast<double>(t->elements()));
     }
   }
   return out;
@@ -103,6 +140,11 @@ std::string DescribeModelJson(const ModelInfo& info, const ModelSource& source,
   j["parameters"] = info.parameters;
   j["size_bytes"] = info.weight_bytes;
   j["bits_per_weight"] = BitsPerWeight(info);
+  const auto quant = QuantMetadata(source);
+  if (!quant.empty()) {
+    auto& q = j["quantization"] = nlohmann::json::object();
+    for (const auto& [k, v] : quant) q[k] = v;
+  }
   auto& arr = j["tensors"] = nlohmann::json::array();
   for (const auto* t : source.AllTensors()) {
     nlohmann::json shape = nlohmann::json::array();

@@ -312,6 +312,185 @@ Status LlamaModel::DecodeBatch(std::span<const int32_t> tokens, std::span<KvCach
   return Status::Ok();
 }
 
+LlamaModel::StepScratch::StepScratch(const LlamaHParams& hp, int64_t n, int64_t kv_d) {
+  const auto sz = [n](int64_t cols) { return static_cast<size_t>(n * cols); };
+  const int64_t q_dim = hp.n_head * hp.head_dim;
+  x.resize(sz(hp.n_embd));
+  xn.resize(sz(hp.n_embd));
+  o.resize(sz(hp.n_embd));
+  q.resize(sz(q_dim));
+  attn.resize(sz(q_dim));
+  k.resize(sz(kv_d));
+  v.resize(sz(kv_d));
+  g.resize(sz(hp.n_ff));
+  u.resize(sz(hp.n_ff));
+}
+
+std::vector<float> LlamaModel::RopeTable(std::span<const StepItem> items) const {
+  // Rotary angles depend only on the position: once per item for all layers and heads.
+  const int64_t half = hp_.n_rot / 2;
+  std::vector<float> cs(items.size() * static_cast<size_t>(2 * half));
+  for (size_t i = 0; i < items.size(); ++i) {
+    float* c = &cs[i * static_cast<size_t>(2 * half)];
+    RopeCosSin(items[i].pos, c, c + half);
+  }
+  return cs;
+}
+
+void LlamaModel::LayerForward(int64_t li, std::span<const StepItem> items,
+                              const std::vector<float>& rope_cs, StepScratch& s, ThreadPool& pool,
+                              const ActivationObserver* observer) const {
+  const auto n = static_cast<int64_t>(items.size());
+  const int64_t d = hp_.n_embd, hd = hp_.head_dim, q_dim = hp_.n_head * hd;
+  const int64_t kv_d = kv_dim(), group = hp_.n_head / hp_.n_head_kv, half = hp_.n_rot / 2;
+  const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  auto add_bias = [](std::vector<float>& y, const std::vector<float>& b, int64_t rows) {
+    if (b.empty()) return;
+    const auto cols = static_cast<int64_t>(b.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) y[static_cast<size_t>(r * cols + c)] += b[static_cast<size_t>(c)];
+    }
+  };
+  auto observe = [&](LinearInput input, const std::vector<float>& act, int64_t cols) {
+    if (observer != nullptr) (*observer)(li, input, act.data(), n, cols);
+  };
+  std::vector<float>& x = s.x;
+  std::vector<float>& xn = s.xn;
+  const Layer& l = layers_[static_cast<size_t>(li)];
+  for (int64_t i = 0; i < n; ++i) RmsNorm(&x[static_cast<size_t>(i * d)], l.attn_norm.data(), &xn[static_cast<size_t>(i * d)], d, hp_.rms_eps);
+  observe(LinearInput::kAttn, xn, d);
+  const MatMulOutput qkv[] = {{l.wq, s.q.data()}, {l.wk, s.k.data()}, {l.wv, s.v.data()}};
+  MatMulMulti(qkv, xn.data(), n, pool, act_);
+  add_bias(s.q, l.bq, n);
+  add_bias(s.k, l.bk, n);
+  add_bias(s.v, l.bv, n);
+  for (int64_t i = 0; i < n; ++i) {
+    const StepItem& it = items[static_cast<size_t>(i)];
+    const float* cs = &rope_cs[static_cast<size_t>(i * 2 * half)];
+    RopeRotate(&s.q[static_cast<size_t>(i * q_dim)], hp_.n_head, hd, hp_.n_rot, hp_.rope_neox, cs, cs + half);
+    RopeRotate(&s.k[static_cast<size_t>(i * kv_d)], hp_.n_head_kv, hd, hp_.n_rot, hp_.rope_neox, cs, cs + half);
+    std::memcpy(it.kv->K(li, it.pos), &s.k[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
+    std::memcpy(it.kv->V(li, it.pos), &s.v[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
+  }
+  // Causal attention, one task per (token, head).
+  pool.ParallelFor(n * hp_.n_head, [&](int64_t t0, int64_t t1) {
+    thread_local std::vector<float> scores;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t i = t / hp_.n_head, h = t % hp_.n_head, kvh = h / group;
+      KvCache& kv = *items[static_cast<size_t>(i)].kv;
+      const int64_t n_past = items[static_cast<size_t>(i)].pos + 1;
+      scores.resize(static_cast<size_t>(n_past));
+      const KvBlocks blocks{kv.KBlocks(li), kv.VBlocks(li), kvh * hd, kv.block_tokens(), kv_d};
+      AttentionHead(&s.q[static_cast<size_t>(i * q_dim + h * hd)], blocks, n_past, hd, attn_scale, scores.data(),
+                    &s.attn[static_cast<size_t>(i * q_dim + h * hd)]);
+    }
+  });
+  observe(LinearInput::kAttnOut, s.attn, q_dim);
+  MatMul(*l.wo, s.attn.data(), n, s.o.data(), pool, act_);
+  add_bias(s.o, l.bo, n);
+  for (size_t e = 0; e < x.size(); ++e) x[e] += s.o[e];
+
+  for (int64_t i = 0; i < n; ++i) RmsNorm(&x[static_cast<size_t>(i * d)], l.ffn_norm.data(), &xn[static_cast<size_t>(i * d)], d, hp_.rms_eps);
+  observe(LinearInput::kFfn, xn, d);
+  const MatMulOutput gate_up[] = {{l.w_gate, s.g.data()}, {l.w_up, s.u.data()}};
+  MatMulMulti(gate_up, xn.data(), n, pool, act_);
+  SwiGlu(s.g.data(), s.u.data(), s.g.data(), static_cast<int64_t>(s.g.size()));
+  observe(LinearInput::kFfnDown, s.g, hp_.n_ff);
+  MatMul(*l.w_down, s.g.data(), n, s.o.data(), pool, act_);
+  for (size_t e = 0; e < x.size(); ++e) x[e] += s.o[e];
+}
+
+void LlamaModel::Embed(std::span<const int32_t> tokens, float* x) const {
+  for (size_t i = 0; i < tokens.size(); ++i) GetRow(*tok_embd_, tokens[i], x + static_cast<int64_t>(i) * hp_.n_embd);
+}
+
+Status LlamaModel::RunLayer(int64_t li, int64_t n, float* x, KvCache& kv, ThreadPool& pool,
+                            const ActivationObserver& observer) const {
+  if (li < 0 || li >= hp_.n_layer) return OutOfRange("layer " + std::to_string(li) + " does not exist");
+  if (n <= 0 || n > kv.capacity()) return OutOfRange(std::to_string(n) + " tokens do not fit the KV cache");
+  std::vector<StepItem> items(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) items[static_cast<size_t>(i)] = {0, &kv, i, false};
+  StepScratch s(hp_, n, kv_dim());
+  const size_t floats = static_cast<size_t>(n * hp_.n_embd);
+  std::copy_n(x, floats, s.x.data());
+  LayerForward(li, items, RopeTable(items), s, pool, observer ? &observer : nullptr);
+  std::copy_n(s.x.data(), floats, x);
+  return Status::Ok();
+}
+
+const TensorView** LlamaModel::MatrixSlot(std::string_view name) {
+  if (name == "token_embd.weight") return &tok_embd_;
+  if (name == "output.weight") return hp_.tied_embeddings ? nullptr : &output_;
+  int64_t li = -1;
+  std::string_view rest;
+  if (!ParseLayerName(name, &li, &rest)) return nullptr;
+  Layer& l = layers_[static_cast<size_t>(li)];
+  static const std::pair<const char*, const TensorView* Layer::*> kSlots[] = {
+      {"attn_q.weight", &Layer::wq},      {"attn_k.weight", &Layer::wk},
+      {"attn_v.weight", &Layer::wv},      {"attn_output.weight", &Layer::wo},
+      {"ffn_gate.weight", &Layer::w_gate}, {"ffn_up.weight", &Layer::w_up},
+      {"ffn_down.weight", &Layer::w_down}};
+  for (const auto& [suffix, member] : kSlots) {
+    if (rest == suffix) return &(l.*member);
+  }
+  return nullptr;
+}
+
+bool LlamaModel::ParseLayerName(std::string_view name, int64_t* li, std::string_view* rest) const {
+  if (name.substr(0, 4) != "blk.") return false;
+  const size_t dot = name.find('.', 4);
+  if (dot == std::string_view::npos || dot == 4) return false;
+  int64_t v = 0;
+  for (char c : name.substr(4, dot - 4)) {
+    if (c < '0' || c > '9' || v > hp_.n_layer) return false;
+    v = v * 10 + (c - '0');
+  }
+  if (v >= hp_.n_layer) return false;
+  *li = v;
+  *rest = name.substr(dot + 1);
+  return true;
+}
+
+const TensorView* LlamaModel::FindMatrix(std::string_view name) const {
+  const TensorView** slot = const_cast<LlamaModel*>(this)->MatrixSlot(name);
+  return slot != nullptr ? *slot : nullptr;
+}
+
+Status LlamaModel::SetMatrix(std::string_view name, const TensorView* view) {
+  const TensorView** slot = MatrixSlot(name);
+  if (slot == nullptr) return NotFound("the model has no matrix '" + std::string(name) + "'");
+  if (view == nullptr || view->ne[0] != (*slot)->ne[0] || view->rows() != (*slot)->rows() ||
+      GetKernelTraits(view->type) == nullptr) {
+    return InvalidArgument("replacement for '" + std::string(name) + "' has another shape or no kernel");
+  }
+  if (slot == &tok_embd_ && hp_.tied_embeddings) output_ = view;  // tied: one matrix, two uses
+  *slot = view;
+  return Status::Ok();
+}
+
+std::vector<float>* LlamaModel::NormSlot(std::string_view name) {
+  if (name == "output_norm.weight") return &output_norm_;
+  int64_t li = -1;
+  std::string_view rest;
+  if (!ParseLayerName(name, &li, &rest)) return nullptr;
+  Layer& l = layers_[static_cast<size_t>(li)];
+  if (rest == "attn_norm.weight") return &l.attn_norm;
+  if (rest == "ffn_norm.weight") return &l.ffn_norm;
+  return nullptr;
+}
+
+const std::vector<float>* LlamaModel::FindNorm(std::string_view name) const {
+  return const_cast<LlamaModel*>(this)->NormSlot(name);
+}
+
+Status LlamaModel::SetNorm(std::string_view name, std::vector<float> values) {
+  std::vector<float>* slot = NormSlot(name);
+  if (slot == nullptr) return NotFound("the model has no norm '" + std::string(name) + "'");
+  if (values.size() != slot->size()) return InvalidArgument("norm '" + std::string(name) + "' has another size");
+  *slot = std::move(values);
+  return Status::Ok();
+}
+
 Status LlamaModel::Step(std::span<const StepItem> items, ThreadPool& pool, std::vector<float>* logits) const {
   const auto n = static_cast<int64_t>(items.size());
   if (n == 0) return InvalidArgument("no tokens to run");
@@ -324,71 +503,13 @@ Status LlamaModel::Step(std::span<const StepItem> items, ThreadPool& pool, std::
     }
     if (it.logits) out_rows.push_back(i);
   }
-  const int64_t d = hp_.n_embd, hd = hp_.head_dim, q_dim = hp_.n_head * hd;
-  const int64_t kv_d = kv_dim(), group = hp_.n_head / hp_.n_head_kv;
-  std::vector<float> x(static_cast<size_t>(n * d)), xn(x.size());
-  std::vector<float> q(static_cast<size_t>(n * q_dim)), k(static_cast<size_t>(n * kv_d)),
-      v(static_cast<size_t>(n * kv_d)), attn(static_cast<size_t>(n * q_dim)), o(x.size());
-  std::vector<float> g(static_cast<size_t>(n * hp_.n_ff)), u(g.size());
-  for (int64_t i = 0; i < n; ++i) GetRow(*tok_embd_, items[static_cast<size_t>(i)].token, &x[static_cast<size_t>(i * d)]);
-
-  const float attn_scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  auto add_bias = [](std::vector<float>& y, const std::vector<float>& b, int64_t rows) {
-    if (b.empty()) return;
-    const auto cols = static_cast<int64_t>(b.size());
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) y[static_cast<size_t>(r * cols + c)] += b[static_cast<size_t>(c)];
-    }
-  };
-
-  // Rotary angles depend only on the position: once per item for all layers and heads.
-  const int64_t half = hp_.n_rot / 2;
-  std::vector<float> rope_cs(static_cast<size_t>(n * 2 * half));
-  for (int64_t i = 0; i < n; ++i) {
-    float* cs = &rope_cs[static_cast<size_t>(i * 2 * half)];
-    RopeCosSin(items[static_cast<size_t>(i)].pos, cs, cs + half);
-  }
-
-  for (int64_t li = 0; li < hp_.n_layer; ++li) {
-    const Layer& l = layers_[static_cast<size_t>(li)];
-    for (int64_t i = 0; i < n; ++i) RmsNorm(&x[static_cast<size_t>(i * d)], l.attn_norm.data(), &xn[static_cast<size_t>(i * d)], d, hp_.rms_eps);
-    const MatMulOutput qkv[] = {{l.wq, q.data()}, {l.wk, k.data()}, {l.wv, v.data()}};
-    MatMulMulti(qkv, xn.data(), n, pool, act_);
-    add_bias(q, l.bq, n);
-    add_bias(k, l.bk, n);
-    add_bias(v, l.bv, n);
-    for (int64_t i = 0; i < n; ++i) {
-      const StepItem& it = items[static_cast<size_t>(i)];
-      const float* cs = &rope_cs[static_cast<size_t>(i * 2 * half)];
-      RopeRotate(&q[static_cast<size_t>(i * q_dim)], hp_.n_head, hd, hp_.n_rot, hp_.rope_neox, cs, cs + half);
-      RopeRotate(&k[static_cast<size_t>(i * kv_d)], hp_.n_head_kv, hd, hp_.n_rot, hp_.rope_neox, cs, cs + half);
-      std::memcpy(it.kv->K(li, it.pos), &k[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
-      std::memcpy(it.kv->V(li, it.pos), &v[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
-    }
-    // Causal attention, one task per (token, head).
-    pool.ParallelFor(n * hp_.n_head, [&](int64_t t0, int64_t t1) {
-      thread_local std::vector<float> scores;
-      for (int64_t t = t0; t < t1; ++t) {
-        const int64_t i = t / hp_.n_head, h = t % hp_.n_head, kvh = h / group;
-        KvCache& kv = *items[static_cast<size_t>(i)].kv;
-        const int64_t n_past = items[static_cast<size_t>(i)].pos + 1;
-        scores.resize(static_cast<size_t>(n_past));
-        const KvBlocks blocks{kv.KBlocks(li), kv.VBlocks(li), kvh * hd, kv.block_tokens(), kv_d};
-        AttentionHead(&q[static_cast<size_t>(i * q_dim + h * hd)], blocks, n_past, hd, attn_scale, scores.data(),
-                      &attn[static_cast<size_t>(i * q_dim + h * hd)]);
-      }
-    });
-    MatMul(*l.wo, attn.data(), n, o.data(), pool, act_);
-    add_bias(o, l.bo, n);
-    for (size_t e = 0; e < x.size(); ++e) x[e] += o[e];
-
-    for (int64_t i = 0; i < n; ++i) RmsNorm(&x[static_cast<size_t>(i * d)], l.ffn_norm.data(), &xn[static_cast<size_t>(i * d)], d, hp_.rms_eps);
-    const MatMulOutput gate_up[] = {{l.w_gate, g.data()}, {l.w_up, u.data()}};
-    MatMulMulti(gate_up, xn.data(), n, pool, act_);
-    SwiGlu(g.data(), u.data(), g.data(), static_cast<int64_t>(g.size()));
-    MatMul(*l.w_down, g.data(), n, o.data(), pool, act_);
-    for (size_t e = 0; e < x.size(); ++e) x[e] += o[e];
-  }
+  const int64_t d = hp_.n_embd;
+  StepScratch s(hp_, n, kv_dim());
+  for (int64_t i = 0; i < n; ++i) GetRow(*tok_embd_, items[static_cast<size_t>(i)].token, &s.x[static_cast<size_t>(i * d)]);
+  const std::vector<float> rope_cs = RopeTable(items);
+  for (int64_t li = 0; li < hp_.n_layer; ++li) LayerForward(li, items, rope_cs, s, pool, nullptr);
+  std::vector<float>& x = s.x;
+  std::vector<float>& xn = s.xn;
 
   const auto n_out = static_cast<int64_t>(out_rows.size());
   for (int64_t r = 0; r < n_out; ++r) {

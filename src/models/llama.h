@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/thread_pool.h"
@@ -88,6 +90,32 @@ class LlamaModel {
   // Bytes of weights streamed per decoded token (every matmul weight once + one embedding row).
   size_t weight_bytes_per_token() const;
 
+  // --- Hooks for the quantizer (src/quant): it runs the model one layer at a time over its
+  // calibration data, watches the inputs of every matrix, and swaps in quantized weights. ---
+
+  // The input a layer's matrices read: kAttn feeds Q/K/V, kAttnOut the output projection,
+  // kFfn gate/up, kFfnDown down.
+  enum class LinearInput { kAttn, kAttnOut, kFfn, kFfnDown };
+  // Sees x [n][cols], the input of `input` in `layer`, before the matrices read it.
+  using ActivationObserver =
+      std::function<void(int64_t layer, LinearInput input, const float* x, int64_t n, int64_t cols)>;
+  // Token embeddings of `tokens`: x [n][n_embd].
+  void Embed(std::span<const int32_t> tokens, float* x) const;
+  // Runs layer `li` over one sequence of n tokens at positions 0..n-1: x [n][n_embd] is the
+  // layer's input and becomes its output. kv holds at least n positions; its entries for layer
+  // li are overwritten. `observer` (may be empty) sees every matrix input.
+  Status RunLayer(int64_t li, int64_t n, float* x, KvCache& kv, ThreadPool& pool,
+                  const ActivationObserver& observer) const;
+  // Matrices and norms by GGUF name ("blk.3.ffn_up.weight", "token_embd.weight",
+  // "blk.0.attn_norm.weight"); null when absent. With tied embeddings "output.weight" is absent
+  // and replacing token_embd.weight replaces the output head too.
+  const TensorView* FindMatrix(std::string_view name) const;
+  const std::vector<float>* FindNorm(std::string_view name) const;
+  // Replaces a matrix by a view of the same shape (caller-owned: it and its data must outlive
+  // the model), or a norm's weights.
+  Status SetMatrix(std::string_view name, const TensorView* view);
+  Status SetNorm(std::string_view name, std::vector<float> values);
+
  private:
   struct Layer {
     const TensorView* wq = nullptr;
@@ -101,7 +129,20 @@ class LlamaModel {
     std::vector<float> bq, bk, bv, bo;  // empty when absent
   };
 
+  // Activations of one batched step.
+  struct StepScratch {
+    StepScratch(const LlamaHParams& hp, int64_t n, int64_t kv_d);
+    std::vector<float> x, xn, q, k, v, attn, o, g, u;
+  };
+
   LlamaModel() = default;
+  std::vector<float> RopeTable(std::span<const StepItem> items) const;
+  // One layer of Step over s.x, in place.
+  void LayerForward(int64_t li, std::span<const StepItem> items, const std::vector<float>& rope_cs,
+                    StepScratch& s, ThreadPool& pool, const ActivationObserver* observer) const;
+  bool ParseLayerName(std::string_view name, int64_t* li, std::string_view* rest) const;
+  const TensorView** MatrixSlot(std::string_view name);
+  std::vector<float>* NormSlot(std::string_view name);
   // cos and sin of the rotary angle of each of the n_rot / 2 frequencies at `pos`.
   void RopeCosSin(int64_t pos, float* cos_out, float* sin_out) const;
 

@@ -109,16 +109,18 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
     }
     wrows = buf.data();
   }
-  // The dequantized rows are reused from L1 for every activation row.
+  // Activation rows four at a time against all the unit's weight rows: both stay in L1, where
+  // a loop over the whole batch per weight row would stream the batch from L2/L3 eight times.
   float out4[4];
-  for (int64_t r = r0; r < r1; ++r) {
-    const float* wr = wrows + (r - r0) * k;
-    int64_t b = 0;
-    for (; b + 4 <= batch; b += 4) {
-      f32.dot4(wr, x + b * k, k, k, out4);
+  int64_t b = 0;
+  for (; b + 4 <= batch; b += 4) {
+    for (int64_t r = r0; r < r1; ++r) {
+      f32.dot4(wrows + (r - r0) * k, x + b * k, k, k, out4);
       for (int i = 0; i < 4; ++i) y[(b + i) * rows + r] = out4[i];
     }
-    for (; b < batch; ++b) y[b * rows + r] = f32.dot(wr, x + b * k, k);
+  }
+  for (; b < batch; ++b) {
+    for (int64_t r = r0; r < r1; ++r) y[b * rows + r] = f32.dot(wrows + (r - r0) * k, x + b * k, k);
   }
 }
 

@@ -1,0 +1,67 @@
+// Quantization recipes: which type each tensor becomes, by rules over GGUF tensor names.
+//
+// A recipe file is YAML (docs/quantization.md documents every field):
+//
+//   name: mixed-int4-int8
+//   rules:                          # the first rule whose pattern matches a tensor wins
+//     - match: "blk.*.attn_*.weight"  # shell glob over GGUF names (fnmatch)
+//       type: int8                  # int8 | int4 | int4_sym | f16 | f32 | keep
+//       group_size: 128             # 32 | 64 | 128; int8 also 0 = one scale per row
+//   default: keep                   # tensors no rule matches (default: keep)
+//
+// One-dimensional tensors (norms, biases) always stay F32 whatever the rules say. When a
+// tensor's row length is not a multiple of the group size, the largest of 128/64/32 that
+// divides it is used and the choice says so (SmolLM2's 576-wide rows take 64); a tensor whose
+// rows cannot be tiled (row count not a multiple of 8, or no group divides) falls back to F16.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "formats/tensor_types.h"
+#include "frugal/status.h"
+
+namespace frugal {
+
+enum class WeightKind { kKeep, kF32, kF16, kInt8, kInt4, kInt4Sym };
+
+struct RecipeRule {
+  std::string match;
+  WeightKind kind = WeightKind::kKeep;
+  int group_size = 128;
+};
+
+struct Recipe {
+  std::string name;
+  std::vector<RecipeRule> rules;
+  WeightKind fallback = WeightKind::kKeep;
+
+  // The recipe as YAML (stored in the output's metadata, so a file says how it was made).
+  std::string ToYaml() const;
+};
+
+StatusOr<Recipe> ParseRecipe(std::string_view yaml);
+StatusOr<Recipe> LoadRecipe(const std::string& path);
+// Built-in recipes: mixed-int4-int8 (the default), all-int4, all-int8, f16, f32.
+StatusOr<Recipe> PresetRecipe(std::string_view name);
+std::vector<std::string> PresetNames();
+// Sets every INT rule's group size (the CLI's --group-size).
+void OverrideGroupSize(Recipe& recipe, int group_size);
+
+struct TensorChoice {
+  TensorType type = TensorType::kF32;
+  bool keep = false;      // copy the source tensor as it is
+  bool quantize = false;  // a Frugal INT type, made by the chosen method
+  std::string note;       // why the type differs from what the rule asked, if it does
+};
+
+// The type of tensor `name` of shape [cols, rows] (GGUF order), stored as `source`.
+TensorChoice ChooseType(const Recipe& recipe, std::string_view name, int n_dims, int64_t cols,
+                        int64_t rows, TensorType source);
+// The Frugal type of an INT kind at a group size (0: per channel, INT8 only).
+StatusOr<TensorType> IntType(WeightKind kind, int group_size);
+const char* WeightKindName(WeightKind kind);
+
+}  // namespace frugal

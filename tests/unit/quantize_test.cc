@@ -1,0 +1,291 @@
+// The quantizer's parts (src/quant, src/formats/gguf_writer, src/common/sha256): the GGUF writer
+// read back by the reader, recipes and type choice, RTN equal to the format's own RTN oracle,
+// GPTQ and AWQ lowering the output error that RTN leaves on correlated / uneven inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "common/sha256.h"
+#include "formats/gguf.h"
+#include "formats/gguf_writer.h"
+#include "kernels/kernels.h"
+#include "kernels/quantize.h"
+#include "quant/awq.h"
+#include "quant/gptq.h"
+#include "quant/recipe.h"
+
+namespace frugal {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("frugal_qt_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+TEST(Sha256, KnownVectors) {
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  // Fed in pieces that straddle block boundaries: the same digest.
+  const std::string msg(1000, 'x');
+  Sha256 s;
+  for (size_t i = 0; i < msg.size(); i += 37) s.Update(std::string_view(msg).substr(i, 37));
+  EXPECT_EQ(s.HexDigest(), Sha256Hex(msg));
+}
+
+TEST(GgufWriter, RoundTripsMetadataAndTensors) {
+  GgufWriter w;
+  w.SetString("general.architecture", "llama");
+  w.SetUint32("llama.block_count", 3);
+  w.SetInt32("some.int", -7);
+  w.SetUint64("some.u64", uint64_t{1} << 40);
+  w.SetFloat32("some.float", 0.25f);
+  w.SetBool("some.bool", true);
+  w.SetStringArray("tokenizer.ggml.tokens", {"a", "bc", ""});
+  w.SetUint32("llama.block_count", 4);  // a second set replaces, keeping the place
+  std::vector<float> f32 = {1, 2, 3, 4, 5, 6};
+  std::vector<uint8_t> bytes(f32.size() * 4);
+  std::memcpy(bytes.data(), f32.data(), bytes.size());
+  ASSERT_TRUE(w.AddTensor("a", TensorType::kF32, {3, 2}, bytes).ok());
+  std::vector<float> m(16 * 64);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  for (float& v : m) v = nd(rng);
+  auto packed = QuantizeRowsRtn(TensorType::kI4A_G64, m.data(), 16, 64);
+  ASSERT_TRUE(packed.ok());
+  w.SetUint32(kFrugalFormatVersionKey, kFrugalFormatVersion);
+  ASSERT_TRUE(w.AddTensor("b", TensorType::kI4A_G64, {64, 16}, *packed).ok());
+  EXPECT_FALSE(w.AddTensor("b", TensorType::kF32, {3, 2}, bytes).ok()) << "duplicate name";
+  EXPECT_FALSE(w.AddTensor("c", TensorType::kF32, {4, 2}, bytes).ok()) << "wrong byte count";
+
+  const std::string path = TempPath("rt.gguf");
+  ASSERT_TRUE(w.Write(path).ok());
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  auto g = GgufFile::Open(path);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ((*g)->GetStringOr("general.architecture", ""), "llama");
+  EXPECT_EQ((*g)->GetIntOr("llama.block_count", 0), 4);
+  EXPECT_EQ((*g)->GetIntOr("some.int", 0), -7);
+  EXPECT_EQ((*g)->GetIntOr("some.u64", 0), int64_t{1} << 40);
+  EXPECT_EQ((*g)->GetFloatOr("some.float", 0), 0.25);
+  EXPECT_TRUE((*g)->GetBoolOr("some.bool", false));
+  const GgufValue* toks = (*g)->Find("tokenizer.ggml.tokens");
+  ASSERT_NE(toks, nullptr);
+  ASSERT_EQ(toks->strings.size(), 3u);
+  EXPECT_EQ(toks->strings[1], "bc");
+  EXPECT_EQ((*g)->metadata().begin()->first.size() > 0, true);
+  const TensorView* a = (*g)->FindTensor("a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(std::memcmp(a->data, bytes.data(), bytes.size()), 0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a->data) % 32, 0u);
+  const TensorView* b = (*g)->FindTensor("b");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->type, TensorType::kI4A_G64);
+  EXPECT_EQ(std::memcmp(b->data, packed->data(), packed->size()), 0);
+
+  // Copying the metadata of the file just read reproduces it.
+  GgufWriter copy;
+  ASSERT_TRUE(copy.CopyMetadata(**g, {"some.bool"}).ok());
+  EXPECT_TRUE(copy.Has("tokenizer.ggml.tokens"));
+  EXPECT_FALSE(copy.Has("some.bool"));
+  std::remove(path.c_str());
+}
+
+TEST(GgufWriter, UnwritablePathIsAnErrorAndLeavesNothing) {
+  GgufWriter w;
+  w.SetString("general.architecture", "llama");
+  const Status st = w.Write("/nonexistent-dir/x.gguf");
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
+}
+
+TEST(Recipe, PresetsAndTypeChoice) {
+  auto r = PresetRecipe("mixed-int4-int8");
+  ASSERT_TRUE(r.ok());
+  // SmolLM2-135M's shapes: 576-wide rows cannot take g128, so g64 is used and said.
+  TensorChoice q = ChooseType(*r, "blk.0.attn_q.weight", 2, 576, 576, TensorType::kQ4_1);
+  EXPECT_EQ(q.type, TensorType::kI8_G64);
+  EXPECT_TRUE(q.quantize);
+  EXPECT_NE(q.note.find("g128 -> g64"), std::string::npos);
+  EXPECT_EQ(ChooseType(*r, "blk.0.ffn_down.weight", 2, 1536, 576, TensorType::kQ4_1).type, TensorType::kI4A_G128);
+  EXPECT_EQ(ChooseType(*r, "blk.0.ffn_up.weight", 2, 576, 1536, TensorType::kQ4_1).type, TensorType::kI4A_G64);
+  EXPECT_EQ(ChooseType(*r, "token_embd.weight", 2, 576, 49152, TensorType::kQ4_1).type, TensorType::kI8_G64);
+  // Norms stay F32 whatever the rules say.
+  TensorChoice n = ChooseType(*r, "blk.0.attn_norm.weight", 1, 576, 1, TensorType::kF32);
+  EXPECT_EQ(n.type, TensorType::kF32);
+  EXPECT_FALSE(n.quantize);
+  // Rows that cannot be tiled fall back to F16, with the reason.
+  TensorChoice odd = ChooseType(*r, "blk.0.ffn_up.weight", 2, 128, 12, TensorType::kF32);
+  EXPECT_EQ(odd.type, TensorType::kF16);
+  EXPECT_NE(odd.note.find("multiple of 8"), std::string::npos);
+  // Unmatched tensors follow the default: keep.
+  TensorChoice other = ChooseType(*r, "rope_freqs.weight", 2, 64, 8, TensorType::kF32);
+  EXPECT_TRUE(other.keep);
+
+  OverrideGroupSize(*r, 32);
+  EXPECT_EQ(ChooseType(*r, "blk.0.ffn_down.weight", 2, 1536, 576, TensorType::kQ4_1).type, TensorType::kI4A_G32);
+  for (const std::string& name : PresetNames()) EXPECT_TRUE(PresetRecipe(name).ok()) << name;
+  EXPECT_FALSE(PresetRecipe("int3").ok());
+}
+
+TEST(Recipe, ParsesFilesAndRefusesMistakes) {
+  auto r = ParseRecipe(R"(name: mine
+rules:
+  - match: "blk.*.ffn_down.weight"
+    type: int8
+    group_size: 0
+  - {match: "blk.*", type: int4_sym, group_size: 32}
+default: f16
+)");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->name, "mine");
+  // First match wins.
+  EXPECT_EQ(ChooseType(*r, "blk.1.ffn_down.weight", 2, 1536, 576, TensorType::kF32).type, TensorType::kI8_C);
+  EXPECT_EQ(ChooseType(*r, "blk.1.ffn_up.weight", 2, 576, 1536, TensorType::kF32).type, TensorType::kI4S_G32);
+  EXPECT_EQ(ChooseType(*r, "token_embd.weight", 2, 576, 64, TensorType::kF32).type, TensorType::kF16);
+  // What ToYaml writes parses back to the same choices.
+  auto again = ParseRecipe(r->ToYaml());
+  ASSERT_TRUE(again.ok()) << r->ToYaml();
+  EXPECT_EQ(again->ToYaml(), r->ToYaml());
+
+  const char* bad[] = {
+      "rules: []",                                                     // no rules
+      "name: x",                                                       // no rules key
+      "rules:\n  - {match: \"*\", type: int5}",                        // unknown type
+      "rules:\n  - {match: \"*\", type: int4, group_size: 0}",         // INT4 per channel
+      "rules:\n  - {match: \"*\", type: int8, group_size: 100}",       // odd group
+      "rules:\n  - {match: \"*\", type: int8, grup_size: 64}",         // misspelt key
+      "rules:\n  - {match: \"*\", type: int8}\ncolour: blue",          // unknown top-level key
+      "rules:\n  - {type: int8}",                                      // no match
+      "rules:\n  - {match: \"*\", type: int8}\ndefault: int4",         // INT default
+      "[1, 2",                                                          // not YAML
+  };
+  for (const char* b : bad) {
+    auto p = ParseRecipe(b);
+    EXPECT_FALSE(p.ok()) << b;
+    if (!p.ok()) {
+      EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument) << b;
+    }
+  }
+}
+
+// RTN here and the format's RTN oracle (kernels/quantize.h) write the same bytes.
+TEST(QuantFormat, RtnMatchesTheFormatOracle) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0, 0.05f);
+  const TensorType types[] = {TensorType::kI8_C, TensorType::kI8_G32, TensorType::kI8_G128, TensorType::kI4S_G64,
+                              TensorType::kI4A_G32, TensorType::kI4A_G128};
+  for (TensorType t : types) {
+    const int64_t rows = 16, cols = 256;
+    std::vector<float> w(static_cast<size_t>(rows * cols));
+    for (float& v : w) v = nd(rng);
+    auto f = QuantFormat::Of(t, cols);
+    ASSERT_TRUE(f.ok());
+    auto mine = QuantizeRtn(*f, w.data(), rows, cols).Pack();
+    auto oracle = QuantizeRowsRtn(t, w.data(), rows, cols);
+    ASSERT_TRUE(mine.ok() && oracle.ok());
+    EXPECT_EQ(*mine, *oracle) << TypeName(t);
+  }
+  EXPECT_FALSE(QuantFormat::Of(TensorType::kI4A_G128, 576).ok());
+  EXPECT_FALSE(QuantFormat::Of(TensorType::kQ4_1, 64).ok());
+}
+
+// Inputs with strongly correlated channels of uneven scale, as real activations are.
+std::vector<float> CorrelatedInputs(int64_t n, int64_t cols, std::mt19937& rng) {
+  std::normal_distribution<float> nd;
+  const int64_t k = 8;  // latent factors
+  std::vector<float> mix(static_cast<size_t>(k * cols));
+  for (float& v : mix) v = nd(rng);
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (int64_t i = 0; i < n; ++i) {
+    float z[k];
+    for (float& v : z) v = nd(rng);
+    for (int64_t c = 0; c < cols; ++c) {
+      float s = 0.1f * nd(rng);
+      for (int64_t j = 0; j < k; ++j) s += z[j] * mix[static_cast<size_t>(j * cols + c)];
+      x[static_cast<size_t>(i * cols + c)] = s * (c % 16 == 0 ? 8.0f : 1.0f);
+    }
+  }
+  return x;
+}
+
+std::vector<float> Gram(const std::vector<float>& x, int64_t n, int64_t cols) {
+  std::vector<float> h(static_cast<size_t>(cols * cols), 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t a = 0; a < cols; ++a) {
+      for (int64_t b = 0; b < cols; ++b) h[static_cast<size_t>(a * cols + b)] += x[static_cast<size_t>(i * cols + a)] * x[static_cast<size_t>(i * cols + b)];
+    }
+  }
+  return h;
+}
+
+TEST(Gptq, LowersTheOutputErrorOfRtn) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0, 0.02f);
+  const int64_t rows = 32, cols = 256, n = 2048;
+  std::vector<float> w(static_cast<size_t>(rows * cols));
+  for (float& v : w) v = nd(rng);
+  const std::vector<float> h = Gram(CorrelatedInputs(n, cols, rng), n, cols);
+  for (TensorType t : {TensorType::kI4A_G128, TensorType::kI4S_G64, TensorType::kI8_G64}) {
+    const QuantFormat f = *QuantFormat::Of(t, cols);
+    const OutputError rtn = MeasureOutputError(w.data(), QuantizeRtn(f, w.data(), rows, cols).Dequantize().data(), rows, cols, h.data());
+    for (bool act_order : {true, false}) {
+      GptqOptions o;
+      o.act_order = act_order;
+      o.block = 64;  // several lazy blocks
+      auto g = QuantizeGptq(f, w.data(), rows, cols, h.data(), o);
+      ASSERT_TRUE(g.ok()) << g.status().message();
+      const OutputError e = MeasureOutputError(w.data(), g->matrix.Dequantize().data(), rows, cols, h.data());
+      EXPECT_LT(e.error, 0.7 * rtn.error) << TypeName(t) << " act_order " << act_order;
+      // Every stored integer is in range and the file layout packs.
+      EXPECT_TRUE(g->matrix.Pack().ok());
+    }
+  }
+}
+
+TEST(Gptq, SurvivesDeadInputsAndASingularHessian) {
+  const int64_t rows = 8, cols = 64;
+  std::vector<float> w(static_cast<size_t>(rows * cols), 0.01f);
+  std::vector<float> h(static_cast<size_t>(cols * cols), 1.0f);  // rank 1
+  for (int64_t c = 0; c < 8; ++c) {
+    for (int64_t b = 0; b < cols; ++b) h[static_cast<size_t>(c * cols + b)] = h[static_cast<size_t>(b * cols + c)] = 0;  // never fired
+  }
+  GptqOptions o;
+  o.damp = 0;  // forces the damping to be raised
+  auto g = QuantizeGptq(*QuantFormat::Of(TensorType::kI4A_G32, cols), w.data(), rows, cols, h.data(), o);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_GT(g->damp_used, 0);
+  for (float v : g->matrix.Dequantize()) EXPECT_TRUE(std::isfinite(v));
+}
+
+TEST(Awq, ProtectsTheChannelsWithLargeActivations) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0, 0.02f);
+  const int64_t rows = 64, cols = 256, n = 256;
+  std::vector<float> w(static_cast<size_t>(rows * cols));
+  for (float& v : w) v = nd(rng);
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  std::normal_distribution<float> xn;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>(i * cols + c)] = xn(rng) * (c % 32 == 5 ? 30.0f : 1.0f);
+  }
+  std::vector<double> mean_abs(static_cast<size_t>(cols), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t c = 0; c < cols; ++c) mean_abs[static_cast<size_t>(c)] += std::fabs(x[static_cast<size_t>(i * cols + c)]) / n;
+  }
+  ThreadPool pool(2);
+  const AwqMatrix m{w.data(), rows, *QuantFormat::Of(TensorType::kI4A_G128, cols)};
+  const AwqResult r = SearchAwqScale({&m, 1}, cols, x.data(), n, mean_abs, AwqOptions{}, pool);
+  EXPECT_GT(r.alpha, 0);
+  EXPECT_LT(r.error, 0.8 * r.error_unscaled);
+  EXPECT_GT(r.scale[5], r.scale[6]) << "the loud channel is scaled up";
+  EXPECT_NEAR(ScaledQuantError(m, cols, r.scale.data(), x.data(), n, pool), r.error, 1e-6 * r.error);
+  EXPECT_NEAR(ScaledQuantError(m, cols, nullptr, x.data(), n, pool), r.error_unscaled, 1e-6 * r.error_unscaled);
+}
+
+}  // namespace
+}  // namespace frugal
