@@ -10,8 +10,11 @@ const TypeInfo* GetTypeInfo(uint32_t raw_type) {
   static const TypeInfo kBF16{"BF16", 1, 2};
   static const TypeInfo kQ4_0{"Q4_0", kQK, sizeof(BlockQ4_0)};
   static const TypeInfo kQ4_1{"Q4_1", kQK, sizeof(BlockQ4_1)};
+  static const TypeInfo kQ5_0{"Q5_0", kQK, sizeof(BlockQ5_0)};
+  static const TypeInfo kQ5_1{"Q5_1", kQK, sizeof(BlockQ5_1)};
   static const TypeInfo kQ8_0{"Q8_0", kQK, sizeof(BlockQ8_0)};
   static const TypeInfo kQ4_K{"Q4_K", kQKK, sizeof(BlockQ4_K)};
+  static const TypeInfo kQ5_K{"Q5_K", kQKK, sizeof(BlockQ5_K)};
   static const TypeInfo kQ6_K{"Q6_K", kQKK, sizeof(BlockQ6_K)};
   // Frugal's types, in id order from kI8_C (1024).
   static const TypeInfo kFrugal[] = {
@@ -36,8 +39,11 @@ const TypeInfo* GetTypeInfo(uint32_t raw_type) {
     case TensorType::kBF16: return &kBF16;
     case TensorType::kQ4_0: return &kQ4_0;
     case TensorType::kQ4_1: return &kQ4_1;
+    case TensorType::kQ5_0: return &kQ5_0;
+    case TensorType::kQ5_1: return &kQ5_1;
     case TensorType::kQ8_0: return &kQ8_0;
     case TensorType::kQ4_K: return &kQ4_K;
+    case TensorType::kQ5_K: return &kQ5_K;
     case TensorType::kQ6_K: return &kQ6_K;
     default: return nullptr;  // Frugal's ids are answered above
   }

@@ -19,8 +19,11 @@ enum class TensorType : uint32_t {
   kF16 = 1,
   kQ4_0 = 2,
   kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
   kQ8_0 = 8,
   kQ4_K = 12,
+  kQ5_K = 13,
   kQ6_K = 14,
   kBF16 = 30,
   // Frugal formats: 8 rows interleaved per tile (see BlockI8 and friends below).
@@ -66,7 +69,7 @@ inline bool IsFrugalType(TensorType type) { return static_cast<uint32_t>(type) >
 // multiple of the block size.
 StatusOr<size_t> RowBytes(TensorType type, int64_t n);
 
-constexpr int kQK = 32;    // elements per Q4_0/Q4_1/Q8_0 block
+constexpr int kQK = 32;    // elements per Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 block
 constexpr int kQKK = 256;  // elements per K-quant super-block
 
 struct BlockQ4_0 {
@@ -82,6 +85,24 @@ struct BlockQ4_1 {
 };
 static_assert(sizeof(BlockQ4_1) == 20);
 
+// Q5_0/Q5_1: a Q4 block plus a fifth bit per element; bit j of qh (read as a little-endian
+// uint32) is the high bit of element j. qh is bytes because a uint32 member would add padding,
+// and the structs must match the file's packed 22- and 24-byte blocks.
+struct BlockQ5_0 {
+  uint16_t d;           // fp16 scale; value = (q - 16) * d, q in [0, 31]
+  uint8_t qh[4];        // high bits of elements 0..31
+  uint8_t qs[kQK / 2];  // low 4 bits, nibble order as BlockQ4_0
+};
+static_assert(sizeof(BlockQ5_0) == 22);
+
+struct BlockQ5_1 {
+  uint16_t d;  // fp16 scale
+  uint16_t m;  // fp16 minimum; value = q * d + m
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24);
+
 struct BlockQ8_0 {
   uint16_t d;  // fp16 scale; value = q * d
   int8_t qs[kQK];
@@ -95,6 +116,15 @@ struct BlockQ4_K {
   uint8_t qs[kQKK / 2];  // nibbles
 };
 static_assert(sizeof(BlockQ4_K) == 144);
+
+struct BlockQ5_K {  // BlockQ4_K plus a fifth bit per element
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];    // as BlockQ4_K
+  uint8_t qh[kQKK / 8];  // bit s of qh[l]: high bit of element 32s + l
+  uint8_t qs[kQKK / 2];  // nibbles, as BlockQ4_K
+};
+static_assert(sizeof(BlockQ5_K) == 176);
 
 struct BlockQ6_K {
   uint8_t ql[kQKK / 2];      // low 4 bits

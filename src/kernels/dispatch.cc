@@ -25,6 +25,10 @@ const KernelTraits* GetAvx2KernelTraits(TensorType type) {
   static const KernelTraits kQ6_K{avx2::DequantQ6_K, avx2::DotQ8Q6_K};
   switch (type) {
     case TensorType::kF32: return GetScalarKernelTraits(type);  // nothing to convert
+    // No AVX2 kernels yet: the scalar dequantizers, multiversioned, are compiled for AVX2 too.
+    case TensorType::kQ5_0:
+    case TensorType::kQ5_1:
+    case TensorType::kQ5_K: return GetScalarKernelTraits(type);
     case TensorType::kF16: return &kF16;
     case TensorType::kBF16: return &kBF16;
     case TensorType::kQ4_0: return &kQ4_0;

@@ -1,8 +1,8 @@
 """`frugal dequant` against gguf.quants.dequantize, one tensor type at a time.
 
 The test writes GGUF files with gguf.GGUFWriter. Types gguf can quantize (F16, BF16, Q8_0,
-Q4_0, Q4_1) are quantized from random data; for Q4_K and Q6_K, which it only dequantizes, the
-blocks are random bytes with sane fp16 super-block scales. Expected: F32/F16/BF16 bit-exact
+Q4_0, Q4_1, Q5_0, Q5_1) are quantized from random data; for Q4_K, Q5_K and Q6_K, which it only
+dequantizes, the blocks are random bytes with sane fp16 super-block scales. Expected: F32/F16/BF16 bit-exact
 (pure conversions, subnormals included); block-quantized types equal up to float32 rounding of
 scale * q (+ min): |diff| <= 1e-6 * max|ref| over the tensor.
 """
@@ -27,6 +27,16 @@ def raw_q4_k(rng, rows: int, cols: int) -> np.ndarray:
     d = _f16_bytes(rng, nb, 1e-3, 4e-2)
     dmin = _f16_bytes(rng, nb, 1e-3, 2e-2)
     rest = rng.integers(0, 256, size=(nb, 12 + 128), dtype=np.uint8)
+    return np.concatenate([d, dmin, rest], axis=1).reshape(rows, -1)
+
+
+def raw_q5_k(rng, rows: int, cols: int) -> np.ndarray:
+    """Random Q5_K blocks: d, dmin (fp16), 12 bytes of 6-bit scales/mins, 32 bytes of fifth
+    bits, 128 bytes of nibbles."""
+    nb = rows * cols // QK_K
+    d = _f16_bytes(rng, nb, 1e-3, 4e-2)
+    dmin = _f16_bytes(rng, nb, 1e-3, 2e-2)
+    rest = rng.integers(0, 256, size=(nb, 12 + 32 + 128), dtype=np.uint8)
     return np.concatenate([d, dmin, rest], axis=1).reshape(rows, -1)
 
 
@@ -71,13 +81,20 @@ def make_tensors(rng) -> dict:
     t["f16_special"] = (np.array([[0.0, -0.0, 65504.0, -65504.0, 6.1e-5, 5.96e-8, 1.0, -2.5]],
                                  dtype=np.float16), None, Q.F16)  # zeros, max, subnormal
     t["bf16_2d"] = (gguf.quants.quantize(rnd(4, 64) * 100, Q.BF16), Q.BF16, Q.BF16)
-    for name, qt in (("q8_0", Q.Q8_0), ("q4_0", Q.Q4_0), ("q4_1", Q.Q4_1)):
+    for name, qt in (("q8_0", Q.Q8_0), ("q4_0", Q.Q4_0), ("q4_1", Q.Q4_1), ("q5_0", Q.Q5_0),
+                     ("q5_1", Q.Q5_1)):
         t[f"{name}_2d"] = (gguf.quants.quantize(rnd(6, 128), qt), qt, qt)
         t[f"{name}_3d"] = (gguf.quants.quantize(rnd(2, 3, 64), qt), qt, qt)
+    # Rows of 576: SmolLM2's width, not a multiple of 256, where llama.cpp's K-quant mixes fall
+    # back to Q5_0/Q5_1.
+    t["q5_0_576"] = (gguf.quants.quantize(rnd(7, 576), Q.Q5_0), Q.Q5_0, Q.Q5_0)
+    t["q5_1_576"] = (gguf.quants.quantize(rnd(7, 576), Q.Q5_1), Q.Q5_1, Q.Q5_1)
     t["q8_0_zero_block"] = (gguf.quants.quantize(np.zeros((1, 64), np.float32), Q.Q8_0),
                             Q.Q8_0, Q.Q8_0)
     t["q4_k_2d"] = (raw_q4_k(rng, 4, 512), Q.Q4_K, Q.Q4_K)
     t["q4_k_1row"] = (raw_q4_k(rng, 1, 256), Q.Q4_K, Q.Q4_K)
+    t["q5_k_2d"] = (raw_q5_k(rng, 5, 768), Q.Q5_K, Q.Q5_K)
+    t["q5_k_1row"] = (raw_q5_k(rng, 1, 256), Q.Q5_K, Q.Q5_K)
     t["q6_k_2d"] = (raw_q6_k(rng, 3, 768), Q.Q6_K, Q.Q6_K)
     t["q6_k_1row"] = (raw_q6_k(rng, 1, 256), Q.Q6_K, Q.Q6_K)
     return t

@@ -41,9 +41,17 @@ std::vector<uint8_t> RandomRow(TensorType type, int64_t n, std::mt19937& rng) {
         std::memcpy(&bytes[o], &h, 2);
         break;
       }
-      case TensorType::kQ4_0: case TensorType::kQ8_0: put_half(o, scale(rng)); break;
-      case TensorType::kQ4_1: put_half(o, scale(rng)); put_half(o + 2, -scale(rng)); break;
-      case TensorType::kQ4_K: put_half(o, scale(rng)); put_half(o + 2, scale(rng)); break;
+      case TensorType::kQ4_0: case TensorType::kQ5_0: case TensorType::kQ8_0:
+        put_half(o, scale(rng));
+        break;
+      case TensorType::kQ4_1: case TensorType::kQ5_1:
+        put_half(o, scale(rng));
+        put_half(o + 2, -scale(rng));
+        break;
+      case TensorType::kQ4_K: case TensorType::kQ5_K:
+        put_half(o, scale(rng));
+        put_half(o + 2, scale(rng));
+        break;
       case TensorType::kQ6_K: put_half(o + offsetof(BlockQ6_K, d), scale(rng)); break;
       default: break;
     }
@@ -51,8 +59,10 @@ std::vector<uint8_t> RandomRow(TensorType type, int64_t n, std::mt19937& rng) {
   return bytes;
 }
 
-const TensorType kTypes[] = {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
-                             TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ4_K, TensorType::kQ6_K};
+const TensorType kTypes[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16,
+                             TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1,
+                             TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ4_K,
+                             TensorType::kQ5_K, TensorType::kQ6_K};
 
 TEST(SimdKernelsTest, DequantizeMatchesOracleBitForBit) {
   std::mt19937 rng(7);
@@ -211,6 +221,26 @@ TEST(Int8ActivationTest, MatMulBatchInvariant) {
   }
   for (TensorType type : {TensorType::kQ4_K, TensorType::kQ6_K}) {
     ExpectBatchInvariant(type, 512, 11, 6, ActivationPrecision::kInt8, rng);
+  }
+}
+
+// Types without an integer dot product (the float types, Q5_0, Q5_1, Q5_K) keep float
+// activations when INT8 is asked for: the result is the float path's, bit for bit.
+TEST(Int8ActivationTest, TypesWithoutIntegerDotUseFloatActivations) {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> nd;
+  for (TensorType type : kTypes) {
+    if (GetKernelTraits(type)->dot_q8 != nullptr) continue;
+    const int64_t k = 2 * kQKK, rows = 13, batch = 5;
+    const auto wbytes = RandomRow(type, k * rows, rng);
+    const TensorView t = TensorView::Matrix(type, k, rows, wbytes.data(), wbytes.size());
+    std::vector<float> x(static_cast<size_t>(batch * k));
+    for (auto& v : x) v = nd(rng);
+    ThreadPool pool(2);
+    std::vector<float> f32(static_cast<size_t>(batch * rows)), int8(f32.size());
+    MatMul(t, x.data(), batch, f32.data(), pool, ActivationPrecision::kF32);
+    MatMul(t, x.data(), batch, int8.data(), pool, ActivationPrecision::kInt8);
+    EXPECT_EQ(0, std::memcmp(f32.data(), int8.data(), f32.size() * 4)) << TypeName(type);
   }
 }
 

@@ -47,6 +47,39 @@ FRUGAL_MULTIVERSION void DequantQ4_1(const void* __restrict src, float* __restri
   }
 }
 
+// Q5: bit j of the little-endian qh word is the high bit of element j; the nibbles are
+// ordered as in Q4.
+FRUGAL_MULTIVERSION void DequantQ5_0(const void* __restrict src, float* __restrict dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ5_0*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = Fp16ToFp32(b[i].d);
+    uint32_t qh;
+    std::memcpy(&qh, b[i].qh, sizeof(qh));
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int q0 = (b[i].qs[j] & 0x0f) | (((qh >> j) & 1) << 4);
+      const int q1 = (b[i].qs[j] >> 4) | (((qh >> (j + kQK / 2)) & 1) << 4);
+      dst[j] = static_cast<float>(q0 - 16) * d;
+      dst[j + kQK / 2] = static_cast<float>(q1 - 16) * d;
+    }
+  }
+}
+
+FRUGAL_MULTIVERSION void DequantQ5_1(const void* __restrict src, float* __restrict dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ5_1*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
+    const float d = Fp16ToFp32(b[i].d);
+    const float m = Fp16ToFp32(b[i].m);
+    uint32_t qh;
+    std::memcpy(&qh, b[i].qh, sizeof(qh));
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int q0 = (b[i].qs[j] & 0x0f) | (((qh >> j) & 1) << 4);
+      const int q1 = (b[i].qs[j] >> 4) | (((qh >> (j + kQK / 2)) & 1) << 4);
+      dst[j] = static_cast<float>(q0) * d + m;
+      dst[j + kQK / 2] = static_cast<float>(q1) * d + m;
+    }
+  }
+}
+
 FRUGAL_MULTIVERSION void DequantQ8_0(const void* __restrict src, float* __restrict dst, int64_t n) {
   const auto* b = static_cast<const BlockQ8_0*>(src);
   for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
@@ -55,7 +88,7 @@ FRUGAL_MULTIVERSION void DequantQ8_0(const void* __restrict src, float* __restri
   }
 }
 
-// The 12 scale bytes of a Q4_K super-block hold 8 (scale, min) pairs of 6 bits each.
+// The 12 scale bytes of a Q4_K or Q5_K super-block hold 8 (scale, min) pairs of 6 bits each.
 inline void Q4KScaleMin(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
   if (j < 4) {
     *sc = q[j] & 63;
@@ -83,6 +116,30 @@ FRUGAL_MULTIVERSION void DequantQ4_K(const void* __restrict src, float* __restri
       for (int l = 0; l < 32; ++l) *dst++ = d2 * static_cast<float>(q[l] >> 4) - m2;
       q += 32;
       is += 2;
+    }
+  }
+}
+
+// Q5_K is Q4_K with a fifth bit: bit s of qh[l] belongs to element l of sub-block s.
+FRUGAL_MULTIVERSION void DequantQ5_K(const void* __restrict src, float* __restrict dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ5_K*>(src);
+  for (int64_t i = 0; i < n / kQKK; ++i) {
+    const float d = Fp16ToFp32(b[i].d);
+    const float dmin = Fp16ToFp32(b[i].dmin);
+    const uint8_t* q = b[i].qs;
+    const uint8_t* qh = b[i].qh;
+    for (int is = 0; is < kQKK / 32; is += 2, q += 32) {
+      uint8_t sc, m;
+      Q4KScaleMin(is, b[i].scales, &sc, &m);
+      const float d1 = d * sc, m1 = dmin * m;
+      Q4KScaleMin(is + 1, b[i].scales, &sc, &m);
+      const float d2 = d * sc, m2 = dmin * m;
+      for (int l = 0; l < 32; ++l) {
+        *dst++ = d1 * static_cast<float>((q[l] & 0x0f) | (((qh[l] >> is) & 1) << 4)) - m1;
+      }
+      for (int l = 0; l < 32; ++l) {
+        *dst++ = d2 * static_cast<float>((q[l] >> 4) | (((qh[l] >> (is + 1)) & 1) << 4)) - m2;
+      }
     }
   }
 }
@@ -227,8 +284,12 @@ const KernelTraits* GetScalarKernelTraits(TensorType type) {
   static const KernelTraits kBF16{DequantBF16};
   static const KernelTraits kQ4_0{DequantQ4_0, DotQ8Q4_0};
   static const KernelTraits kQ4_1{DequantQ4_1, DotQ8Q4_1};
+  // The Q5 types have no integer dot product: they take float activations in both modes.
+  static const KernelTraits kQ5_0{DequantQ5_0};
+  static const KernelTraits kQ5_1{DequantQ5_1};
   static const KernelTraits kQ8_0{DequantQ8_0, DotQ8Q8_0};
   static const KernelTraits kQ4_K{DequantQ4_K, DotQ8Q4_K};
+  static const KernelTraits kQ5_K{DequantQ5_K};
   static const KernelTraits kQ6_K{DequantQ6_K, DotQ8Q6_K};
   switch (type) {
     case TensorType::kF32: return &kF32;
@@ -236,8 +297,11 @@ const KernelTraits* GetScalarKernelTraits(TensorType type) {
     case TensorType::kBF16: return &kBF16;
     case TensorType::kQ4_0: return &kQ4_0;
     case TensorType::kQ4_1: return &kQ4_1;
+    case TensorType::kQ5_0: return &kQ5_0;
+    case TensorType::kQ5_1: return &kQ5_1;
     case TensorType::kQ8_0: return &kQ8_0;
     case TensorType::kQ4_K: return &kQ4_K;
+    case TensorType::kQ5_K: return &kQ5_K;
     case TensorType::kQ6_K: return &kQ6_K;
     default: break;
   }
