@@ -43,5 +43,7 @@ using Commands = std::vector<std::pair<CLI::App*, std::function<int()>>>;
 
 void AddLoadgenCommand(CLI::App& app, Commands& out);   // loadgen_cmd.cc
 void AddGatewayCommands(CLI::App& app, Commands& out);  // gateway_cmd.cc: gateway, up
+void AddQuantizeCommand(CLI::App& app, Commands& out);  // quantize_cmd.cc
+void AddEvalCommand(CLI::App& app, Commands& out);  // eval_cmd.cc
 
 }  // namespace frugal::cli

@@ -514,6 +514,8 @@ int main(int argc, char** argv) {
   frugal::cli::Commands commands;
   frugal::cli::AddLoadgenCommand(app, commands);
   frugal::cli::AddGatewayCommands(app, commands);
+  frugal::cli::AddQuantizeCommand(app, commands);
+  frugal::cli::AddEvalCommand(app, commands);
 
   try {
     app.parse(argc, argv);

@@ -40,7 +40,7 @@ struct QuantizeOptions {
   Recipe recipe;
   QuantMethod method = QuantMethod::kGptq;
   std::string calib_path;        // text or JSONL; needed by GPTQ and AWQ
-  int64_t calib_samples = 64;    // sequences of seq_len tokens
+  int64_t calib_samples = 32;    // sequences of seq_len tokens
   int64_t seq_len = 256;
   int64_t sample_tokens = 512;   // inputs per layer kept for AWQ's search and the error measure
   GptqOptions gptq;

@@ -1,0 +1,338 @@
+// `frugal quantize`: flags, progress and the report; the quantizer is src/quant
+// (docs/quantization.md).
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "quant/eval.h"
+#include "quant/gate.h"
+#include "quant/quantizer.h"
+
+namespace frugal::cli {
+namespace {
+
+struct QuantizeFlags {
+  std::string input, output, recipe_file, preset = "mixed-int4-int8", method = "gptq";
+  std::string calib;
+  int group_size = 0;
+  int64_t calib_samples = 32, seq_len = 256;
+  double damp = 0.01;
+  bool no_act_order = false;
+  int awq_grid = 20;
+  int threads = 0;
+  bool json = false, quiet = false;
+  // Quality gate: evaluate on held-out data, refuse to leave a model that fails.
+  std::string gate;
+  std::string eval_text = "tests/data/heldout_cs.txt";
+  std::string eval_probes = "tests/data/numeric_probes.jsonl";
+  int64_t eval_max_tokens = 2048;
+  bool auto_mixed = false;
+  int auto_mixed_max = 16;
+};
+
+// Exit code of a quantization the gate refused (as `frugal eval --gate`).
+constexpr int kGateFailed = 3;
+
+std::string Duration(double s) {
+  char buf[32];
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%.0fs", s);
+  } else {
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  }
+  return buf;
+}
+
+// One line per step on a pipe or file; a bar redrawn in place on a terminal.
+std::function<void(const QuantProgress&)> ProgressPrinter() {
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  return [tty, t0](const QuantProgress& p) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double frac = p.total > 0 ? static_cast<double>(p.done) / static_cast<double>(p.total) : 0;
+    const std::string eta = p.done > 0 && frac < 1 ? Duration(elapsed * (1 - frac) / frac) : "-";
+    constexpr int kWidth = 30;
+    const int fill = static_cast<int>(frac * kWidth);
+    std::string bar(static_cast<size_t>(fill), '=');
+    bar.resize(kWidth, ' ');
+    std::fprintf(stderr, "%squantize [%s] %3.0f%% %s %lld/%lld  elapsed %s  ETA %s%s", tty ? "\r" : "", bar.c_str(),
+                 100 * frac, p.stage.c_str(), static_cast<long long>(p.done), static_cast<long long>(p.total),
+                 Duration(elapsed).c_str(), eta.c_str(), tty && frac < 1 ? "" : "\n");
+    std::fflush(stderr);
+  };
+}
+
+nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o, const std::string& output) {
+  const SizeSummary size = m.Size();
+  nlohmann::json j;
+  j["output"] = output;
+  j["method"] = QuantMethodName(o.method);
+  j["recipe"] = o.recipe.name;
+  j["bytes"] = size.bytes;
+  j["f16_bytes"] = size.f16_bytes;
+  j["size_vs_f16"] = size.f16_bytes > 0 ? static_cast<double>(size.bytes) / static_cast<double>(size.f16_bytes) : 0;
+  j["params"] = size.params;
+  j["bits_per_weight"] = size.bits_per_weight();
+  j["seconds"] = m.seconds();
+  j["calib_tokens"] = m.calib_tokens();
+  if (!m.calib_sha256().empty()) j["calib_sha256"] = m.calib_sha256();
+  nlohmann::json ts = nlohmann::json::array();
+  for (const TensorReport& t : m.tensors()) {
+    nlohmann::json e{{"name", t.name}, {"type", TypeName(t.type)}, {"source_type", TypeName(t.source)},
+                     {"elements", t.elements}, {"bytes", t.bytes}};
+    if (!t.note.empty()) e["note"] = t.note;
+    if (t.rel_error >= 0) e["rel_error"] = t.rel_error;
+    if (t.awq_alpha >= 0) e["awq_alpha"] = t.awq_alpha;
+    ts.push_back(std::move(e));
+  }
+  j["tensors"] = std::move(ts);
+  return j;
+}
+
+std::string ReportText(const QuantizedModel& m, const QuantizeOptions& o, const std::string& output) {
+  std::string s;
+  char buf[512];
+  // Tensors by type, then the summary.
+  std::map<std::string, std::pair<int, size_t>> by_type;
+  std::map<std::string, int> notes;
+  double worst = -1;
+  std::string worst_name;
+  for (const TensorReport& t : m.tensors()) {
+    auto& e = by_type[TypeName(t.type)];
+    ++e.first;
+    e.second += t.bytes;
+    if (!t.note.empty()) ++notes[t.note];
+    if (t.rel_error > worst) worst = t.rel_error, worst_name = t.name;
+  }
+  const SizeSummary size = m.Size();
+  std::snprintf(buf, sizeof buf, "wrote %s: %s, recipe %s\n", output.c_str(), QuantMethodName(o.method), o.recipe.name.c_str());
+  s += buf;
+  for (const auto& [type, e] : by_type) {
+    std::snprintf(buf, sizeof buf, "  %-9s x%-4d %9.2f MB\n", type.c_str(), e.first, static_cast<double>(e.second) / 1e6);
+    s += buf;
+  }
+  for (const auto& [note, n] : notes) {
+    std::snprintf(buf, sizeof buf, "  note: %s (%d tensors)\n", note.c_str(), n);
+    s += buf;
+  }
+  std::snprintf(buf, sizeof buf, "size: %.2f MB, %.3f bits/weight, %.1f%% of F16 (%.2f MB)\n", static_cast<double>(size.bytes) / 1e6,
+                size.bits_per_weight(), 100.0 * static_cast<double>(size.bytes) / static_cast<double>(size.f16_bytes),
+                static_cast<double>(size.f16_bytes) / 1e6);
+  s += buf;
+  if (worst >= 0) {
+    std::snprintf(buf, sizeof buf, "largest relative output error: %.3g (%s)\n", worst, worst_name.c_str());
+    s += buf;
+  }
+  std::snprintf(buf, sizeof buf, "time: %.1f s", m.seconds());
+  s += buf;
+  if (m.calib_tokens() > 0) {
+    std::snprintf(buf, sizeof buf, ", calibration %lld tokens (sha256 %.12s)", static_cast<long long>(m.calib_tokens()),
+                  m.calib_sha256().c_str());
+    s += buf;
+  }
+  return s + "\n";
+}
+
+int RunQuantize(const QuantizeFlags& f) {
+  QuantizeOptions o;
+  o.input = f.input;
+  if (!f.recipe_file.empty()) {
+    auto r = LoadRecipe(f.recipe_file);
+    if (!r.ok()) return Fail(r.status());
+    o.recipe = *r;
+  } else {
+    auto r = PresetRecipe(f.preset);
+    if (!r.ok()) return Fail(r.status());
+    o.recipe = *r;
+  }
+  if (f.group_size != 0) OverrideGroupSize(o.recipe, f.group_size);
+  auto method = ParseQuantMethod(f.method);
+  if (!method.ok()) return Fail(method.status());
+  o.method = *method;
+  o.calib_path = f.calib;
+  o.calib_samples = f.calib_samples;
+  o.seq_len = f.seq_len;
+  o.gptq.damp = f.damp;
+  o.gptq.act_order = !f.no_act_order;
+  o.awq.grid = f.awq_grid;
+  o.threads = f.threads;
+  if (o.method != QuantMethod::kRtn && o.calib_path.empty()) {
+    return Fail(InvalidArgument(std::string("--method ") + f.method + " needs calibration data: --calib FILE (text or JSONL)"));
+  }
+  if (FILE* probe = std::fopen((f.output + ".tmp").c_str(), "wb")) {  // fail on a bad output path before the work
+    std::fclose(probe);
+    std::remove((f.output + ".tmp").c_str());
+  } else {
+    return Fail(InvalidArgument("cannot write " + f.output));
+  }
+  std::optional<Gate> gate;
+  std::vector<Probe> probes;
+  std::string eval_text;
+  if (!f.gate.empty()) {
+    auto g = ParseGate(f.gate);
+    if (!g.ok()) return Fail(g.status());
+    gate = *g;
+    std::ifstream in(f.eval_text, std::ios::binary);
+    if (!in) return Fail(NotFound("cannot read --eval-text " + f.eval_text + " (held-out text for the gate)"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    eval_text = ss.str();
+    if (gate->uses_numeric()) {
+      auto p = LoadProbes(f.eval_probes);
+      if (!p.ok()) return Fail(p.status());
+      probes = std::move(p).value();
+    }
+  } else if (f.auto_mixed) {
+    return Fail(InvalidArgument("--auto-mixed needs --gate: it raises layers until the gate holds"));
+  }
+  o.int8_alternatives = f.auto_mixed;
+  if (!f.quiet) o.progress = ProgressPrinter();
+  auto m = QuantizeModel(o);
+  if (!m.ok()) return Fail(m.status());
+  const QuantizedModel& qm = **m;
+  if (!gate) {
+    if (Status st = qm.Write(f.output); !st.ok()) return Fail(st);
+    if (f.json) {
+      std::printf("%s\n", ReportJson(qm, o, f.output).dump().c_str());
+    } else {
+      std::fputs(ReportText(qm, o, f.output).c_str(), stdout);
+    }
+    return 0;
+  }
+
+  // The gate: the reference (the input model) once, then each candidate against it.
+  EvalReferenceOptions ro;
+  ro.engine.model_path = f.input;
+  ro.engine.threads = f.threads;
+  ro.engine.int8_activations = false;
+  ro.text = eval_text;
+  ro.probes = probes;
+  ro.max_tokens = f.eval_max_tokens;
+  EvalProgress eval_progress;
+  if (!f.quiet) {
+    eval_progress = [](std::string_view stage, int64_t done, int64_t total) {
+      if (done == total || done % 32 == 0) {
+        std::fprintf(stderr, "gate: %.*s %lld/%lld\n", static_cast<int>(stage.size()), stage.data(),
+                     static_cast<long long>(done), static_cast<long long>(total));
+      }
+    };
+  }
+  ro.progress = eval_progress;
+  auto ref = EvalReference::Build(ro);
+  if (!ref.ok()) return Fail(ref.status());
+
+  const std::string candidate = f.output + ".candidate";
+  std::set<std::string> raised;
+  const std::vector<std::string> order = qm.RaiseCandidates();
+  nlohmann::json steps = nlohmann::json::array();
+  EvalReport report;
+  std::vector<GateFailure> failures;
+  for (size_t step = 0;; ++step) {
+    if (Status st = qm.Write(candidate, raised); !st.ok()) return Fail(st);
+    EngineOptions eo;
+    eo.model_path = candidate;
+    eo.threads = f.threads;
+    eo.int8_activations = false;
+    auto r = EvaluateAgainst(**ref, eo, eval_progress);
+    if (!r.ok()) {
+      std::remove(candidate.c_str());
+      return Fail(r.status());
+    }
+    report = *r;
+    failures = CheckGate(report, *gate);
+    const SizeSummary size = qm.Size(raised);
+    steps.push_back({{"raised", std::vector<std::string>(raised.begin(), raised.end())}, {"bytes", size.bytes},
+                     {"ppl", report.ppl}, {"kld_mean", report.kld_mean}, {"passed", failures.empty()}});
+    if (!f.quiet) {
+      std::fprintf(stderr, "gate: %zu raised to INT8, %.2f MB: %s\n", raised.size(), static_cast<double>(size.bytes) / 1e6,
+                   failures.empty() ? "passes" : failures.front().message.c_str());
+    }
+    if (failures.empty() || !f.auto_mixed || step >= static_cast<size_t>(f.auto_mixed_max) || step >= order.size()) break;
+    raised.insert(order[step]);  // the most sensitive INT4 tensor left
+  }
+  const bool passed = failures.empty();
+  if (passed) {
+    if (std::rename(candidate.c_str(), f.output.c_str()) != 0) {
+      std::remove(candidate.c_str());
+      return Fail(IoError("cannot rename " + candidate + " to " + f.output));
+    }
+  } else {
+    std::remove(candidate.c_str());
+  }
+  const SizeSummary base = qm.Size(), final_size = qm.Size(raised);
+  if (f.json) {
+    nlohmann::json j = ReportJson(qm, o, passed ? f.output : "");
+    j["eval"] = frugal::ReportJson(report);
+    nlohmann::json fails = nlohmann::json::array();
+    for (const GateFailure& g : failures) fails.push_back(g.message);
+    j["gate"] = {{"spec", f.gate}, {"passed", passed}, {"failures", fails}};
+    if (f.auto_mixed) {
+      j["auto_mixed"] = {{"raised", std::vector<std::string>(raised.begin(), raised.end())},
+                         {"bytes", final_size.bytes}, {"bytes_before", base.bytes}, {"steps", steps}};
+    }
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    if (passed) std::fputs(ReportText(qm, o, f.output).c_str(), stdout);
+    std::fputs(FormatReport(report).c_str(), stdout);
+    if (f.auto_mixed && !raised.empty()) {
+      std::printf("auto-mixed: raised %zu tensors to INT8 (+%.2f MB, %.3f -> %.3f bits/weight):", raised.size(),
+                  static_cast<double>(final_size.bytes - base.bytes) / 1e6, base.bits_per_weight(),
+                  final_size.bits_per_weight());
+      for (const std::string& n : raised) std::printf(" %s", n.c_str());
+      std::printf("\n");
+    }
+    if (passed) {
+      std::printf("gate %s: passed\n", f.gate.c_str());
+    } else {
+      std::printf("gate %s: FAILED, no model written\n", f.gate.c_str());
+      for (const GateFailure& g : failures) std::printf("  %s\n", g.message.c_str());
+    }
+  }
+  return passed ? 0 : kGateFailed;
+}
+
+}  // namespace
+
+void AddQuantizeCommand(CLI::App& app, Commands& out) {
+  auto f = std::make_shared<QuantizeFlags>();
+  auto* cmd = app.add_subcommand("quantize", "quantize a model to Frugal's INT8/INT4 formats (RTN, GPTQ, AWQ)");
+  cmd->add_option("-m,--model", f->input, "the model to quantize: a GGUF file (any type the engine reads)")->required();
+  cmd->add_option("-o,--output", f->output, "the quantized GGUF file to write")->required();
+  auto* recipe = cmd->add_option("--recipe", f->recipe_file, "a recipe YAML file (docs/quantization.md)");
+  cmd->add_option("--preset", f->preset, "a built-in recipe: mixed-int4-int8 (default), all-int4, all-int8, f16, f32")
+      ->excludes(recipe);
+  cmd->add_option("--method", f->method, "rtn | gptq (default) | awq | awq+gptq");
+  cmd->add_option("--group-size", f->group_size, "inputs per scale for every INT rule: 32, 64 or 128")
+      ->check(CLI::IsMember({32, 64, 128}));
+  cmd->add_option("--calib", f->calib, "calibration data: a text file or JSONL ({\"text\"}, {\"prompt\", \"answer\"} or {\"messages\"})");
+  cmd->add_option("--calib-samples", f->calib_samples, "calibration sequences (default 32)")->check(CLI::Range(1, 100000));
+  cmd->add_option("--seq-len", f->seq_len, "tokens per calibration sequence (default 256)")->check(CLI::Range(8, 65536));
+  cmd->add_option("--damp", f->damp, "GPTQ damping, a share of the Hessian's mean diagonal (default 0.01)")->check(CLI::Range(0.0, 10.0));
+  cmd->add_flag("--no-act-order", f->no_act_order, "GPTQ: quantize columns in their stored order");
+  cmd->add_option("--awq-grid", f->awq_grid, "AWQ: points of the scale exponent's grid (default 20)")->check(CLI::Range(1, 200));
+  cmd->add_option("-t,--threads", f->threads, "compute threads (default: one per CPU)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--gate", f->gate, "quality gate, e.g. 'ppl<+3%,kld<0.05,numeric>=0.98' (docs/eval.md): evaluate "
+                  "against the input model after quantizing; exit 3 and write nothing when it fails");
+  cmd->add_option("--eval-text", f->eval_text, "held-out text the gate scores (default tests/data/heldout_cs.txt)");
+  cmd->add_option("--eval-probes", f->eval_probes, "numeric probes for a gate with numeric (default tests/data/numeric_probes.jsonl)");
+  cmd->add_option("--eval-max-tokens", f->eval_max_tokens, "held-out tokens the gate scores (default 2048)")->check(CLI::Range(16, 1 << 20));
+  cmd->add_flag("--auto-mixed", f->auto_mixed, "with --gate: raise the INT4 tensors with the largest output error to INT8, "
+                "one at a time, until the gate holds");
+  cmd->add_option("--auto-mixed-max", f->auto_mixed_max, "most tensors --auto-mixed may raise (default 16)")->check(CLI::Range(1, 10000));
+  cmd->add_flag("--json", f->json, "print the report as one JSON object");
+  cmd->add_flag("-q,--quiet", f->quiet, "no progress on stderr");
+  out.emplace_back(cmd, [f] { return RunQuantize(*f); });
+}
+
+}  // namespace frugal::cli

@@ -1,0 +1,208 @@
+"""Black-box tests of `frugal quantize` (issue 5): the file it writes, read back by the engine
+and by an independent numpy model of the formats (frugal_format.py); calibration through the
+layer-by-layer pipeline; metadata; bad input refused with exit 2 and nothing left behind.
+
+Slow paths are kept short: calibration uses a few short sequences; the GPTQ / AWQ quality
+numbers are measured by bench/quant_table.py (docs/quantization.md), not here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import frugal_format
+from conftest import ROOT
+
+CALIB = ROOT / "tests" / "data" / "calib_cs.jsonl"
+HELDOUT = ROOT / "tests" / "data" / "heldout_cs.txt"
+TOKENS = [1, 504, 3458, 282, 4649, 314, 260, 1789, 30, 378, 2437, 28, 1112, 2]
+
+
+def quantize(frugal, model, out: Path, *args, timeout=600):
+    p = frugal.ok("quantize", "-q", "-m", model, "-o", out, "--json", *args, timeout=timeout)
+    assert out.exists()
+    return json.loads(p.stdout)
+
+
+def info(frugal, model):
+    return json.loads(frugal.ok("info", "--json", model).stdout)
+
+
+def test_f32_export_is_lossless(frugal, smollm2_gguf, tmp_path):
+    # The Q4_1 source dequantized to F32 computes exactly the same logits: the writer, the
+    # metadata copy (tokenizer, hyper-parameters) and the tensor order are right.
+    out = tmp_path / "f32.gguf"
+    rep = quantize(frugal, smollm2_gguf, out, "--preset", "f32", "--method", "rtn")
+    assert rep["recipe"] == "f32"
+    assert {t["type"] for t in rep["tensors"]} == {"F32"}
+    src = frugal.logits(smollm2_gguf, TOKENS, tmp_path)
+    got = frugal.logits(out, TOKENS, tmp_path)
+    np.testing.assert_array_equal(got, src)
+
+
+def test_calibrated_pipeline_without_quantizing_keeps_the_model(frugal, smollm2_gguf, tmp_path):
+    # GPTQ's layer-by-layer calibration with a recipe that quantizes nothing: every layer is run,
+    # observed and swapped, and the model must come out unchanged.
+    out = tmp_path / "f32cal.gguf"
+    rep = quantize(frugal, smollm2_gguf, out, "--preset", "f32", "--method", "awq+gptq", "--calib", CALIB,
+                   "--calib-samples", "2", "--seq-len", "32")
+    assert rep["calib_tokens"] == 64
+    np.testing.assert_array_equal(frugal.logits(out, TOKENS, tmp_path), frugal.logits(smollm2_gguf, TOKENS, tmp_path))
+
+
+def test_rtn_bytes_match_an_independent_packer(frugal, smollm2_gguf, tmp_path):
+    out = tmp_path / "rtn.gguf"
+    rep = quantize(frugal, smollm2_gguf, out, "--method", "rtn")
+    types = {t["name"]: t["type"] for t in rep["tensors"]}
+    assert types["blk.0.attn_q.weight"] == "I8_G64"      # 576 inputs: g128 -> g64
+    assert types["blk.0.ffn_down.weight"] == "I4A_G128"  # 1536 inputs
+    assert types["blk.0.ffn_up.weight"] == "I4A_G64"
+    assert types["blk.0.attn_norm.weight"] == "F32"
+    assert types["token_embd.weight"] == "I8_G64"
+    # The mixed preset is at most 40% of the F16 size (issue 5).
+    assert rep["size_vs_f16"] <= 0.40, rep["size_vs_f16"]
+    assert out.stat().st_size < 0.41 * rep["f16_bytes"]
+    for name, cols in [("blk.3.ffn_down.weight", 1536), ("blk.3.attn_k.weight", 576), ("blk.7.ffn_gate.weight", 576)]:
+        w = frugal.dequant(smollm2_gguf, name, tmp_path).reshape(-1, cols)
+        q, d, m = frugal_format.rtn(w, types[name])
+        want = frugal_format.dequant(q, d, m, types[name])
+        got = frugal.dequant(out, name, tmp_path).reshape(-1, cols)
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_gptq_file_metadata_and_info(frugal, smollm2_gguf, tmp_path):
+    out = tmp_path / "gptq.gguf"
+    rep = quantize(frugal, smollm2_gguf, out, "--method", "gptq", "--calib", CALIB, "--calib-samples", "3",
+                   "--seq-len", "48")
+    assert rep["method"] == "gptq" and rep["calib_tokens"] == 144
+    assert rep["calib_sha256"] == hashlib.sha256(CALIB.read_bytes()).hexdigest()
+    errs = [t["rel_error"] for t in rep["tensors"] if "rel_error" in t and t["name"].startswith("blk.")]
+    assert len(errs) == 30 * 7 and all(0 <= e < 0.5 for e in errs)
+    inf = info(frugal, out)
+    assert inf["loadable"], inf
+    meta = inf.get("quantization") or {}
+    text = frugal.ok("info", out).stdout.decode()
+    assert "gptq" in text and "mixed-int4-int8" in text, text
+    assert "I4A_G128" in text and "bits/weight" in text
+    assert meta["calib_sha256"] == rep["calib_sha256"] and meta["method"] == "gptq", meta
+    # It runs, and says something sensible.
+    p = frugal.ok("generate", "-m", out, "--chat", "-p", "What is the capital of France?", "--temperature", "0",
+                  "-n", "12")
+    assert "Paris" in p.stdout.decode()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--method", "gptq"], "needs calibration data"),
+    (["--method", "gptq", "--calib", "/nonexistent.jsonl"], "cannot read calibration"),
+    (["--method", "bogus"], "unknown method"),
+    (["--preset", "int3"], "unknown preset"),
+    (["--group-size", "48"], "group-size"),
+    (["--recipe", "/nonexistent.yaml"], "cannot read recipe"),
+])
+def test_bad_input_exits_2_and_writes_nothing(frugal, smollm2_gguf, tmp_path, args, message):
+    out = tmp_path / "bad.gguf"
+    p = frugal.run("quantize", "-q", "-m", smollm2_gguf, "-o", out, *args)
+    err = p.stderr.decode()
+    assert p.returncode == 2, err
+    assert message in err, err
+    assert not out.exists() and not (tmp_path / "bad.gguf.tmp").exists()
+
+
+def test_bad_recipe_and_calibration_files(frugal, smollm2_gguf, tmp_path):
+    out = tmp_path / "bad.gguf"
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("rules:\n  - {match: \"blk.*\", type: int4, grup_size: 64}\n")
+    p = frugal.run("quantize", "-q", "-m", smollm2_gguf, "-o", out, "--recipe", recipe, "--method", "rtn")
+    assert p.returncode == 2 and "unknown key 'grup_size'" in p.stderr.decode()
+    calib = tmp_path / "c.jsonl"
+    calib.write_text('{"prompt": "hi", "answer": "hello"}\n{"prompt": \n')
+    p = frugal.run("quantize", "-q", "-m", smollm2_gguf, "-o", out, "--calib", calib, "--calib-samples", "1")
+    assert p.returncode == 2 and "c.jsonl:2" in p.stderr.decode(), p.stderr.decode()
+    p = frugal.run("quantize", "-q", "-m", tmp_path / "missing.gguf", "-o", out, "--method", "rtn")
+    assert p.returncode == 2
+    p = frugal.run("quantize", "-q", "-m", smollm2_gguf, "-o", tmp_path / "no" / "dir.gguf", "--method", "rtn")
+    assert p.returncode == 2 and "cannot write" in p.stderr.decode()
+    assert list(tmp_path.glob("*.gguf*")) == []
+
+
+def test_recipe_file_and_progress(frugal, smollm2_gguf, tmp_path):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        "name: down-only\n"
+        "rules:\n"
+        "  - {match: \"blk.*.ffn_down.weight\", type: int4_sym, group_size: 32}\n"
+        "default: keep\n")
+    out = tmp_path / "r.gguf"
+    p = frugal.ok("quantize", "-m", smollm2_gguf, "-o", out, "--recipe", recipe, "--method", "rtn", "--json")
+    rep = json.loads(p.stdout)
+    types = {t["name"]: t["type"] for t in rep["tensors"]}
+    assert types["blk.5.ffn_down.weight"] == "I4S_G32"
+    assert types["blk.5.ffn_up.weight"] == "Q4_1"  # kept as it was
+    assert rep["recipe"] == "down-only"
+    err = p.stderr.decode()
+    assert "layer 15/31" in err and "ETA" in err and "100%" in err
+
+
+def gate_run(frugal, model, out, *args):
+    p = frugal.run("quantize", "-q", "-m", model, "-o", out, "--json", "--method", "rtn", "--eval-max-tokens", "256",
+                   "--eval-text", HELDOUT, *args, timeout=600)
+    return p.returncode, (json.loads(p.stdout) if p.stdout.strip() else None), p.stderr.decode()
+
+
+def test_gate_refuses_a_bad_quantization(frugal, smollm2_gguf, tmp_path):
+    # INT4 g128 RTN everywhere with a tight gate: refused, reported, nothing left behind.
+    out = tmp_path / "bad.gguf"
+    rc, rep, err = gate_run(frugal, smollm2_gguf, out, "--preset", "all-int4", "--gate", "ppl<+1%,kld<0.01")
+    assert rc == 3, err
+    assert rep["gate"]["passed"] is False
+    assert len(rep["gate"]["failures"]) == 2 and rep["gate"]["failures"][0].startswith("ppl<+1%")
+    assert rep["eval"]["kld_mean"] > 0.01 and rep["eval"]["ppl"] > 1.01 * rep["eval"]["ppl_ref"]
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    # The text report says so too.
+    p = frugal.run("quantize", "-q", "-m", smollm2_gguf, "-o", out, "--method", "rtn", "--preset", "all-int4",
+                   "--eval-max-tokens", "256", "--eval-text", HELDOUT, "--gate", "kld<0.01", timeout=600)
+    assert p.returncode == 3 and "FAILED, no model written" in p.stdout.decode()
+    assert not out.exists()
+
+
+def test_gate_passes_and_auto_mixed_raises_the_sensitive_layers(frugal, smollm2_gguf, tmp_path):
+    out = tmp_path / "m.gguf"
+    # An impossible gate: auto-mixed raises the two most sensitive INT4 tensors, then gives up.
+    rc, rep, err = gate_run(frugal, smollm2_gguf, out, "--gate", "kld<0", "--auto-mixed", "--auto-mixed-max", "2")
+    assert rc == 3, err
+    steps = rep["auto_mixed"]["steps"]
+    assert [len(s["raised"]) for s in steps] == [0, 1, 2]
+    assert steps[0]["bytes"] < steps[1]["bytes"] < steps[2]["bytes"]
+    int4 = {t["name"]: t for t in rep["tensors"] if t["type"].startswith("I4")}
+    raised = steps[2]["raised"]
+    assert all(n in int4 for n in raised)
+    worst = sorted(int4.values(), key=lambda t: -t["rel_error"])[:2]
+    assert set(raised) == {t["name"] for t in worst}
+    assert not out.exists()
+    k0, k2 = steps[0]["kld_mean"], steps[2]["kld_mean"]
+    assert k2 < k0, steps
+    # A gate between the two: it fails as quantized, passes once raised, and the file says so.
+    rc, rep, err = gate_run(frugal, smollm2_gguf, out, "--gate", f"kld<{(k0 + k2) / 2:.6f}", "--auto-mixed",
+                            "--auto-mixed-max", "2")
+    assert rc == 0, err
+    assert rep["gate"]["passed"] and 1 <= len(rep["auto_mixed"]["raised"]) <= 2
+    assert out.exists()
+    meta = info(frugal, out)["quantization"]
+    assert set(meta["raised_to_int8"].split(",")) == set(rep["auto_mixed"]["raised"])
+    kinds = {t["name"]: t["type"] for t in info(frugal, out)["tensors"]}
+    assert all(kinds[n].startswith("I8") for n in rep["auto_mixed"]["raised"])
+    # Without --auto-mixed the same gate refuses the plain quantization.
+    rc, rep, _ = gate_run(frugal, smollm2_gguf, tmp_path / "plain.gguf", "--gate", f"kld<{(k0 + k2) / 2:.6f}")
+    assert rc == 3 and not (tmp_path / "plain.gguf").exists()
+
+
+def test_auto_mixed_needs_a_gate(frugal, smollm2_gguf, tmp_path):
+    p = frugal.run("quantize", "-q", "-m", smollm2_gguf, "-o", tmp_path / "x.gguf", "--method", "rtn", "--auto-mixed")
+    assert p.returncode == 2 and "--auto-mixed needs --gate" in p.stderr.decode()
+    p = frugal.run("quantize", "-q", "-m", smollm2_gguf, "-o", tmp_path / "x.gguf", "--method", "rtn", "--gate", "ppl<<3")
+    assert p.returncode == 2
