@@ -80,7 +80,13 @@ double KlDivergence(std::span<const float> p_logits, std::span<const float> q_lo
 double PercentileNearestRank(std::vector<double> values, double p);
 
 struct EvalReferenceOptions {
-  EngineOptions engine;            // the reference model; int8_activations false = float
+  // The reference model. Float activations unless set otherwise (EngineOptions' own default is
+  // INT8): the weights alone are measured. Candidates should use the same activations.
+  EngineOptions engine = [] {
+    EngineOptions o;
+    o.int8_activations = false;
+    return o;
+  }();
   std::string text;                // scored text (tokenized without BOS, as perplexity)
   std::vector<Probe> probes;       // may be empty: no numeric fidelity
   int64_t chunk = 0;               // tokens per chunk; 0 = min(context, 512)
