@@ -307,10 +307,12 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   std::unique_ptr<KvCache> kv = model->NewKvCache(std::max<int64_t>(o.seq_len, 16));
   const int64_t stride = std::max<int64_t>(1, qm->calib_tokens_ / std::max<int64_t>(1, o.sample_tokens));
 
-  std::map<std::string, std::pair<std::vector<uint8_t>, TensorType>> done;  // name -> data, type
+  std::map<std::string, std::pair<const std::vector<uint8_t>*, TensorType>> done;  // into live_data
   std::map<std::string, std::pair<std::vector<uint8_t>, TensorType>> alternatives;
   std::map<std::string, TensorReport> reports;
-  std::deque<std::vector<uint8_t>> live_data;  // quantized weights the model now runs on
+  // Quantized weights, which the model runs on from their layer on (stable addresses: the model
+  // points into them until it is destroyed).
+  std::deque<std::vector<uint8_t>> live_data;
   std::deque<TensorView> live_views;
 
   const int64_t steps = hp.n_layer + 1;
@@ -507,12 +509,12 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       }
       rep.type = type;
       rep.bytes = data.size();
-      live_data.push_back(data);
+      live_data.push_back(std::move(data));
       live_views.push_back(TensorView::Matrix(type, cols, rows, live_data.back().data(), live_data.back().size()));
       live_views.back().name = name;
       FRUGAL_RETURN_IF_ERROR(model->SetMatrix(name, &live_views.back()));
       reports[name] = rep;
-      done[name] = {std::move(data), type};
+      done[name] = {&live_data.back(), type};
     }
     // The next layer sees what this quantized layer produces.
     if (calibrated) {
@@ -520,9 +522,6 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
         FRUGAL_RETURN_IF_ERROR(model->RunLayer(li, static_cast<int64_t>(samples[s].size()), hidden[s].data(), *kv, pool, {}));
       }
     }
-    // This layer's quantized weights now live in `done`; the model no longer runs them.
-    live_views.clear();
-    live_data.clear();
   }
   report_progress("embeddings", hp.n_layer);
 
@@ -546,7 +545,7 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
     out.ne = ShapeOf(*t);
     TensorReport rep;
     if (auto d = done.find(t->name); d != done.end()) {
-      out.data = std::move(d->second.first);
+      out.data = *d->second.first;
       out.type = d->second.second;
       rep = reports[t->name];
       if (auto a = alternatives.find(t->name); a != alternatives.end()) {
