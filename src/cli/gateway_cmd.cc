@@ -29,7 +29,7 @@ using gateway::GatewayConfig;
 struct GatewayFlags {
   std::string config;
   std::vector<std::string> workers;  // URL or NAME=URL
-  std::string host, policy, cache_model, cache_snapshot, admin_token;
+  std::string host, policy, cache_model, cache_snapshot, cache_redis, admin_token;
   int port = -1;
   int64_t health_interval_ms = 0;
   int max_retries = -1;
@@ -51,6 +51,7 @@ struct GatewayFlags {
     cmd->add_option("--cache-model", cache_model, "embedding model of the cache (default models/all-minilm-l6-v2)");
     cmd->add_option("--cache-threshold", cache_threshold, "cosine for a cache hit (default 0.92)")->check(CLI::Range(0.01, 1.0));
     cmd->add_option("--cache-snapshot", cache_snapshot, "file the cache is saved to (periodically and on exit) and reloaded from");
+    cmd->add_option("--cache-redis", cache_redis, "share the cache through this Redis with RediSearch (host:port or redis://host:port)");
     cmd->add_option("--admin-token", admin_token, "token of the admin API (default: the config's; none = admin API off)");
     cmd->add_option("--shutdown-grace", shutdown_grace_s, "seconds in-flight requests get on SIGINT/SIGTERM (default 30)")->check(CLI::Range(0.0, 1e6));
   }
@@ -83,6 +84,7 @@ struct GatewayFlags {
     if (!cache_model.empty()) c.cache.model = cache_model;
     if (cache_threshold > 0) c.cache.threshold = static_cast<float>(cache_threshold);
     if (!cache_snapshot.empty()) c.cache.snapshot = cache_snapshot;
+    if (!cache_redis.empty()) c.cache.redis = cache_redis;
     if (!admin_token.empty()) c.admin_token = admin_token;
     FRUGAL_RETURN_IF_ERROR(gateway::ValidateGatewayConfig(c));
     return c;

@@ -1,5 +1,7 @@
 #include "gateway/config.h"
 
+#include "gateway/cache/redis_client.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
@@ -83,7 +85,7 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
     if (const auto k = root["cache"]) {
       FRUGAL_RETURN_IF_ERROR(CheckKeys(k, "cache", {"enabled", "model", "threads", "threshold", "namespace_thresholds", "ttl_s",
                                                      "capacity", "snapshot", "snapshot_interval_s", "context_turns",
-                                                     "nondeterministic"}));
+                                                     "nondeterministic", "redis", "redis_prefix", "redis_timeout_ms"}));
       Get(k, "enabled", c.cache.enabled);
       Get(k, "model", c.cache.model);
       Get(k, "threads", c.cache.threads);
@@ -94,6 +96,9 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
       Get(k, "snapshot_interval_s", c.cache.snapshot_interval_s);
       Get(k, "context_turns", c.cache.context_turns);
       Get(k, "nondeterministic", c.cache.nondeterministic);
+      Get(k, "redis", c.cache.redis);
+      Get(k, "redis_prefix", c.cache.redis_prefix);
+      Get(k, "redis_timeout_ms", c.cache.redis_timeout_ms);
       if (const auto nt = k["namespace_thresholds"]) {
         if (!nt.IsMap()) return InvalidArgument("cache.namespace_thresholds must be a mapping");
         for (const auto& kv : nt) c.cache.namespace_threshold[kv.first.as<std::string>()] = kv.second.as<float>();
@@ -151,6 +156,9 @@ Status ValidateGatewayConfig(const GatewayConfig& c) {
   if (c.cache.ttl_s < 1 || c.cache.capacity < 1) return InvalidArgument("cache.ttl_s and cache.capacity must be >= 1");
   if (c.cache.threads < 1) return InvalidArgument("cache.threads must be >= 1");
   if (c.cache.ttl_s > 10LL * 366 * 86400) return InvalidArgument("cache.ttl_s must be at most 10 years");
+  if (!c.cache.redis.empty()) FRUGAL_RETURN_IF_ERROR(cache::ParseRedisAddress(c.cache.redis).status().WithContext("cache.redis"));
+  if (c.cache.redis_timeout_ms < 1 || c.cache.redis_timeout_ms > 60'000) return InvalidArgument("cache.redis_timeout_ms must be 1..60000");
+  if (!c.cache.redis.empty() && !c.cache.snapshot.empty()) return InvalidArgument("cache.snapshot is for the embedded cache; with cache.redis, Redis persists the entries");
   if (c.cache.snapshot_interval_s < 0 || c.cache.snapshot_interval_s > 10'000'000) return InvalidArgument("cache.snapshot_interval_s must be 0..10000000");
   // The pool's own rules (names, URLs, weights, duplicates), so a config it would refuse at start
   // is refused here, as a config error.

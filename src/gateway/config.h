@@ -36,6 +36,11 @@ struct CacheConfig {
   int64_t snapshot_interval_s = 300;
   int context_turns = -1;                // earlier turns in the scope key; -1 = all
   bool nondeterministic = false;         // also cache requests with temperature > 0 and no seed
+  // Shared backend: "host:port" or "redis://host:port" of a Redis with RediSearch; "" = the
+  // embedded cache. Replicas with the same redis and redis_prefix share one cache.
+  std::string redis;
+  std::string redis_prefix = "frugal:cache";
+  int64_t redis_timeout_ms = 1000;       // per Redis command; a slower one is a miss
 };
 
 struct GatewayConfig {

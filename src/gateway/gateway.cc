@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "common/metrics.h"
+#include "gateway/cache/redis_cache.h"
 #include "gateway/cache/semantic_cache.h"
 #include "gateway/rate_limit.h"
 #include "gateway/request.h"
@@ -123,7 +124,7 @@ struct Gateway::Impl {
   GatewayConfig cfg;
   std::unique_ptr<Policy> policy;
   WorkerPool pool;
-  std::unique_ptr<cache::SemanticCache> cache;
+  std::unique_ptr<cache::Cache> cache;
   struct Key {
     ApiKeyConfig cfg;
     std::unique_ptr<TokenBucket> bucket;
@@ -913,9 +914,20 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config, std::sha
     co.capacity = static_cast<size_t>(g.cfg.cache.capacity);
     co.snapshot_path = g.cfg.cache.snapshot;
     co.snapshot_interval = std::chrono::seconds(g.cfg.cache.snapshot_interval_s);
-    auto c = cache::SemanticCache::Open(std::move(embedder), co);
-    if (!c.ok()) return c.status();
-    g.cache = std::move(c).value();
+    if (g.cfg.cache.redis.empty()) {
+      auto c = cache::SemanticCache::Open(std::move(embedder), co);
+      if (!c.ok()) return c.status();
+      g.cache = std::move(c).value();
+    } else {
+      cache::RedisCacheOptions ro;
+      ro.cache = co;
+      FRUGAL_ASSIGN_OR_RETURN(ro.redis, cache::ParseRedisAddress(g.cfg.cache.redis));
+      ro.redis.command_timeout = std::chrono::milliseconds(g.cfg.cache.redis_timeout_ms);
+      ro.prefix = g.cfg.cache.redis_prefix;
+      auto c = cache::RedisCache::Open(std::move(embedder), ro);
+      if (!c.ok()) return c.status();
+      g.cache = std::move(c).value();
+    }
     g.cache_pool = std::make_unique<net::thread_pool>(static_cast<size_t>(g.cfg.cache.threads));
   }
   g.requests = &g.metrics.AddCounter("frugal_gateway_requests", "completion requests accepted, by route", "route");

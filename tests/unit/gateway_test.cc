@@ -721,6 +721,18 @@ api_keys:
   EXPECT_DOUBLE_EQ(c->api_keys[1].rate_per_s, 0);
 }
 
+TEST(ConfigTest, RedisCacheParses) {
+  auto c = ParseGatewayConfig("cache:\n  redis: redis://10.0.0.9:6380\n  redis_prefix: shop:cache\n  redis_timeout_ms: 250\n");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->cache.redis, "redis://10.0.0.9:6380");
+  EXPECT_EQ(c->cache.redis_prefix, "shop:cache");
+  EXPECT_EQ(c->cache.redis_timeout_ms, 250);
+  auto d = ParseGatewayConfig("");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->cache.redis.empty());  // the embedded cache by default
+  EXPECT_EQ(d->cache.redis_prefix, "frugal:cache");
+}
+
 TEST(ConfigTest, EmptyConfigIsTheDefaults) {
   for (const char* text : {"", "# nothing\n", "~"}) {
     auto c = ParseGatewayConfig(text);
@@ -762,6 +774,10 @@ TEST(ConfigTest, BadValuesAreRefused) {
   ExpectRefused("cache:\n  threshold: 0\n", "threshold");
   ExpectRefused("cache:\n  threshold: 1.5\n", "threshold");
   ExpectRefused("cache:\n  threshold: -0.2\n", "threshold");
+  ExpectRefused("cache:\n  redis: redis://h:99999\n", "cache.redis");
+  ExpectRefused("cache:\n  redis: redis://user@h:1\n", "cache.redis");
+  ExpectRefused("cache:\n  redis: h:6379\n  redis_timeout_ms: 0\n", "redis_timeout_ms");
+  ExpectRefused("cache:\n  redis: h:6379\n  snapshot: /tmp/x\n", "snapshot");
   ExpectRefused("cache:\n  namespace_thresholds:\n    t: 2\n", "t");
   ExpectRefused("cache:\n  namespace_thresholds: [1]\n", "namespace_thresholds");
   ExpectRefused("cache:\n  threads: 0\n", "threads");

@@ -27,12 +27,6 @@ uint64_t Fnv1a(std::string_view s, uint64_t h) {
   return h;
 }
 
-std::string Hex128(std::string_view s) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(Fnv1a(s, 0xcbf29ce484222325ull)),
-                static_cast<unsigned long long>(Fnv1a(s, 0x84222325cbf29ce4ull)));
-  return buf;
-}
 
 constexpr char kSnapshotMagic[8] = {'F', 'R', 'G', 'L', 'C', 'A', 'C', '1'};
 
@@ -81,6 +75,13 @@ struct Entry {
 
 }  // namespace
 
+std::string HashHex(std::string_view s) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(Fnv1a(s, 0xcbf29ce484222325ull)),
+                static_cast<unsigned long long>(Fnv1a(s, 0x84222325cbf29ce4ull)));
+  return buf;
+}
+
 bool VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query, std::string_view cached_query) {
   if (opaque) return CanonicalText(query) == CanonicalText(cached_query);
   return verifier.Accept(query, cached_query);
@@ -88,7 +89,7 @@ bool VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query,
 
 std::string ScopeKey(const ScopeSpec& s) {
   // The namespace stays readable (invalidation by namespace needs no lookup table).
-  return s.ns + "|" + Hex128(s.model + '\x1f' + s.context + '\x1f' + s.sampling);
+  return s.ns + "|" + HashHex(s.model + '\x1f' + s.context + '\x1f' + s.sampling);
 }
 
 struct SemanticCache::Impl {

@@ -89,29 +89,54 @@ struct RotateOptions {
   std::optional<HnswParams> hnsw;      // unset: keep
 };
 
-class SemanticCache {
+// What the gateway asks of a cache backend: the embedded SemanticCache below, or RedisCache
+// (redis_cache.h) shared by several gateway replicas. Both count the same metrics.
+class Cache {
  public:
-  static StatusOr<std::unique_ptr<SemanticCache>> Open(std::shared_ptr<Embedder> embedder, CacheOptions options);
-  ~SemanticCache();
+  virtual ~Cache() = default;
 
-  StatusOr<LookupResult> Lookup(const std::string& scope, std::string_view ns, std::string_view query);
+  virtual StatusOr<LookupResult> Lookup(const std::string& scope, std::string_view ns, std::string_view query) = 0;
   // looked_up: the Lookup of this query, whose vector is reused when the embedder is still the
   // current one (otherwise the query is embedded again).
-  Status Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
-                const LookupResult* looked_up = nullptr);
+  virtual Status Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
+                        const LookupResult* looked_up = nullptr) = 0;
 
-  size_t InvalidateNamespace(std::string_view ns);
-  size_t InvalidateQuery(const std::string& scope, std::string_view query);  // exact text
-  size_t Clear();
+  // The number of entries removed.
+  virtual size_t InvalidateNamespace(std::string_view ns) = 0;
+  virtual size_t InvalidateQuery(const std::string& scope, std::string_view query) = 0;  // exact text
+  virtual size_t Clear() = 0;
 
-  // Rebuilds the indexes in the calling thread while lookups and inserts go on; switches when
+  // Rebuilds the index(es) in the calling thread while lookups and inserts go on; switches when
   // done. One rotation at a time (a second call waits).
-  Status Rotate(const RotateOptions& options = {});
+  virtual Status Rotate(const RotateOptions& options = {}) = 0;
+
+  virtual size_t size() const = 0;
+  virtual int64_t rotations() const = 0;
+  virtual MetricsRegistry& metrics() = 0;
+};
+
+// 128 bits of FNV-1a as 32 hex digits: scope keys and entry ids.
+std::string HashHex(std::string_view s);
+
+class SemanticCache : public Cache {
+ public:
+  static StatusOr<std::unique_ptr<SemanticCache>> Open(std::shared_ptr<Embedder> embedder, CacheOptions options);
+  ~SemanticCache() override;
+
+  StatusOr<LookupResult> Lookup(const std::string& scope, std::string_view ns, std::string_view query) override;
+  Status Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
+                const LookupResult* looked_up = nullptr) override;
+
+  size_t InvalidateNamespace(std::string_view ns) override;
+  size_t InvalidateQuery(const std::string& scope, std::string_view query) override;
+  size_t Clear() override;
+
+  Status Rotate(const RotateOptions& options = {}) override;
   Status Snapshot(const std::string& path) const;
 
-  size_t size() const;
-  int64_t rotations() const;
-  MetricsRegistry& metrics() { return metrics_; }
+  size_t size() const override;
+  int64_t rotations() const override;
+  MetricsRegistry& metrics() override { return metrics_; }
 
   struct Impl;
 

@@ -1,0 +1,497 @@
+#include "gateway/cache/redis_cache.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace frugal::cache {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+double MsSince(SteadyClock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
+}
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string Blob(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+// RediSearch's error for a name that is neither an index nor an alias.
+bool IsUnknownIndex(const Status& st) {
+  if (st.code() != StatusCode::kInternal) return false;
+  std::string m = st.message();
+  for (char& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return m.find("unknown index") != std::string::npos || m.find("no such index") != std::string::npos;
+}
+
+}  // namespace
+
+struct RedisCache::Impl {
+  RedisCacheOptions opt;
+  std::shared_ptr<Embedder> embedder;
+  std::shared_ptr<const HitVerifier> verifier;
+  mutable RedisClient redis;
+  std::atomic<bool> ready{false};  // the meta check passed and the alias exists
+  std::mutex ensure_mu;
+  std::mutex rotate_mu;
+  std::mutex hnsw_mu;
+  HnswParams hnsw;  // guarded by hnsw_mu: what the next index is built with
+  std::atomic<int64_t> rotations{0};
+  std::atomic<uint64_t> lookups_seen{0}, hits_seen{0};
+  std::atomic<int64_t> last_log_ms{0};
+
+  MetricsRegistry::Counter *lookups = nullptr, *hits = nullptr, *misses = nullptr, *rejected = nullptr,
+                           *insertions = nullptr, *evictions = nullptr, *rotations_total = nullptr,
+                           *backend_errors = nullptr;
+  MetricsRegistry::Histogram *embed_s = nullptr, *search_s = nullptr, *rotation_s = nullptr;
+
+  explicit Impl(RedisCacheOptions o) : opt(std::move(o)), redis(opt.redis), hnsw(opt.cache.hnsw) {}
+
+  std::string Key(const std::string& scope, std::string_view query) const {
+    std::string k = scope;
+    k += '\x1f';
+    k.append(query);
+    return opt.prefix + ":e:" + HashHex(k);
+  }
+  std::string Alias() const { return opt.prefix + ":idx"; }
+
+  // Counts a failed Redis operation; logs it, at most every 5 s (an outage is also logged by
+  // the client when it begins and ends).
+  void Failed(const char* op, const Status& st) {
+    backend_errors->Add(1, op);
+    const int64_t now = WallMs();
+    int64_t last = last_log_ms.load();
+    if (now - last >= 5000 && last_log_ms.compare_exchange_strong(last, now)) {
+      std::fprintf(stderr, "frugal: Redis cache %s failed: %s\n", op, st.message().c_str());
+    }
+  }
+
+  std::vector<std::string> CreateIndexArgs(const std::string& name, const HnswParams& p) const {
+    return {"FT.CREATE",
+            name,
+            "ON",
+            "HASH",
+            "PREFIX",
+            "1",
+            opt.prefix + ":e:",
+            "SCHEMA",
+            "sh",
+            "TAG",
+            "nh",
+            "TAG",
+            "v",
+            "VECTOR",
+            "HNSW",
+            "12",
+            "TYPE",
+            "FLOAT32",
+            "DIM",
+            std::to_string(embedder->dim()),
+            "DISTANCE_METRIC",
+            "COSINE",
+            "M",
+            std::to_string(p.m),
+            "EF_CONSTRUCTION",
+            std::to_string(p.ef_construction),
+            "EF_RUNTIME",
+            std::to_string(p.ef_search)};
+  }
+
+  // Makes sure the prefix belongs to this embedding model and the alias points at an index;
+  // creates the first index when there is none. Cheap once done (until Redis loses the index).
+  Status EnsureReady() {
+    if (ready.load()) return Status::Ok();
+    std::lock_guard<std::mutex> lock(ensure_mu);
+    if (ready.load()) return Status::Ok();
+    const std::string meta = opt.prefix + ":meta";
+    const std::string dim = std::to_string(embedder->dim());
+    FRUGAL_ASSIGN_OR_RETURN(auto r, redis.Pipeline({{"HSETNX", meta, "embedder", embedder->name()},
+                                                    {"HSETNX", meta, "dim", dim},
+                                                    {"HMGET", meta, "embedder", "dim"}}));
+    const RedisReply& got = r[2];
+    if (got.elements.size() != 2) return Internal("Redis cache: unexpected HMGET reply");
+    if (got.elements[0].Text() != embedder->name() || got.elements[1].Text() != dim) {
+      return InvalidArgument("Redis prefix '" + opt.prefix + "' holds entries embedded by '" + got.elements[0].Text() +
+                             "' (dim " + got.elements[1].Text() + "); this cache embeds with '" + embedder->name() +
+                             "' (dim " + dim + "): use another prefix");
+    }
+    auto info = redis.Command({"FT.INFO", Alias()});
+    if (info.ok()) {
+      ready = true;
+      return Status::Ok();
+    }
+    if (!IsUnknownIndex(info.status())) return info.status();
+    FRUGAL_ASSIGN_OR_RETURN(RedisReply gen, redis.Command({"INCR", opt.prefix + ":gen"}));
+    const std::string name = opt.prefix + ":idx:" + std::to_string(gen.integer);
+    HnswParams p;
+    {
+      std::lock_guard<std::mutex> l(hnsw_mu);
+      p = hnsw;
+    }
+    FRUGAL_RETURN_IF_ERROR(redis.Command(CreateIndexArgs(name, p)).status());
+    auto added = redis.Command({"FT.ALIASADD", Alias(), name});
+    if (!added.ok()) {
+      // Another replica created the alias first: use its index, drop ours.
+      (void)redis.Command({"FT.DROPINDEX", name});
+      if (!redis.Command({"FT.INFO", Alias()}).ok()) return added.status();
+    } else {
+      // Entries written while the index was missing (Redis restarted without its data while
+      // writes went on) are indexed in the background: wait briefly so a lookup finds them.
+      WaitIndexed(name, SteadyClock::now() + std::chrono::seconds(2), std::chrono::milliseconds(10));
+    }
+    ready = true;
+    return Status::Ok();
+  }
+
+  // Polls FT.INFO until the index has read every hash under the prefix, or the deadline.
+  bool WaitIndexed(const std::string& name, SteadyClock::time_point deadline, std::chrono::milliseconds every) {
+    for (;;) {
+      auto info = redis.Command({"FT.INFO", name});
+      if (info.ok()) {
+        const RedisReply* indexing = info->Field("indexing");
+        if (indexing && indexing->Text() == "0") return true;
+      }
+      if (SteadyClock::now() > deadline) return false;
+      std::this_thread::sleep_for(every);
+    }
+  }
+
+  // A command on the alias; when Redis lost the index (a restart without persistence), it is
+  // recreated and the command tried once more.
+  StatusOr<RedisReply> OnIndex(const std::vector<std::string>& argv) {
+    FRUGAL_RETURN_IF_ERROR(EnsureReady());
+    auto r = redis.Command(argv);
+    if (!r.ok() && IsUnknownIndex(r.status())) {
+      ready = false;
+      FRUGAL_RETURN_IF_ERROR(EnsureReady());
+      r = redis.Command(argv);
+    }
+    return r;
+  }
+
+  // Keys of the entries a query matches (NOCONTENT), in pages, until none is left; each page
+  // is unlinked before the next is asked for.
+  StatusOr<size_t> UnlinkMatching(const std::string& query) {
+    size_t n = 0;
+    for (int page = 0; page < 1'000'000; ++page) {
+      FRUGAL_ASSIGN_OR_RETURN(RedisReply r,
+                              OnIndex({"FT.SEARCH", Alias(), query, "NOCONTENT", "LIMIT", "0", "1000", "DIALECT", "2"}));
+      std::vector<std::string> del = {"UNLINK"};
+      for (size_t i = 1; i < r.elements.size(); ++i) del.push_back(r.elements[i].Text());
+      if (del.size() == 1) break;
+      FRUGAL_ASSIGN_OR_RETURN(RedisReply d, redis.Command(del));
+      n += static_cast<size_t>(d.integer);
+    }
+    return n;
+  }
+
+  StatusOr<LookupResult> Search(const std::string& scope, std::string_view ns, std::string_view query, LookupResult r);
+};
+
+RedisCache::RedisCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RedisCache::~RedisCache() = default;
+
+StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder> embedder, RedisCacheOptions options) {
+  if (!embedder) return InvalidArgument("the semantic cache needs an embedder");
+  const CacheOptions& co = options.cache;
+  if (co.threshold <= 0 || co.threshold > 1) return InvalidArgument("the cache threshold must be in (0, 1]");
+  if (co.candidates == 0) return InvalidArgument("the cache must check at least one candidate");
+  if (co.ttl.count() < 1) return InvalidArgument("the cache TTL must be at least one second");
+  if (!(options.range_epsilon > 0 && options.range_epsilon <= 10)) return InvalidArgument("the Redis range epsilon must be in (0, 10]");
+  if (options.prefix.empty() || options.prefix.find_first_of(" \t\r\n*?[]{}") != std::string::npos) {
+    return InvalidArgument("the Redis cache prefix must be non-empty, without spaces, braces or glob characters");
+  }
+  auto impl = std::make_unique<Impl>(std::move(options));
+  impl->embedder = std::move(embedder);
+  impl->verifier = impl->opt.cache.verifier ? impl->opt.cache.verifier : std::make_shared<NumberNegationGuard>();
+  auto cache = std::unique_ptr<RedisCache>(new RedisCache(std::move(impl)));
+  Impl& m = *cache->impl_;
+  MetricsRegistry& r = cache->metrics_;
+  m.lookups = &r.AddCounter("frugal_cache_lookups", "Semantic cache lookups");
+  m.hits = &r.AddCounter("frugal_cache_hits", "Lookups answered from the cache");
+  m.misses = &r.AddCounter("frugal_cache_misses", "Lookups not answered from the cache");
+  m.rejected = &r.AddCounter("frugal_cache_rejected_by_guard", "Candidate hits refused by the verifier (numbers, negation)");
+  m.insertions = &r.AddCounter("frugal_cache_insertions", "Entries written");
+  m.evictions = &r.AddCounter("frugal_cache_evictions", "Entries removed, by reason", "reason");
+  m.rotations_total = &r.AddCounter("frugal_cache_rotations", "Index rotations completed");
+  m.backend_errors = &r.AddCounter("frugal_cache_backend_errors", "Redis operations that failed (the cache missed)", "op");
+  const std::vector<double> fine = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+  m.embed_s = &r.AddHistogram("frugal_cache_embed_seconds", "Query embedding time per lookup", fine);
+  m.search_s = &r.AddHistogram("frugal_cache_search_seconds", "Index search time per lookup (Redis round trip)", fine);
+  m.rotation_s = &r.AddHistogram("frugal_cache_rotation_seconds", "Duration of index rotations", MetricsRegistry::LatencyBuckets());
+  RedisCache* self = cache.get();
+  r.AddGauge("frugal_cache_entries", "Live entries (in Redis, all replicas)", [self] { return static_cast<double>(self->size()); });
+  r.AddGauge("frugal_cache_hit_ratio", "Hits over lookups since start", [&m] {
+    const auto l = static_cast<double>(m.lookups_seen.load());
+    return l > 0 ? static_cast<double>(m.hits_seen.load()) / l : 0.0;
+  });
+  r.AddGauge("frugal_cache_backend_up", "1 while Redis answers", [&m] { return m.redis.reachable() ? 1.0 : 0.0; });
+  // A conflict (another model under the prefix) is a configuration error: refuse to start. An
+  // unreachable Redis is not: the cache misses until it is back.
+  Status st = m.EnsureReady();
+  if (!st.ok() && st.code() == StatusCode::kInvalidArgument) return st;
+  if (!st.ok()) m.Failed("open", st);
+  return cache;
+}
+
+StatusOr<LookupResult> RedisCache::Impl::Search(const std::string& scope, std::string_view ns, std::string_view query,
+                                                LookupResult r) {
+  float threshold = opt.cache.threshold;
+  if (auto it = opt.cache.namespace_threshold.find(std::string(ns)); it != opt.cache.namespace_threshold.end()) {
+    threshold = it->second;
+  }
+  char radius[32];
+  std::snprintf(radius, sizeof radius, "%.9g", 1.0 - static_cast<double>(threshold));
+  const std::string k = std::to_string(opt.cache.candidates);
+  std::vector<std::string> argv = {"FT.SEARCH", Alias()};
+  if (opt.search == RedisSearch::kRange) {
+    char eps[32];
+    std::snprintf(eps, sizeof eps, "%.6g", opt.range_epsilon);
+    argv.insert(argv.end(), {"@sh:{" + HashHex(scope) + "} @v:[VECTOR_RANGE $r $vec]=>{$YIELD_DISTANCE_AS: d; $EPSILON: " + eps + "}",
+                             "PARAMS", "4", "r", radius, "vec", Blob(r.embedding)});
+  } else {
+    argv.insert(argv.end(), {"(@sh:{" + HashHex(scope) + "})=>[KNN " + k + " @v $vec AS d]", "PARAMS", "2", "vec", Blob(r.embedding)});
+  }
+  argv.insert(argv.end(), {"SORTBY", "d", "ASC", "LIMIT", "0", k, "RETURN", "3", "query", "response", "d", "DIALECT", "2"});
+  const auto t0 = SteadyClock::now();
+  auto found = OnIndex(argv);
+  r.search_ms = MsSince(t0);
+  search_s->Observe(r.search_ms / 1e3);
+  FRUGAL_RETURN_IF_ERROR(found.status());
+  struct Candidate {
+    std::string query, response;
+    float similarity = 0;
+  };
+  std::vector<Candidate> cands;
+  for (size_t i = 2; i < found->elements.size(); i += 2) {
+    const RedisReply& f = found->elements[i];
+    const RedisReply* cq = f.Field("query");
+    const RedisReply* cr = f.Field("response");
+    const RedisReply* d = f.Field("d");
+    if (!cq || !cr || !d) continue;
+    const float similarity = 1.0f - std::strtof(d->Text().c_str(), nullptr);
+    if (similarity < threshold) break;  // KNN: nearest first, the rest are farther
+    cands.push_back({cq->Text(), cr->Text(), similarity});
+  }
+  const bool opaque = opt.cache.guard && !cands.empty() && embedder->UnknownShare(query) > opt.cache.max_unknown_share;
+  for (const Candidate& c : cands) {
+    if (r.cached_query.empty()) {
+      r.similarity = c.similarity;
+      r.cached_query = c.query;
+    }
+    if (opt.cache.guard && !VerifyHit(*verifier, opaque, query, c.query)) {
+      r.rejected_by_guard = true;
+      continue;
+    }
+    r.hit = true;
+    r.rejected_by_guard = false;
+    r.similarity = c.similarity;
+    r.cached_query = c.query;
+    r.response = c.response;
+    break;
+  }
+  return r;
+}
+
+StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_view ns, std::string_view query) {
+  Impl& m = *impl_;
+  m.lookups->Add(1);
+  m.lookups_seen.fetch_add(1);
+  LookupResult r;
+  auto t0 = SteadyClock::now();
+  auto q = m.embedder->Embed(query);
+  if (!q.ok()) {
+    m.misses->Add(1);
+    return q.status();
+  }
+  r.embed_ms = MsSince(t0);
+  m.embed_s->Observe(r.embed_ms / 1e3);
+  r.embedding = std::move(q).value();
+  r.embedded_by = m.embedder;
+  auto found = m.Search(scope, ns, query, r);
+  if (!found.ok()) {
+    // Redis down or failing: a miss, never a failed request.
+    m.Failed("lookup", found.status());
+    m.misses->Add(1);
+    return r;
+  }
+  if (found->hit) {
+    m.hits->Add(1);
+    m.hits_seen.fetch_add(1);
+  } else {
+    m.misses->Add(1);
+    if (found->rejected_by_guard) m.rejected->Add(1);
+  }
+  return found;
+}
+
+Status RedisCache::Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
+                          const LookupResult* looked_up) {
+  Impl& m = *impl_;
+  std::vector<float> v;
+  if (looked_up && looked_up->embedded_by == m.embedder && !looked_up->embedding.empty()) {
+    v = looked_up->embedding;
+  } else {
+    FRUGAL_ASSIGN_OR_RETURN(v, m.embedder->Embed(query));
+  }
+  const std::string key = m.Key(scope, query);
+  Status st = m.EnsureReady();
+  if (st.ok()) {
+    const int64_t ttl_ms = std::chrono::duration_cast<std::chrono::milliseconds>(m.opt.cache.ttl).count();
+    auto r = m.redis.Pipeline({{"MULTI"},
+                               {"HSET", key, "sh", HashHex(scope), "nh", HashHex(ns), "scope", scope, "ns", std::string(ns),
+                                "query", std::string(query), "response", std::string(response), "v", Blob(v), "t",
+                                std::to_string(WallMs())},
+                               {"PEXPIRE", key, std::to_string(ttl_ms)},
+                               {"EXEC"},
+                               {"EXISTS", m.opt.prefix + ":meta"}});
+    st = r.status();
+    if (st.ok() && r->back().integer == 0) {
+      // Redis lost its data (a restart without persistence): recreate the meta and the index,
+      // which then reads this entry too.
+      m.ready = false;
+      st = m.EnsureReady();
+    }
+  }
+  if (!st.ok()) {
+    m.Failed("insert", st);
+    return st;
+  }
+  m.insertions->Add(1);
+  return Status::Ok();
+}
+
+size_t RedisCache::InvalidateNamespace(std::string_view ns) {
+  Impl& m = *impl_;
+  auto n = m.UnlinkMatching("@nh:{" + HashHex(ns) + "}");
+  if (!n.ok()) {
+    m.Failed("invalidate", n.status());
+    return 0;
+  }
+  m.evictions->Add(static_cast<double>(*n), "invalidated");
+  return *n;
+}
+
+size_t RedisCache::InvalidateQuery(const std::string& scope, std::string_view query) {
+  Impl& m = *impl_;
+  auto r = m.redis.Command({"UNLINK", m.Key(scope, query)});
+  if (!r.ok()) {
+    m.Failed("invalidate", r.status());
+    return 0;
+  }
+  m.evictions->Add(static_cast<double>(r->integer), "invalidated");
+  return static_cast<size_t>(r->integer);
+}
+
+size_t RedisCache::Clear() {
+  Impl& m = *impl_;
+  size_t n = 0;
+  std::string cursor = "0";
+  do {
+    auto r = m.redis.Command({"SCAN", cursor, "MATCH", m.opt.prefix + ":e:*", "COUNT", "1000"});
+    if (!r.ok() || r->elements.size() != 2) {
+      m.Failed("invalidate", r.ok() ? Internal("unexpected SCAN reply") : r.status());
+      break;
+    }
+    cursor = r->elements[0].Text();
+    std::vector<std::string> del = {"UNLINK"};
+    for (const RedisReply& k : r->elements[1].elements) del.push_back(k.Text());
+    if (del.size() > 1) {
+      auto d = m.redis.Command(del);
+      if (!d.ok()) {
+        m.Failed("invalidate", d.status());
+        break;
+      }
+      n += static_cast<size_t>(d->integer);
+    }
+  } while (cursor != "0");
+  m.evictions->Add(static_cast<double>(n), "invalidated");
+  return n;
+}
+
+StatusOr<std::string> RedisCache::CurrentIndex() const {
+  FRUGAL_ASSIGN_OR_RETURN(RedisReply info, impl_->redis.Command({"FT.INFO", impl_->Alias()}));
+  const RedisReply* name = info.Field("index_name");
+  if (!name) return Internal("FT.INFO without index_name");
+  return name->Text();
+}
+
+bool RedisCache::reachable() const { return impl_->redis.reachable(); }
+
+Status RedisCache::Rotate(const RotateOptions& options) {
+  Impl& m = *impl_;
+  if (options.embedder && options.embedder != m.embedder && options.embedder->name() != m.embedder->name()) {
+    return InvalidArgument("the Redis cache keeps one embedding model per prefix: a new model ('" + options.embedder->name() +
+                           "') needs a new prefix, filled as the traffic comes");
+  }
+  std::lock_guard<std::mutex> rotating(m.rotate_mu);
+  const auto t0 = SteadyClock::now();
+  FRUGAL_RETURN_IF_ERROR(m.EnsureReady());
+  HnswParams p;
+  {
+    std::lock_guard<std::mutex> l(m.hnsw_mu);
+    if (options.hnsw) m.hnsw = *options.hnsw;
+    p = m.hnsw;
+  }
+  // One rotation at a time across replicas: a lock key with a token, released only by its owner.
+  const std::string lock_key = m.opt.prefix + ":rotating";
+  const std::string token = std::to_string(std::random_device{}()) + "-" + std::to_string(WallMs());
+  const auto deadline = SteadyClock::now() + m.opt.rotation_timeout;
+  const std::string lock_ms =
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(m.opt.rotation_timeout).count() + 60'000);
+  for (;;) {
+    FRUGAL_ASSIGN_OR_RETURN(RedisReply got, m.redis.Command({"SET", lock_key, token, "NX", "PX", lock_ms}));
+    if (!got.is_nil()) break;
+    if (SteadyClock::now() > deadline) return DeadlineExceeded("another replica's rotation holds " + lock_key);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto unlock = [&] {
+    (void)m.redis.Command({"EVAL", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+                           "1", lock_key, token});
+  };
+  Status st = [&]() -> Status {
+    FRUGAL_ASSIGN_OR_RETURN(std::string old, CurrentIndex());
+    FRUGAL_ASSIGN_OR_RETURN(RedisReply gen, m.redis.Command({"INCR", m.opt.prefix + ":gen"}));
+    const std::string name = m.opt.prefix + ":idx:" + std::to_string(gen.integer);
+    FRUGAL_RETURN_IF_ERROR(m.redis.Command(m.CreateIndexArgs(name, p)).status());
+    // RediSearch fills the new index from the existing hashes in the background; new writes
+    // reach both indexes meanwhile.
+    // FT.INFO is not free on a large index (tens of ms): poll gently.
+    if (!m.WaitIndexed(name, deadline, std::chrono::milliseconds(100))) {
+      (void)m.redis.Command({"FT.DROPINDEX", name});
+      return DeadlineExceeded("the new index " + name + " was not complete in time");
+    }
+    FRUGAL_RETURN_IF_ERROR(m.redis.Command({"FT.ALIASUPDATE", m.Alias(), name}).status());
+    // The old index's hashes are the new one's: drop only the index (no DD).
+    if (old != name) (void)m.redis.Command({"FT.DROPINDEX", old});
+    return Status::Ok();
+  }();
+  unlock();
+  if (!st.ok()) {
+    m.Failed("rotate", st);
+    return st;
+  }
+  m.rotations.fetch_add(1);
+  m.rotations_total->Add(1);
+  m.rotation_s->Observe(MsSince(t0) / 1e3);
+  return Status::Ok();
+}
+
+size_t RedisCache::size() const {
+  auto info = impl_->redis.Command({"FT.INFO", impl_->Alias()});
+  if (!info.ok()) return 0;
+  const RedisReply* n = info->Field("num_docs");
+  return n ? static_cast<size_t>(std::strtoull(n->Text().c_str(), nullptr, 10)) : 0;
+}
+
+int64_t RedisCache::rotations() const { return impl_->rotations.load(); }
+
+}  // namespace frugal::cache

@@ -1,0 +1,360 @@
+// The semantic cache's Redis backend against a real redis-stack-server (started per test on
+// 127.0.0.1 and a free port): replicas sharing one Redis, the guard and TTL, restart, rotation
+// through the alias under load, a Redis that is down or restarts, and what is refused.
+#include "gateway/cache/redis_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include "../unit/testing/bow_embedder.h"
+#include "redis_server.h"
+
+namespace frugal::cache {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+const std::string kScope = ScopeKey({"shop", "smollm2", "You are a helpful assistant.", "t=0"});
+
+struct Fixture {
+  testing::RedisServer server;
+  std::shared_ptr<BagOfWordsEmbedder> emb = std::make_shared<BagOfWordsEmbedder>();
+
+  RedisCacheOptions Options() const {
+    RedisCacheOptions o;
+    o.redis = server.Options();
+    o.prefix = "test:cache";
+    return o;
+  }
+  std::unique_ptr<RedisCache> Open(RedisCacheOptions o) {
+    auto c = RedisCache::Open(emb, std::move(o));
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(c).value() : nullptr;
+  }
+  std::unique_ptr<RedisCache> Open() { return Open(Options()); }
+};
+
+#define START_REDIS(f)                        \
+  do {                                        \
+    const std::string why = (f).server.Start(); \
+    ASSERT_TRUE(why.empty()) << why;          \
+  } while (0)
+
+// Polls until `pred` holds or `limit` passes; the time it took.
+template <typename Pred>
+double WaitMs(Pred pred, std::chrono::milliseconds limit) {
+  const auto t0 = Clock::now();
+  while (!pred() && Clock::now() - t0 < limit) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+TEST(RedisCacheTest, ReplicasSeeEachOthersInsertsAndInvalidations) {
+  Fixture f;
+  START_REDIS(f);
+  auto a = f.Open();
+  auto b = f.Open();
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->Insert(kScope, "shop", "how is shipping charged", "By weight.").ok());
+  auto hit_on_b = [&] {
+    auto r = b->Lookup(kScope, "shop", "how is shipping charged");
+    return r.ok() && r->hit && r->response == "By weight.";
+  };
+  const double seen_ms = WaitMs(hit_on_b, std::chrono::seconds(1));
+  EXPECT_TRUE(hit_on_b()) << "B did not see A's insert";
+  EXPECT_LT(seen_ms, 1000.0);
+  std::printf("insert on A visible on B after %.1f ms\n", seen_ms);
+
+  // Scope: another system prompt sees nothing.
+  const std::string other = ScopeKey({"shop", "smollm2", "You are a pirate.", "t=0"});
+  auto miss = b->Lookup(other, "shop", "how is shipping charged");
+  ASSERT_TRUE(miss.ok());
+  EXPECT_FALSE(miss->hit);
+
+  // Invalidation by exact query on B reaches A.
+  EXPECT_EQ(b->InvalidateQuery(kScope, "how is shipping charged"), 1u);
+  auto gone = a->Lookup(kScope, "shop", "how is shipping charged");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(gone->hit);
+
+  // By namespace: only that namespace's entries go, whichever replica wrote them.
+  const std::string acme = ScopeKey({"acme", "smollm2", "", "t=0"});
+  ASSERT_TRUE(a->Insert(kScope, "shop", "do you ship to canada", "Yes.").ok());
+  ASSERT_TRUE(a->Insert(acme, "acme", "do you ship to canada", "No.").ok());
+  ASSERT_TRUE(b->Insert(acme, "acme", "what are your opening hours", "9 to 5.").ok());
+  EXPECT_EQ(a->size(), 3u);
+  EXPECT_EQ(b->InvalidateNamespace("acme"), 2u);
+  auto acme_gone = a->Lookup(acme, "acme", "do you ship to canada");
+  auto shop_kept = a->Lookup(kScope, "shop", "do you ship to canada");
+  ASSERT_TRUE(acme_gone.ok() && shop_kept.ok());
+  EXPECT_FALSE(acme_gone->hit);
+  EXPECT_TRUE(shop_kept->hit);
+  EXPECT_EQ(shop_kept->response, "Yes.");
+
+  // The same query again: the newer answer replaces the older (one key per scope + query).
+  ASSERT_TRUE(b->Insert(kScope, "shop", "do you ship to canada", "Yes, in 5 days.").ok());
+  auto newer = a->Lookup(kScope, "shop", "do you ship to canada");
+  ASSERT_TRUE(newer.ok() && newer->hit);
+  EXPECT_EQ(newer->response, "Yes, in 5 days.");
+  EXPECT_EQ(a->size(), 1u);
+
+  EXPECT_EQ(a->Clear(), 1u);
+  EXPECT_EQ(b->size(), 0u);
+}
+
+TEST(RedisCacheTest, ThresholdGuardAndTtl) {
+  Fixture f;
+  START_REDIS(f);
+  auto o = f.Options();
+  o.cache.namespace_threshold["loose"] = 0.5f;  // the bag-of-words vectors of these pairs are ~0.8 apart
+  o.cache.ttl = std::chrono::seconds(1);
+  auto c = f.Open(o);
+  ASSERT_TRUE(c);
+  const std::string loose = ScopeKey({"loose", "m", "", "t=0"});
+  ASSERT_TRUE(c->Insert(loose, "loose", "price of item 1299", "$12.50").ok());
+  ASSERT_TRUE(c->Insert(loose, "loose", "is the blue kettle in stock", "Yes.").ok());
+
+  auto numbers = c->Lookup(loose, "loose", "price of item 1300");
+  ASSERT_TRUE(numbers.ok());
+  EXPECT_GE(numbers->similarity, 0.5f);
+  EXPECT_FALSE(numbers->hit);
+  EXPECT_TRUE(numbers->rejected_by_guard);
+  EXPECT_EQ(numbers->cached_query, "price of item 1299");
+
+  auto negation = c->Lookup(loose, "loose", "is the blue kettle not in stock");
+  ASSERT_TRUE(negation.ok());
+  EXPECT_FALSE(negation->hit);
+  EXPECT_TRUE(negation->rejected_by_guard);
+
+  auto same = c->Lookup(loose, "loose", "Price of item 1299?");
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(same->hit);
+  EXPECT_EQ(same->response, "$12.50");
+
+  // The default threshold (0.92) in another namespace: the same near pair is no candidate at all.
+  ASSERT_TRUE(c->Insert(kScope, "shop", "is the blue kettle in stock", "Yes.").ok());
+  auto strict = c->Lookup(kScope, "shop", "is the red kettle in stock");
+  ASSERT_TRUE(strict.ok());
+  EXPECT_FALSE(strict->hit);
+  EXPECT_FALSE(strict->rejected_by_guard);
+
+  // TTL: Redis expires the entries.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  auto expired = c->Lookup(loose, "loose", "price of item 1299");
+  ASSERT_TRUE(expired.ok());
+  EXPECT_FALSE(expired->hit);
+  EXPECT_EQ(c->size(), 0u);
+
+  const std::string m = c->metrics().Render();
+  EXPECT_NE(m.find("frugal_cache_rejected_by_guard_total 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("frugal_cache_hits_total 1"), std::string::npos) << m;
+}
+
+TEST(RedisCacheTest, AnInstanceRestartKeepsTheEntries) {
+  Fixture f;
+  START_REDIS(f);
+  {
+    auto c = f.Open();
+    ASSERT_TRUE(c);
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(c->Insert(kScope, "shop", "question number " + std::to_string(i), "answer " + std::to_string(i)).ok());
+    }
+  }
+  auto again = f.Open();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->size(), 50u);
+  for (int i = 0; i < 50; ++i) {
+    auto r = again->Lookup(kScope, "shop", "question number " + std::to_string(i));
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->hit) << i;
+    EXPECT_EQ(r->response, "answer " + std::to_string(i));
+  }
+}
+
+TEST(RedisCacheTest, RotationThroughTheAliasUnderLoadLosesNothing) {
+  Fixture f;
+  START_REDIS(f);
+  auto o = f.Options();
+  o.cache.candidates = 1;
+  auto c = f.Open(o);
+  auto replica = f.Open(o);
+  ASSERT_TRUE(c && replica);
+  constexpr int kSeed = 2000;
+  for (int i = 0; i < kSeed; ++i) {
+    ASSERT_TRUE(c->Insert(kScope, "shop", "seeded question " + std::to_string(i), "seeded " + std::to_string(i)).ok());
+  }
+  auto before = c->CurrentIndex();
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> failed{0}, missed{0}, lookups{0};
+  std::atomic<int> inserted{0};
+  struct Timed {
+    Clock::time_point at;
+    double ms;
+  };
+  std::vector<std::vector<Timed>> lat(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      // Lookups of seeded entries through the other replica: each must hit.
+      for (int i = t; !stop.load(); i += 2) {
+        const int k = (i * 7919) % kSeed;
+        const auto t0 = Clock::now();
+        auto r = replica->Lookup(kScope, "shop", "seeded question " + std::to_string(k));
+        lat[t].push_back({t0, std::chrono::duration<double, std::milli>(Clock::now() - t0).count()});
+        lookups.fetch_add(1);
+        if (!r.ok()) {
+          failed.fetch_add(1);
+        } else if (!r->hit || r->response != "seeded " + std::to_string(k)) {
+          missed.fetch_add(1);
+        }
+        // Two busy clients, not a flood: the 2-core test machine also runs Redis's indexer.
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      if (c->Insert(kScope, "shop", "fresh question " + std::to_string(i), "fresh " + std::to_string(i)).ok()) {
+        inserted.fetch_add(1);
+      } else {
+        failed.fetch_add(1);
+      }
+      // Answers arrive at the pace of completions, not of a loop (a few hundred per second).
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  HnswParams p;
+  p.m = 24;
+  p.ef_construction = 100;
+  const auto r1 = Clock::now();
+  Status first = c->Rotate({nullptr, p});
+  const auto r1_end = Clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const auto r2 = Clock::now();
+  Status second = replica->Rotate();  // compaction, from the other replica
+  const auto r2_end = Clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  stop = true;
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(first.ok()) << first.ToString();
+  ASSERT_TRUE(second.ok()) << second.ToString();
+
+  std::vector<double> all, rotating;
+  for (const auto& v : lat) {
+    for (const Timed& x : v) {
+      all.push_back(x.ms);
+      if ((x.at >= r1 && x.at <= r1_end) || (x.at >= r2 && x.at <= r2_end)) rotating.push_back(x.ms);
+    }
+  }
+  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  std::printf("rotations took %.0f and %.0f ms; %d lookups (p50 %.2f ms, p99 %.2f ms; during rotations: %zu, p99 %.2f ms), "
+              "%d inserts, %d failed, %d missed\n",
+              ms(r1, r1_end), ms(r2, r2_end), lookups.load(), Percentile(all, 0.5), Percentile(all, 0.99), rotating.size(),
+              Percentile(rotating, 0.99), inserted.load(), failed.load(), missed.load());
+  EXPECT_GT(rotating.size(), 0u);
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(missed.load(), 0);
+  EXPECT_GT(lookups.load(), 100);
+  EXPECT_GT(inserted.load(), 10);
+
+  auto after = c->CurrentIndex();
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(*after, *before);
+  EXPECT_EQ(c->rotations(), 1);
+  EXPECT_EQ(replica->rotations(), 1);
+  // No entry lost: every seeded and every inserted one is in the new index and found.
+  EXPECT_EQ(c->size(), static_cast<size_t>(kSeed + inserted.load()));
+  for (int i = 0; i < inserted.load(); ++i) {
+    auto r = c->Lookup(kScope, "shop", "fresh question " + std::to_string(i));
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->hit) << "inserted during rotation and lost: " << i;
+  }
+}
+
+TEST(RedisCacheTest, RedisDownMeansMissesAndComesBack) {
+  Fixture f;
+  // Not started yet: opening works, lookups miss without an error, inserts fail cleanly.
+  auto o = f.Options();
+  o.redis.retry_after = std::chrono::milliseconds(200);
+  auto c = f.Open(o);
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->reachable());
+  auto down = c->Lookup(kScope, "shop", "how is shipping charged");
+  ASSERT_TRUE(down.ok()) << down.status().ToString();
+  EXPECT_FALSE(down->hit);
+  EXPECT_FALSE(c->Insert(kScope, "shop", "how is shipping charged", "By weight.").ok());
+  EXPECT_EQ(c->InvalidateNamespace("shop"), 0u);
+  EXPECT_NE(c->metrics().Render().find("frugal_cache_backend_errors_total{op=\"lookup\"}"), std::string::npos);
+
+  // Redis comes up: the index is created and the cache works.
+  START_REDIS(f);
+  bool inserted = false;
+  WaitMs([&] { return inserted = c->Insert(kScope, "shop", "how is shipping charged", "By weight.").ok(); }, std::chrono::seconds(3));
+  ASSERT_TRUE(inserted);
+  auto up = c->Lookup(kScope, "shop", "how is shipping charged");
+  ASSERT_TRUE(up.ok());
+  EXPECT_TRUE(up->hit);
+  EXPECT_TRUE(c->reachable());
+
+  // A crash: lookups miss (never fail) while it is down ...
+  f.server.Stop();
+  for (int i = 0; i < 20; ++i) {
+    const auto t0 = Clock::now();
+    auto r = c->Lookup(kScope, "shop", "how is shipping charged");
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    ASSERT_TRUE(r.ok());
+    EXPECT_FALSE(r->hit);
+    EXPECT_LT(ms, 1500.0);  // bounded by the connect timeout, not hanging
+  }
+  // ... and after a restart without persistence, the index is recreated on first use.
+  START_REDIS(f);
+  inserted = false;
+  WaitMs([&] { return inserted = c->Insert(kScope, "shop", "when is shipping free", "Over $50.").ok(); }, std::chrono::seconds(3));
+  ASSERT_TRUE(inserted);
+  auto back = c->Lookup(kScope, "shop", "when is shipping free");
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->hit);
+}
+
+TEST(RedisCacheTest, RefusesAnotherEmbeddingModelUnderThePrefix) {
+  Fixture f;
+  START_REDIS(f);
+  auto c = f.Open();
+  ASSERT_TRUE(c);
+  auto other = RedisCache::Open(std::make_shared<BagOfWordsEmbedder>("bow-v2", 32), f.Options());
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(other.status().message().find("use another prefix"), std::string::npos) << other.status().ToString();
+  // Under its own prefix it works.
+  auto o = f.Options();
+  o.prefix = "test:cache-v2";
+  EXPECT_TRUE(RedisCache::Open(std::make_shared<BagOfWordsEmbedder>("bow-v2", 32), o).ok());
+  // Rotating to another model is refused (it needs a new prefix), nothing changes.
+  Status st = c->Rotate({std::make_shared<BagOfWordsEmbedder>("bow-v2", 32), std::nullopt});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(c->rotations(), 0);
+
+  RedisCacheOptions bad = f.Options();
+  bad.prefix = "has space";
+  EXPECT_FALSE(RedisCache::Open(f.emb, bad).ok());
+  EXPECT_FALSE(ParseRedisAddress("redis://user@host:1").ok());
+  EXPECT_FALSE(ParseRedisAddress("host:99999").ok());
+  auto ok = ParseRedisAddress("redis://10.0.0.7:6380/");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->host, "10.0.0.7");
+  EXPECT_EQ(ok->port, 6380);
+}
+
+}  // namespace
+}  // namespace frugal::cache
