@@ -1,5 +1,6 @@
 #include "gateway/cache/redis_cache.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +24,10 @@ int64_t WallMs() {
 std::string Blob(const std::vector<float>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
 }
+
+// Keys per UNLINK: each removal updates the HNSW graphs synchronously (about 1 ms per entry at
+// 10k entries), so a batch must stay well inside the command timeout.
+constexpr size_t kUnlinkBatch = 100;
 
 // RediSearch's error for a name that is neither an index nor an alias.
 bool IsUnknownIndex(const Status& st) {
@@ -182,8 +187,8 @@ struct RedisCache::Impl {
   StatusOr<size_t> UnlinkMatching(const std::string& query) {
     size_t n = 0;
     for (int page = 0; page < 1'000'000; ++page) {
-      FRUGAL_ASSIGN_OR_RETURN(RedisReply r,
-                              OnIndex({"FT.SEARCH", Alias(), query, "NOCONTENT", "LIMIT", "0", "1000", "DIALECT", "2"}));
+      FRUGAL_ASSIGN_OR_RETURN(RedisReply r, OnIndex({"FT.SEARCH", Alias(), query, "NOCONTENT", "LIMIT", "0",
+                                                     std::to_string(kUnlinkBatch), "DIALECT", "2"}));
       std::vector<std::string> del = {"UNLINK"};
       for (size_t i = 1; i < r.elements.size(); ++i) del.push_back(r.elements[i].Text());
       if (del.size() == 1) break;
@@ -402,16 +407,20 @@ size_t RedisCache::Clear() {
       break;
     }
     cursor = r->elements[0].Text();
-    std::vector<std::string> del = {"UNLINK"};
-    for (const RedisReply& k : r->elements[1].elements) del.push_back(k.Text());
-    if (del.size() > 1) {
+    const auto& keys = r->elements[1].elements;
+    bool failed = false;
+    for (size_t b = 0; b < keys.size() && !failed; b += kUnlinkBatch) {
+      std::vector<std::string> del = {"UNLINK"};
+      for (size_t i = b; i < std::min(keys.size(), b + kUnlinkBatch); ++i) del.push_back(keys[i].Text());
       auto d = m.redis.Command(del);
       if (!d.ok()) {
         m.Failed("invalidate", d.status());
-        break;
+        failed = true;
+      } else {
+        n += static_cast<size_t>(d->integer);
       }
-      n += static_cast<size_t>(d->integer);
     }
+    if (failed) break;
   } while (cursor != "0");
   m.evictions->Add(static_cast<double>(n), "invalidated");
   return n;
