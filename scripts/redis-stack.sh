@@ -25,9 +25,14 @@ if [ ! -e "$LIBS/libssl.so.1.1" ] || [ ! -e "$LIBS/libcrypto.so.1.1" ]; then
     echo "redis-stack.sh: OpenSSL 1.1 from psycopg2-binary==2.9.5 is missing: run scripts/install-deps.sh" >&2
     exit 2
   fi
+  # Tests may start several servers at once: tolerate another start making the same links.
   mkdir -p "$LIBS"
-  ln -sf "$SSL" "$LIBS/libssl.so.1.1"
-  ln -sf "$CRYPTO" "$LIBS/libcrypto.so.1.1"
+  ln -sf "$SSL" "$LIBS/libssl.so.1.1" 2>/dev/null || true
+  ln -sf "$CRYPTO" "$LIBS/libcrypto.so.1.1" 2>/dev/null || true
+  if [ ! -e "$LIBS/libssl.so.1.1" ] || [ ! -e "$LIBS/libcrypto.so.1.1" ]; then
+    echo "redis-stack.sh: could not link OpenSSL 1.1 into $LIBS" >&2
+    exit 2
+  fi
 fi
 export LD_LIBRARY_PATH="$LIBS:$SITE/psycopg2_binary.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 exec "$W/bin/redis-server" --bind 127.0.0.1 --save '' --appendonly no --loadmodule "$W/lib/redisearch.so" "$@"

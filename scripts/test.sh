@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every test: install, build, fetch models, ctest (unit, model, pytest black-box), then the unit
-# tests under ASan+UBSan and a short fuzz of the file parsers.
+# Every test: install, build, fetch models, ctest (unit, model, Redis, pytest black-box), then the
+# unit and Redis tests under ASan+UBSan and a short fuzz of the file parsers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -13,10 +13,11 @@ ctest --test-dir build --output-on-failure -j2
 echo "== unit tests with kernels forced to the scalar level (the default run used the CPU's best)"
 FRUGAL_CPU=scalar ctest --test-dir build -L unit --output-on-failure -j2
 
-echo "== unit tests under ASan+UBSan"
+echo "== unit tests and the Redis cache tests under ASan+UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFRUGAL_SANITIZE=ON >/dev/null
-ninja -C build-asan -j"$(nproc)" frugal_unit_tests
+ninja -C build-asan -j"$(nproc)" frugal_unit_tests frugal_redis_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -L unit --output-on-failure -j2
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -R '^RedisCacheTest\.' --output-on-failure -j2
 
 echo "== fuzz the GGUF and safetensors parsers and the gateway request parsing (libFuzzer, 30 s each)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
