@@ -193,6 +193,7 @@ struct RedisCache::Impl {
       for (size_t i = 1; i < r.elements.size(); ++i) del.push_back(r.elements[i].Text());
       if (del.size() == 1) break;
       FRUGAL_ASSIGN_OR_RETURN(RedisReply d, redis.Command(del));
+      if (d.integer == 0) break;  // the index lists keys that are gone: do not spin on them
       n += static_cast<size_t>(d.integer);
     }
     return n;
