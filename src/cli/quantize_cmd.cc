@@ -307,7 +307,7 @@ int RunQuantize(const QuantizeFlags& f) {
 void AddQuantizeCommand(CLI::App& app, Commands& out) {
   auto f = std::make_shared<QuantizeFlags>();
   auto* cmd = app.add_subcommand("quantize", "quantize a model to Frugal's INT8/INT4 formats (RTN, GPTQ, AWQ)");
-  cmd->add_option("-m,--model", f->input, "the model to quantize: a GGUF file (any type the engine reads)")->required();
+  cmd->add_option("-m,--model", f->input, "the model to quantize: a GGUF file (any type the engine reads) or a Hugging Face folder (llama, mistral, qwen2)")->required();
   cmd->add_option("-o,--output", f->output, "the quantized GGUF file to write")->required();
   auto* recipe = cmd->add_option("--recipe", f->recipe_file, "a recipe YAML file (docs/quantization.md)");
   cmd->add_option("--preset", f->preset, "a built-in recipe: mixed-int4-int8 (default), all-int4, all-int8, f16, f32")

@@ -85,6 +85,14 @@ void GgufWriter::SetStringArray(std::string_view key, std::vector<std::string> v
   v.strings = std::move(values);
 }
 
+void GgufWriter::SetInt32Array(std::string_view key, const std::vector<int32_t>& values) {
+  Value& v = Slot(key);
+  v.type = GgufValueType::kArray;
+  v.elem_type = GgufValueType::kInt32;
+  v.numbers.assign(values.begin(), values.end());
+  v.integers.assign(values.begin(), values.end());
+}
+
 Status GgufWriter::CopyValue(std::string_view key, const GgufValue& src) {
   if (src.type == GgufValueType::kArray && src.elem_type == GgufValueType::kArray) {
     return InvalidArgument("metadata '" + std::string(key) + "' is a nested array, which cannot be copied");

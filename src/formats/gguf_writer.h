@@ -25,6 +25,7 @@ class GgufWriter {
   void SetFloat32(std::string_view key, float value);
   void SetBool(std::string_view key, bool value);
   void SetStringArray(std::string_view key, std::vector<std::string> values);
+  void SetInt32Array(std::string_view key, const std::vector<int32_t>& values);
   // Copies a value read by GgufFile. Nested arrays (which the reader keeps only as a count)
   // cannot be copied: InvalidArgument naming the key.
   Status CopyValue(std::string_view key, const GgufValue& value);

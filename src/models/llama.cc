@@ -13,6 +13,56 @@
 namespace frugal {
 namespace {
 
+// GGUF layer tensor base names and their transformers counterparts (Llama family).
+constexpr std::pair<const char*, const char*> kHfLayerNames[] = {
+    {"attn_norm", "input_layernorm"},     {"ffn_norm", "post_attention_layernorm"},
+    {"attn_q", "self_attn.q_proj"},       {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},       {"attn_output", "self_attn.o_proj"},
+    {"ffn_gate", "mlp.gate_proj"},        {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},
+};
+
+}  // namespace
+
+std::string LlamaHfTensorName(const std::string& n) {
+  if (n == "token_embd.weight") return "model.embed_tokens.weight";
+  if (n == "output_norm.weight") return "model.norm.weight";
+  if (n == "output.weight") return "lm_head.weight";
+  if (n.rfind("blk.", 0) != 0) return n;
+  const size_t dot = n.find('.', 4);
+  if (dot == std::string::npos) return n;
+  const std::string layer = n.substr(4, dot - 4);
+  const std::string rest = n.substr(dot + 1);
+  const size_t last = rest.rfind('.');
+  if (last == std::string::npos) return n;
+  const std::string base = rest.substr(0, last), suffix = rest.substr(last);
+  for (const auto& [g, h] : kHfLayerNames) {
+    if (base == g) return "model.layers." + layer + "." + h + suffix;
+  }
+  return n;
+}
+
+std::string LlamaGgufTensorName(const std::string& n) {
+  if (n == "model.embed_tokens.weight") return "token_embd.weight";
+  if (n == "model.norm.weight") return "output_norm.weight";
+  if (n == "lm_head.weight") return "output.weight";
+  const std::string prefix = "model.layers.";
+  if (n.rfind(prefix, 0) != 0) return "";
+  const size_t dot = n.find('.', prefix.size());
+  if (dot == std::string::npos) return "";
+  const std::string layer = n.substr(prefix.size(), dot - prefix.size());
+  const std::string rest = n.substr(dot + 1);
+  const size_t last = rest.rfind('.');
+  if (last == std::string::npos || layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos) return "";
+  const std::string base = rest.substr(0, last), suffix = rest.substr(last);
+  for (const auto& [g, h] : kHfLayerNames) {
+    if (base == h) return "blk." + layer + "." + g + suffix;
+  }
+  return "";
+}
+
+namespace {
+
 // Finds tensors by their GGUF names whatever the source format.
 class TensorLookup {
  public:
@@ -20,31 +70,7 @@ class TensorLookup {
 
   const TensorView* Find(const std::string& gguf_name) const {
     if (src_.gguf()) return src_.gguf()->FindTensor(gguf_name);
-    return src_.hf()->FindTensor(HfName(gguf_name));
-  }
-
-  // GGUF name -> HF (transformers) name for the Llama family.
-  static std::string HfName(const std::string& n) {
-    if (n == "token_embd.weight") return "model.embed_tokens.weight";
-    if (n == "output_norm.weight") return "model.norm.weight";
-    if (n == "output.weight") return "lm_head.weight";
-    if (n.rfind("blk.", 0) != 0) return n;
-    const size_t dot = n.find('.', 4);
-    const std::string layer = n.substr(4, dot - 4);
-    const std::string rest = n.substr(dot + 1);
-    static const std::pair<const char*, const char*> kMap[] = {
-        {"attn_norm", "input_layernorm"},     {"ffn_norm", "post_attention_layernorm"},
-        {"attn_q", "self_attn.q_proj"},       {"attn_k", "self_attn.k_proj"},
-        {"attn_v", "self_attn.v_proj"},       {"attn_output", "self_attn.o_proj"},
-        {"ffn_gate", "mlp.gate_proj"},        {"ffn_up", "mlp.up_proj"},
-        {"ffn_down", "mlp.down_proj"},
-    };
-    const size_t last = rest.rfind('.');
-    const std::string base = rest.substr(0, last), suffix = rest.substr(last);
-    for (const auto& [g, h] : kMap) {
-      if (base == g) return "model.layers." + layer + "." + h + suffix;
-    }
-    return n;
+    return src_.hf()->FindTensor(LlamaHfTensorName(gguf_name));
   }
 
  private:

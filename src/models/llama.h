@@ -159,6 +159,12 @@ class LlamaModel {
 };
 
 // Loads a small 1-D tensor (norm weight, bias) of any float type into a float vector.
+// Tensor names of the Llama family: GGUF ("blk.3.attn_q.weight") <-> transformers
+// ("model.layers.3.self_attn.q_proj.weight"). LlamaGgufTensorName gives "" for a name it does
+// not know (e.g. rotary_emb.inv_freq).
+std::string LlamaHfTensorName(const std::string& gguf_name);
+std::string LlamaGgufTensorName(const std::string& hf_name);
+
 StatusOr<std::vector<float>> LoadVector(const TensorView* t, int64_t expected,
                                         const std::string& name);
 

@@ -67,6 +67,18 @@ StatusOr<std::vector<uint8_t>> QuantizedMatrix::Pack() const {
   return out;
 }
 
+QuantizedMatrix PermuteRows(const QuantizedMatrix& m, const std::vector<int64_t>& from) {
+  QuantizedMatrix out = m;
+  const size_t cols = static_cast<size_t>(m.cols), groups = m.params.size() / static_cast<size_t>(m.rows);
+  for (size_t to = 0; to < from.size(); ++to) {
+    const auto f = static_cast<size_t>(from[to]);
+    std::copy_n(m.q.begin() + static_cast<std::ptrdiff_t>(f * cols), cols, out.q.begin() + static_cast<std::ptrdiff_t>(to * cols));
+    std::copy_n(m.params.begin() + static_cast<std::ptrdiff_t>(f * groups), groups,
+                out.params.begin() + static_cast<std::ptrdiff_t>(to * groups));
+  }
+  return out;
+}
+
 QuantizedMatrix QuantizeRtn(const QuantFormat& f, const float* w, int64_t rows, int64_t cols) {
   QuantizedMatrix m;
   m.format = f;

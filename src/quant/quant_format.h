@@ -50,6 +50,9 @@ struct QuantizedMatrix {
   StatusOr<std::vector<uint8_t>> Pack() const;
 };
 
+// Row i of the result is row from[i] of m (codes and group parameters move together).
+QuantizedMatrix PermuteRows(const QuantizedMatrix& m, const std::vector<int64_t>& from);
+
 // Round to nearest, group by group.
 QuantizedMatrix QuantizeRtn(const QuantFormat& f, const float* w, int64_t rows, int64_t cols);
 

@@ -16,6 +16,7 @@
 #include "kernels/kernels.h"
 #include "models/llama.h"
 #include "models/model_source.h"
+#include "quant/hf_export.h"
 #include "tokenizer/chat_template.h"
 
 namespace frugal {
@@ -238,6 +239,28 @@ SizeSummary QuantizedModel::Size(const std::set<std::string>& raise) const {
   return s;
 }
 
+Status QuantizedModel::FinishHfExport(const LlamaHParams& hp) {
+  // Llama 3 rope scaling: GGUF carries the per-pair frequency factors as a tensor.
+  if (!hp.rope_freq_factors.empty()) {
+    Tensor f;
+    f.name = "rope_freqs.weight";
+    f.ne = {static_cast<int64_t>(hp.rope_freq_factors.size())};
+    f.type = TensorType::kF32;
+    f.data.resize(hp.rope_freq_factors.size() * sizeof(float));
+    std::memcpy(f.data.data(), hp.rope_freq_factors.data(), f.data.size());
+    TensorReport r;
+    r.name = f.name;
+    r.source = TensorType::kF32;
+    r.type = TensorType::kF32;
+    r.elements = f.ne[0];
+    r.bytes = f.data.size();
+    r.note = "from config.json rope_scaling";
+    reports_.push_back(r);
+    out_.push_back(std::move(f));
+  }
+  return Status::Ok();
+}
+
 Status QuantizedModel::Write(const std::string& path, const std::set<std::string>& raise) const {
   GgufWriter w = metadata_;
   std::vector<std::string> raised;
@@ -260,10 +283,15 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   eo.context_length = std::max<int64_t>(o.seq_len, 16);
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Open(eo));
   const ModelSource& src = engine->source();
-  if (!src.is_gguf()) {
-    return Unimplemented(o.input + ": quantizing a Hugging Face checkpoint needs a GGUF first (not supported yet)");
-  }
   if (engine->info().kind != ModelKind::kDecoder) return Unimplemented(o.input + ": only decoder models can be quantized");
+  // The source's tensors under their GGUF names (a Hugging Face folder's are renamed).
+  FRUGAL_ASSIGN_OR_RETURN(const std::vector<NamedTensor> tensors, GgufNamedTensors(src));
+  std::map<std::string, const TensorView*> source;
+  for (const NamedTensor& nt : tensors) source[nt.name] = nt.tensor;
+  std::string out_arch;
+  if (!src.is_gguf()) {
+    FRUGAL_ASSIGN_OR_RETURN(out_arch, GgufArchForHf(src.hf()->config().model_type));
+  }
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LlamaModel::Load(src));
   model->set_activation_precision(ActivationPrecision::kF32);
   const LlamaHParams& hp = model->hparams();
@@ -287,15 +315,15 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
 
   // Each tensor's type.
   std::map<std::string, TensorChoice> choice;
-  for (const TensorView* t : src.AllTensors()) {
-    TensorChoice c = ChooseType(o.recipe, t->name, t->n_dims, t->ne[0], t->rows(), t->type);
-    if (auto f = o.force.find(t->name); f != o.force.end()) {
+  for (const auto& [name, t] : source) {
+    TensorChoice c = ChooseType(o.recipe, name, t->n_dims, t->ne[0], t->rows(), t->type);
+    if (auto f = o.force.find(name); f != o.force.end()) {
       c.type = f->second;
       c.keep = false;
       c.quantize = IsFrugalType(f->second);
       c.note = "forced";
     }
-    choice[t->name] = c;
+    choice[name] = c;
   }
 
   // Hidden states of the calibration samples, carried from layer to layer.
@@ -314,6 +342,21 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   // points into them until it is destroyed).
   std::deque<std::vector<uint8_t>> live_data;
   std::deque<TensorView> live_views;
+  // A Hugging Face source written as arch llama: Q/K rows in llama.cpp's order (the model here
+  // computes in transformers' order). Quantized Q/K are packed a second time in that order.
+  const bool permute_qk = !src.is_gguf() && PermutesQk(out_arch);
+  std::map<std::string, std::vector<int64_t>> qk_orders;
+  for (const auto& [name, t] : source) {
+    const bool q = name.find(".attn_q.") != std::string::npos, k = name.find(".attn_k.") != std::string::npos;
+    if (!permute_qk || (!q && !k)) continue;
+    FRUGAL_ASSIGN_OR_RETURN(qk_orders[name], QkRowOrder(t->n_dims >= 2 ? t->ne[1] : t->ne[0], q ? hp.n_head : hp.n_head_kv));
+  }
+  const std::vector<int64_t> no_order;
+  auto qk_order = [&](const std::string& name) -> const std::vector<int64_t>& {
+    auto it = qk_orders.find(name);
+    return it == qk_orders.end() ? no_order : it->second;
+  };
+  std::map<std::string, std::vector<uint8_t>> export_data;  // packed in output row order
 
   const int64_t steps = hp.n_layer + 1;
   auto report_progress = [&](const char* stage, int64_t d) {
@@ -432,7 +475,7 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
         }
       }
       // A value bias (Qwen2) would have to be rescaled with the rows: that pair is left alone.
-      const bool no_v_bias = src.gguf()->FindTensor(p + "attn_v.bias") == nullptr;
+      const bool no_v_bias = !source.count(p + "attn_v.bias");
       const auto out = no_v_bias && format_of("attn_v") ? search({"attn_output"}, LinearInput::kAttnOut, o_mean) : std::nullopt;
       if (qkv) {
         scale_cols("attn_q", qkv->scale);
@@ -471,7 +514,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       const int64_t rows = cur->rows(), cols = cur->ne[0];
       TensorReport rep;
       rep.name = name;
-      rep.source = src.gguf()->FindTensor(name)->type;
+      const TensorView* from = source.at(name);
+      rep.source = from->type;
       rep.elements = rows * cols;
       rep.note = c.note;
       if (alpha.count(m)) rep.awq_alpha = alpha[m];
@@ -487,18 +531,24 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
         return QuantizeRtn(f, w[m].data(), rows, cols);
       };
       if (c.keep && !modified.count(m)) {
-        data.assign(src.gguf()->FindTensor(name)->data, src.gguf()->FindTensor(name)->data + cur->nbytes);
+        data.assign(from->data, from->data + cur->nbytes);
         type = cur->type;
       } else if (c.quantize) {
         FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix q, quantize(c.type));
         rep.rel_error = in != nullptr ? RelativeOutputError(w[m].data(), q.Dequantize(), rows, cols, *in, pool)
                                       : RelativeWeightError(w[m], q.Dequantize());
         FRUGAL_ASSIGN_OR_RETURN(data, q.Pack());
+        if (!qk_order(name).empty()) {
+          FRUGAL_ASSIGN_OR_RETURN(export_data[name], PermuteRows(q, qk_order(name)).Pack());
+        }
         const TypeInfo* ti = GetTypeInfo(c.type);
         if (o.int8_alternatives && ti->bits == 4) {
           FRUGAL_ASSIGN_OR_RETURN(const TensorType t8, IntType(WeightKind::kInt8, ti->group_size));
           FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix q8, quantize(t8));
           FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> d8, q8.Pack());
+          if (!qk_order(name).empty()) {
+            FRUGAL_ASSIGN_OR_RETURN(d8, PermuteRows(q8, qk_order(name)).Pack());
+          }
           alternatives[name] = {std::move(d8), t8};
           rep.has_int8_alternative = true;
         }
@@ -527,7 +577,15 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
 
   // Output: the source's metadata, then every tensor in the source's order.
   GgufWriter& meta = qm->metadata_;
-  FRUGAL_RETURN_IF_ERROR(meta.CopyMetadata(*src.gguf(), {"general.file_type", kFrugalFormatVersionKey}));
+  if (src.is_gguf()) {
+    FRUGAL_RETURN_IF_ERROR(meta.CopyMetadata(*src.gguf(), {"general.file_type", kFrugalFormatVersionKey}));
+  } else {
+    // A Hugging Face folder: its config and tokenizer.json become GGUF metadata.
+    std::string name = src.path();
+    while (name.ends_with('/')) name.pop_back();
+    SetHfModelMetadata(out_arch, name.substr(name.find_last_of('/') + 1), hp, &meta);
+    FRUGAL_RETURN_IF_ERROR(SetTokenizerMetadata(engine->tokenizer().spec(), src.hf()->chat_template(), &meta));
+  }
   meta.SetUint32(kFrugalFormatVersionKey, kFrugalFormatVersion);
   meta.SetString("frugal.quant.method", QuantMethodName(o.method));
   meta.SetString("frugal.quant.recipe", o.recipe.ToYaml());
@@ -539,26 +597,27 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
     meta.SetUint32("frugal.quant.calib_samples", static_cast<uint32_t>(samples.size()));
     meta.SetUint32("frugal.quant.seq_len", static_cast<uint32_t>(o.seq_len));
   }
-  for (const TensorView* t : src.AllTensors()) {
+  for (const NamedTensor& nt : tensors) {
+    const TensorView* t = nt.tensor;
     QuantizedModel::Tensor out;
-    out.name = t->name;
+    out.name = nt.name;
     out.ne = ShapeOf(*t);
     TensorReport rep;
-    if (auto d = done.find(t->name); d != done.end()) {
+    if (auto d = done.find(nt.name); d != done.end()) {
       out.data = *d->second.first;
       out.type = d->second.second;
-      rep = reports[t->name];
-      if (auto a = alternatives.find(t->name); a != alternatives.end()) {
+      rep = reports[nt.name];
+      if (auto a = alternatives.find(nt.name); a != alternatives.end()) {
         out.alt_data = std::move(a->second.first);
         out.alt_type = a->second.second;
       }
     } else {
-      const TensorChoice& c = choice[t->name];
-      rep.name = t->name;
+      const TensorChoice& c = choice[nt.name];
+      rep.name = nt.name;
       rep.source = t->type;
       rep.elements = t->elements();
       rep.note = c.note;
-      if (const std::vector<float>* norm = model->FindNorm(t->name)) {
+      if (const std::vector<float>* norm = model->FindNorm(nt.name)) {
         out.type = TensorType::kF32;
         out.data = ToF32Bytes(*norm);  // AWQ may have rescaled it
       } else if (c.keep) {
@@ -576,10 +635,22 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       }
       rep.type = out.type;
     }
+    if (!qk_order(nt.name).empty()) {
+      if (auto e = export_data.find(nt.name); e != export_data.end()) {
+        out.data = std::move(e->second);
+      } else if (IsFrugalType(out.type)) {
+        return Internal(nt.name + ": a packed Q/K matrix was not re-packed in llama.cpp's row order");
+      } else {
+        const int64_t rows = out.ne.size() >= 2 ? out.ne[1] : out.ne[0];
+        const int64_t heads = nt.name.find(".attn_q.") != std::string::npos ? hp.n_head : hp.n_head_kv;
+        FRUGAL_ASSIGN_OR_RETURN(out.data, PermuteQkRows(out.data, rows, heads));
+      }
+    }
     rep.bytes = out.data.size();
     qm->reports_.push_back(rep);
     qm->out_.push_back(std::move(out));
   }
+  if (!src.is_gguf()) FRUGAL_RETURN_IF_ERROR(qm->FinishHfExport(hp));
   report_progress("done", steps);
   qm->seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return qm;

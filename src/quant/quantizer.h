@@ -19,6 +19,7 @@
 
 #include "formats/gguf_writer.h"
 #include "frugal/engine.h"
+#include "models/llama.h"
 #include "quant/awq.h"
 #include "quant/gptq.h"
 #include "quant/recipe.h"
@@ -88,6 +89,8 @@ class QuantizedModel {
 
  private:
   friend StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& options);
+  // A Hugging Face source: Llama 3's rope frequency factors become the rope_freqs tensor.
+  Status FinishHfExport(const LlamaHParams& hp);
   struct Tensor {
     std::string name;
     TensorType type;
