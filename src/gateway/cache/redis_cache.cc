@@ -50,13 +50,10 @@ struct RedisCache::Impl {
   std::mutex hnsw_mu;
   HnswParams hnsw;  // guarded by hnsw_mu: what the next index is built with
   std::atomic<int64_t> rotations{0};
-  std::atomic<uint64_t> lookups_seen{0}, hits_seen{0};
   std::atomic<int64_t> last_log_ms{0};
 
-  MetricsRegistry::Counter *lookups = nullptr, *hits = nullptr, *misses = nullptr, *rejected = nullptr,
-                           *insertions = nullptr, *evictions = nullptr, *rotations_total = nullptr,
-                           *backend_errors = nullptr;
-  MetricsRegistry::Histogram *embed_s = nullptr, *search_s = nullptr, *rotation_s = nullptr;
+  CacheMetrics cm;
+  MetricsRegistry::Counter* backend_errors = nullptr;
 
   explicit Impl(RedisCacheOptions o) : opt(std::move(o)), redis(opt.redis), hnsw(opt.cache.hnsw) {}
 
@@ -221,24 +218,9 @@ StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder>
   auto cache = std::unique_ptr<RedisCache>(new RedisCache(std::move(impl)));
   Impl& m = *cache->impl_;
   MetricsRegistry& r = cache->metrics_;
-  m.lookups = &r.AddCounter("frugal_cache_lookups", "Semantic cache lookups");
-  m.hits = &r.AddCounter("frugal_cache_hits", "Lookups answered from the cache");
-  m.misses = &r.AddCounter("frugal_cache_misses", "Lookups not answered from the cache");
-  m.rejected = &r.AddCounter("frugal_cache_rejected_by_guard", "Candidate hits refused by the verifier (numbers, negation)");
-  m.insertions = &r.AddCounter("frugal_cache_insertions", "Entries written");
-  m.evictions = &r.AddCounter("frugal_cache_evictions", "Entries removed, by reason", "reason");
-  m.rotations_total = &r.AddCounter("frugal_cache_rotations", "Index rotations completed");
-  m.backend_errors = &r.AddCounter("frugal_cache_backend_errors", "Redis operations that failed (the cache missed)", "op");
-  const std::vector<double> fine = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
-  m.embed_s = &r.AddHistogram("frugal_cache_embed_seconds", "Query embedding time per lookup", fine);
-  m.search_s = &r.AddHistogram("frugal_cache_search_seconds", "Index search time per lookup (Redis round trip)", fine);
-  m.rotation_s = &r.AddHistogram("frugal_cache_rotation_seconds", "Duration of index rotations", MetricsRegistry::LatencyBuckets());
   RedisCache* self = cache.get();
-  r.AddGauge("frugal_cache_entries", "Live entries (in Redis, all replicas)", [self] { return static_cast<double>(self->size()); });
-  r.AddGauge("frugal_cache_hit_ratio", "Hits over lookups since start", [&m] {
-    const auto l = static_cast<double>(m.lookups_seen.load());
-    return l > 0 ? static_cast<double>(m.hits_seen.load()) / l : 0.0;
-  });
+  m.cm.Register(r, [self] { return static_cast<double>(self->size()); }, "Index search time per lookup (Redis round trip)");
+  m.backend_errors = &r.AddCounter("frugal_cache_backend_errors", "Redis operations that failed (the cache missed)", "op");
   r.AddGauge("frugal_cache_backend_up", "1 while Redis answers", [&m] { return m.redis.reachable() ? 1.0 : 0.0; });
   // A conflict (another model under the prefix) is a configuration error: refuse to start. An
   // unreachable Redis is not: the cache misses until it is back.
@@ -270,7 +252,7 @@ StatusOr<LookupResult> RedisCache::Impl::Search(const std::string& scope, std::s
   const auto t0 = SteadyClock::now();
   auto found = OnIndex(argv);
   r.search_ms = MsSince(t0);
-  search_s->Observe(r.search_ms / 1e3);
+  cm.search_s->Observe(r.search_ms / 1e3);
   FRUGAL_RETURN_IF_ERROR(found.status());
   struct Candidate {
     std::string query, response;
@@ -309,33 +291,27 @@ StatusOr<LookupResult> RedisCache::Impl::Search(const std::string& scope, std::s
 
 StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_view ns, std::string_view query) {
   Impl& m = *impl_;
-  m.lookups->Add(1);
-  m.lookups_seen.fetch_add(1);
+  m.cm.lookups->Add(1);
+  m.cm.lookups_seen.fetch_add(1);
   LookupResult r;
   auto t0 = SteadyClock::now();
   auto q = m.embedder->Embed(query);
   if (!q.ok()) {
-    m.misses->Add(1);
+    m.cm.misses->Add(1);
     return q.status();
   }
   r.embed_ms = MsSince(t0);
-  m.embed_s->Observe(r.embed_ms / 1e3);
+  m.cm.embed_s->Observe(r.embed_ms / 1e3);
   r.embedding = std::move(q).value();
   r.embedded_by = m.embedder;
   auto found = m.Search(scope, ns, query, r);
   if (!found.ok()) {
     // Redis down or failing: a miss, never a failed request.
     m.Failed("lookup", found.status());
-    m.misses->Add(1);
+    m.cm.misses->Add(1);
     return r;
   }
-  if (found->hit) {
-    m.hits->Add(1);
-    m.hits_seen.fetch_add(1);
-  } else {
-    m.misses->Add(1);
-    if (found->rejected_by_guard) m.rejected->Add(1);
-  }
+  m.cm.Counted(*found);
   return found;
 }
 
@@ -371,7 +347,7 @@ Status RedisCache::Insert(const std::string& scope, std::string_view ns, std::st
     m.Failed("insert", st);
     return st;
   }
-  m.insertions->Add(1);
+  m.cm.insertions->Add(1);
   return Status::Ok();
 }
 
@@ -382,7 +358,7 @@ size_t RedisCache::InvalidateNamespace(std::string_view ns) {
     m.Failed("invalidate", n.status());
     return 0;
   }
-  m.evictions->Add(static_cast<double>(*n), "invalidated");
+  m.cm.evictions->Add(static_cast<double>(*n), "invalidated");
   return *n;
 }
 
@@ -393,7 +369,7 @@ size_t RedisCache::InvalidateQuery(const std::string& scope, std::string_view qu
     m.Failed("invalidate", r.status());
     return 0;
   }
-  m.evictions->Add(static_cast<double>(r->integer), "invalidated");
+  m.cm.evictions->Add(static_cast<double>(r->integer), "invalidated");
   return static_cast<size_t>(r->integer);
 }
 
@@ -423,7 +399,7 @@ size_t RedisCache::Clear() {
     }
     if (failed) break;
   } while (cursor != "0");
-  m.evictions->Add(static_cast<double>(n), "invalidated");
+  m.cm.evictions->Add(static_cast<double>(n), "invalidated");
   return n;
 }
 
@@ -490,8 +466,8 @@ Status RedisCache::Rotate(const RotateOptions& options) {
     return st;
   }
   m.rotations.fetch_add(1);
-  m.rotations_total->Add(1);
-  m.rotation_s->Observe(MsSince(t0) / 1e3);
+  m.cm.rotations_total->Add(1);
+  m.cm.rotation_s->Observe(MsSince(t0) / 1e3);
   return Status::Ok();
 }
 

@@ -82,6 +82,35 @@ std::string HashHex(std::string_view s) {
   return buf;
 }
 
+void CacheMetrics::Register(MetricsRegistry& r, std::function<double()> entries, const char* search_help) {
+  lookups = &r.AddCounter("frugal_cache_lookups", "Semantic cache lookups");
+  hits = &r.AddCounter("frugal_cache_hits", "Lookups answered from the cache");
+  misses = &r.AddCounter("frugal_cache_misses", "Lookups not answered from the cache");
+  rejected = &r.AddCounter("frugal_cache_rejected_by_guard", "Candidate hits refused by the verifier (numbers, negation)");
+  insertions = &r.AddCounter("frugal_cache_insertions", "Entries written");
+  evictions = &r.AddCounter("frugal_cache_evictions", "Entries removed, by reason", "reason");
+  rotations_total = &r.AddCounter("frugal_cache_rotations", "Index rotations completed");
+  const std::vector<double> fine = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+  embed_s = &r.AddHistogram("frugal_cache_embed_seconds", "Query embedding time per lookup", fine);
+  search_s = &r.AddHistogram("frugal_cache_search_seconds", search_help, fine);
+  rotation_s = &r.AddHistogram("frugal_cache_rotation_seconds", "Duration of index rotations", MetricsRegistry::LatencyBuckets());
+  r.AddGauge("frugal_cache_entries", "Live entries", std::move(entries));
+  r.AddGauge("frugal_cache_hit_ratio", "Hits over lookups since start", [this] {
+    const auto l = static_cast<double>(lookups_seen.load());
+    return l > 0 ? static_cast<double>(hits_seen.load()) / l : 0.0;
+  });
+}
+
+void CacheMetrics::Counted(const LookupResult& r) {
+  if (r.hit) {
+    hits->Add(1);
+    hits_seen.fetch_add(1);
+  } else {
+    misses->Add(1);
+    if (r.rejected_by_guard) rejected->Add(1);
+  }
+}
+
 bool VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query, std::string_view cached_query) {
   if (opaque) return CanonicalText(query) == CanonicalText(cached_query);
   return verifier.Accept(query, cached_query);
@@ -105,16 +134,13 @@ struct SemanticCache::Impl {
   std::list<uint64_t> lru;                                                    // guarded by mu: front = newest
   uint64_t next_id = 1;                                                       // guarded by mu
   std::atomic<int64_t> rotations{0};
-  std::atomic<int64_t> lookups_seen{0}, hits_seen{0};  // for the hit-ratio gauge
 
   std::thread snapshotter;
   std::mutex stop_mu;
   std::condition_variable stop_cv;
   bool stop = false;  // guarded by stop_mu
 
-  MetricsRegistry::Counter *lookups = nullptr, *hits = nullptr, *misses = nullptr, *rejected = nullptr,
-                           *insertions = nullptr, *evictions = nullptr, *rotations_total = nullptr;
-  MetricsRegistry::Histogram *embed_s = nullptr, *search_s = nullptr, *rotation_s = nullptr;
+  CacheMetrics cm;
 
   int64_t Now() const {
     if (opt.now_ms) return opt.now_ms();
@@ -174,11 +200,11 @@ struct SemanticCache::Impl {
         if (e.expires_ms <= now) expired.push_back(id);
       }
       for (uint64_t id : expired) RemoveLocked(id);
-      evictions->Add(static_cast<double>(expired.size()), "ttl");
+      cm.evictions->Add(static_cast<double>(expired.size()), "ttl");
     }
     while (!lru.empty() && entries.size() + room_for > opt.capacity) {
       RemoveLocked(lru.back());
-      evictions->Add(1, "capacity");
+      cm.evictions->Add(1, "capacity");
     }
   }
 
@@ -206,7 +232,7 @@ struct SemanticCache::Impl {
     lru.push_front(id);
     e.lru = lru.begin();
     by_query[QueryKey(scope, query)].push_back(id);
-    insertions->Add(1);
+    cm.insertions->Add(1);
     return Status::Ok();
   }
 
@@ -231,24 +257,8 @@ StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::Open(std::shared_ptr<Emb
   auto cache = std::unique_ptr<SemanticCache>(new SemanticCache(std::move(impl)));
   Impl& m = *cache->impl_;
   MetricsRegistry& r = cache->metrics_;
-  m.lookups = &r.AddCounter("frugal_cache_lookups", "Semantic cache lookups");
-  m.hits = &r.AddCounter("frugal_cache_hits", "Lookups answered from the cache");
-  m.misses = &r.AddCounter("frugal_cache_misses", "Lookups not answered from the cache");
-  m.rejected = &r.AddCounter("frugal_cache_rejected_by_guard", "Candidate hits refused by the verifier (numbers, negation)");
-  m.insertions = &r.AddCounter("frugal_cache_insertions", "Entries written");
-  m.evictions = &r.AddCounter("frugal_cache_evictions", "Entries removed, by reason", "reason");
-  m.rotations_total = &r.AddCounter("frugal_cache_rotations", "Index rotations completed");
-  const auto b = MetricsRegistry::LatencyBuckets();
-  std::vector<double> fine = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
-  m.embed_s = &r.AddHistogram("frugal_cache_embed_seconds", "Query embedding time per lookup", fine);
-  m.search_s = &r.AddHistogram("frugal_cache_search_seconds", "Index search time per lookup", fine);
-  m.rotation_s = &r.AddHistogram("frugal_cache_rotation_seconds", "Duration of index rotations", b);
   SemanticCache* self = cache.get();
-  r.AddGauge("frugal_cache_entries", "Live entries", [self] { return static_cast<double>(self->size()); });
-  r.AddGauge("frugal_cache_hit_ratio", "Hits over lookups since start", [&m] {
-    const auto l = static_cast<double>(m.lookups_seen.load());
-    return l > 0 ? static_cast<double>(m.hits_seen.load()) / l : 0.0;
-  });
+  m.cm.Register(r, [self] { return static_cast<double>(self->size()); }, "Index search time per lookup");
   if (!m.opt.snapshot_path.empty()) {
     std::ifstream probe(m.opt.snapshot_path, std::ios::binary);
     if (probe) FRUGAL_RETURN_IF_ERROR(m.Load(m.opt.snapshot_path));
@@ -284,8 +294,8 @@ SemanticCache::~SemanticCache() {
 StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::string_view ns, std::string_view query) {
   Impl& m = *impl_;
   LookupResult r;
-  m.lookups->Add(1);
-  m.lookups_seen.fetch_add(1);
+  m.cm.lookups->Add(1);
+  m.cm.lookups_seen.fetch_add(1);
   auto g = m.Current();  // this generation stays alive until the lookup is done
   auto t0 = SteadyClock::now();
   FRUGAL_ASSIGN_OR_RETURN(std::vector<float> q, g->embedder->Embed(query));
@@ -299,8 +309,8 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   r.search_ms = MsSince(t0);
   r.embedding = q;
   r.embedded_by = g->embedder;
-  m.embed_s->Observe(r.embed_ms / 1e3);
-  m.search_s->Observe(r.search_ms / 1e3);
+  m.cm.embed_s->Observe(r.embed_ms / 1e3);
+  m.cm.search_s->Observe(r.search_ms / 1e3);
   float threshold = m.opt.threshold;
   if (auto it = m.opt.namespace_threshold.find(std::string(ns)); it != m.opt.namespace_threshold.end()) threshold = it->second;
   const int64_t now = m.Now();
@@ -329,13 +339,7 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
     break;
   }
   if (!found.empty() && r.cached_query.empty()) r.similarity = found.front().similarity;
-  if (r.hit) {
-    m.hits->Add(1);
-    m.hits_seen.fetch_add(1);
-  } else {
-    m.misses->Add(1);
-    if (r.rejected_by_guard) m.rejected->Add(1);
-  }
+  m.cm.Counted(r);
   return r;
 }
 
@@ -372,7 +376,7 @@ size_t SemanticCache::InvalidateNamespace(std::string_view ns) {
     if (e.ns == ns) ids.push_back(id);
   }
   for (uint64_t id : ids) m.RemoveLocked(id);
-  m.evictions->Add(static_cast<double>(ids.size()), "invalidated");
+  m.cm.evictions->Add(static_cast<double>(ids.size()), "invalidated");
   return ids.size();
 }
 
@@ -383,7 +387,7 @@ size_t SemanticCache::InvalidateQuery(const std::string& scope, std::string_view
   if (it == m.by_query.end()) return 0;
   const std::vector<uint64_t> ids = it->second;
   for (uint64_t id : ids) m.RemoveLocked(id);
-  m.evictions->Add(static_cast<double>(ids.size()), "invalidated");
+  m.cm.evictions->Add(static_cast<double>(ids.size()), "invalidated");
   return ids.size();
 }
 
@@ -394,7 +398,7 @@ size_t SemanticCache::Clear() {
   std::vector<uint64_t> ids;
   for (const auto& [id, e] : m.entries) ids.push_back(id);
   for (uint64_t id : ids) m.RemoveLocked(id);
-  m.evictions->Add(static_cast<double>(n), "invalidated");
+  m.cm.evictions->Add(static_cast<double>(n), "invalidated");
   return n;
 }
 
@@ -465,8 +469,8 @@ Status SemanticCache::Rotate(const RotateOptions& o) {
     m.next.reset();
   }
   m.rotations.fetch_add(1);
-  m.rotations_total->Add(1);
-  m.rotation_s->Observe(MsSince(t0) / 1e3);
+  m.cm.rotations_total->Add(1);
+  m.cm.rotation_s->Observe(MsSince(t0) / 1e3);
   return Status::Ok();
 }
 

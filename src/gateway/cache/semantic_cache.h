@@ -21,6 +21,7 @@
 // Thread safety: every method may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -113,6 +114,20 @@ class Cache {
   virtual size_t size() const = 0;
   virtual int64_t rotations() const = 0;
   virtual MetricsRegistry& metrics() = 0;
+};
+
+// The metrics every backend counts, under the same names (frugal_cache_*).
+struct CacheMetrics {
+  MetricsRegistry::Counter *lookups = nullptr, *hits = nullptr, *misses = nullptr, *rejected = nullptr,
+                           *insertions = nullptr, *evictions = nullptr, *rotations_total = nullptr;
+  MetricsRegistry::Histogram *embed_s = nullptr, *search_s = nullptr, *rotation_s = nullptr;
+  std::atomic<int64_t> lookups_seen{0}, hits_seen{0};  // for the hit-ratio gauge
+
+  // Adds them to r, with the gauges frugal_cache_entries (from `entries`) and
+  // frugal_cache_hit_ratio. `search_help` describes what the backend's search time includes.
+  void Register(MetricsRegistry& r, std::function<double()> entries, const char* search_help);
+  // One lookup's outcome.
+  void Counted(const LookupResult& r);
 };
 
 // 128 bits of FNV-1a as 32 hex digits: scope keys and entry ids.
