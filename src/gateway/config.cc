@@ -1,12 +1,12 @@
 #include "gateway/config.h"
 
-#include "gateway/cache/redis_client.h"
-
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "gateway/cache/redis_client.h"
 
 namespace frugal::gateway {
 namespace {
