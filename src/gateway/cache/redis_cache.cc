@@ -232,10 +232,7 @@ StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder>
 
 StatusOr<LookupResult> RedisCache::Impl::Search(const std::string& scope, std::string_view ns, std::string_view query,
                                                 LookupResult r) {
-  float threshold = opt.cache.threshold;
-  if (auto it = opt.cache.namespace_threshold.find(std::string(ns)); it != opt.cache.namespace_threshold.end()) {
-    threshold = it->second;
-  }
+  const float threshold = ThresholdFor(opt.cache, ns);
   char radius[32];
   std::snprintf(radius, sizeof radius, "%.9g", 1.0 - static_cast<double>(threshold));
   const std::string k = std::to_string(opt.cache.candidates);
@@ -254,11 +251,7 @@ StatusOr<LookupResult> RedisCache::Impl::Search(const std::string& scope, std::s
   r.search_ms = MsSince(t0);
   cm.search_s->Observe(r.search_ms / 1e3);
   FRUGAL_RETURN_IF_ERROR(found.status());
-  struct Candidate {
-    std::string query, response;
-    float similarity = 0;
-  };
-  std::vector<Candidate> cands;
+  std::vector<HitCandidate> cands;  // views into the reply
   for (size_t i = 2; i < found->elements.size(); i += 2) {
     const RedisReply& f = found->elements[i];
     const RedisReply* cq = f.Field("query");
@@ -267,25 +260,11 @@ StatusOr<LookupResult> RedisCache::Impl::Search(const std::string& scope, std::s
     if (!cq || !cr || !d) continue;
     const float similarity = 1.0f - std::strtof(d->Text().c_str(), nullptr);
     if (similarity < threshold) break;  // KNN: nearest first, the rest are farther
-    cands.push_back({cq->Text(), cr->Text(), similarity});
+    if (cq->type != RedisReply::Type::kString || cr->type != RedisReply::Type::kString) continue;
+    cands.push_back({similarity, cq->str, cr->str});
   }
   const bool opaque = opt.cache.guard && !cands.empty() && embedder->UnknownShare(query) > opt.cache.max_unknown_share;
-  for (const Candidate& c : cands) {
-    if (r.cached_query.empty()) {
-      r.similarity = c.similarity;
-      r.cached_query = c.query;
-    }
-    if (opt.cache.guard && !VerifyHit(*verifier, opaque, query, c.query)) {
-      r.rejected_by_guard = true;
-      continue;
-    }
-    r.hit = true;
-    r.rejected_by_guard = false;
-    r.similarity = c.similarity;
-    r.cached_query = c.query;
-    r.response = c.response;
-    break;
-  }
+  PickHit(cands, opt.cache.guard ? verifier.get() : nullptr, opaque, query, &r);
   return r;
 }
 

@@ -82,6 +82,33 @@ std::string HashHex(std::string_view s) {
   return buf;
 }
 
+float ThresholdFor(const CacheOptions& options, std::string_view ns) {
+  auto it = options.namespace_threshold.find(std::string(ns));
+  return it == options.namespace_threshold.end() ? options.threshold : it->second;
+}
+
+int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, bool opaque, std::string_view query,
+            LookupResult* r) {
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const HitCandidate& c = candidates[i];
+    if (r->cached_query.empty()) {
+      r->similarity = c.similarity;
+      r->cached_query = std::string(c.query);
+    }
+    if (guard != nullptr && !VerifyHit(*guard, opaque, query, c.query)) {
+      r->rejected_by_guard = true;
+      continue;
+    }
+    r->hit = true;
+    r->rejected_by_guard = false;
+    r->similarity = c.similarity;
+    r->cached_query = std::string(c.query);
+    r->response = std::string(c.response);
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
 void CacheMetrics::Register(MetricsRegistry& r, std::function<double()> entries, const char* search_help) {
   lookups = &r.AddCounter("frugal_cache_lookups", "Semantic cache lookups");
   hits = &r.AddCounter("frugal_cache_hits", "Lookups answered from the cache");
@@ -311,32 +338,22 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   r.embedded_by = g->embedder;
   m.cm.embed_s->Observe(r.embed_ms / 1e3);
   m.cm.search_s->Observe(r.search_ms / 1e3);
-  float threshold = m.opt.threshold;
-  if (auto it = m.opt.namespace_threshold.find(std::string(ns)); it != m.opt.namespace_threshold.end()) threshold = it->second;
+  const float threshold = ThresholdFor(m.opt, ns);
   const int64_t now = m.Now();
   const bool opaque = m.opt.guard && !found.empty() && found.front().similarity >= threshold &&
                       g->embedder->UnknownShare(query) > m.opt.max_unknown_share;
   std::lock_guard<std::mutex> lock(m.mu);
+  std::vector<HitCandidate> cands;
+  std::vector<Entry*> of;  // the entry of each candidate (valid while mu is held)
   for (const Neighbor& n : found) {
     if (n.similarity < threshold) break;
     auto it = m.entries.find(n.label);
     if (it == m.entries.end() || it->second.expires_ms <= now) continue;
-    const Entry& e = it->second;
-    if (r.cached_query.empty()) {
-      r.similarity = n.similarity;
-      r.cached_query = e.query;
-    }
-    if (m.opt.guard && !VerifyHit(*m.verifier, opaque, query, e.query)) {
-      r.rejected_by_guard = true;
-      continue;
-    }
-    r.hit = true;
-    r.rejected_by_guard = false;
-    r.similarity = n.similarity;
-    r.cached_query = e.query;
-    r.response = e.response;
-    m.lru.splice(m.lru.begin(), m.lru, e.lru);
-    break;
+    cands.push_back({n.similarity, it->second.query, it->second.response});
+    of.push_back(&it->second);
+  }
+  if (const int hit = PickHit(cands, m.opt.guard ? m.verifier.get() : nullptr, opaque, query, &r); hit >= 0) {
+    m.lru.splice(m.lru.begin(), m.lru, of[static_cast<size_t>(hit)]->lru);
   }
   if (!found.empty() && r.cached_query.empty()) r.similarity = found.front().similarity;
   m.cm.Counted(r);

@@ -27,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -72,6 +73,10 @@ std::string ScopeKey(const ScopeSpec& s);
 // a query the embedder cannot see (`opaque`), the same text.
 bool VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query, std::string_view cached_query);
 
+// The hit threshold of a namespace (its override, or the default).
+float ThresholdFor(const CacheOptions& options, std::string_view ns);
+
+
 struct LookupResult {
   bool hit = false;
   std::string response;          // the cached answer (hit)
@@ -84,6 +89,17 @@ struct LookupResult {
   std::vector<float> embedding;
   std::shared_ptr<Embedder> embedded_by;
 };
+
+// A stored entry over the threshold, as a backend found it.
+struct HitCandidate {
+  float similarity = 0;
+  std::string_view query, response;
+};
+// Both backends' choice among candidates (nearest first): the first that `guard` accepts (null:
+// the guard is off) is the hit. Fills r's hit, similarity, cached_query (the hit, or else the
+// nearest candidate), response and rejected_by_guard; returns the hit's index, or -1.
+int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, bool opaque, std::string_view query,
+            LookupResult* r);
 
 struct RotateOptions {
   std::shared_ptr<Embedder> embedder;  // null: keep the current one
