@@ -129,9 +129,10 @@ struct OpsKernels {
   void (*axpy)(float a, const float* x, float* y, int64_t n);
   void (*attention_head)(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
                          float* scores, float* out);
+  void (*gelu)(float* x, int64_t n);  // in place
 };
 const OpsKernels& GetOpsKernels(CpuLevel level);
-// Exact GELU (erf), as BERT uses.
+// GELU with erf (not the tanh approximation), as BERT uses.
 void GeluInPlace(float* x, int64_t n);
 
 }  // namespace frugal

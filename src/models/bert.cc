@@ -1,7 +1,5 @@
 #include "models/bert.h"
 
-#include "kernels/quantize.h"
-
 #include <algorithm>
 #include <cmath>
 
@@ -85,12 +83,14 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
   return m;
 }
 
+void BertModel::AddBias(const Dense& dense, int64_t n, float* y) {
+  const auto out = static_cast<int64_t>(dense.b.size());
+  for (int64_t i = 0; i < n; ++i) Axpy(1.0f, dense.b.data(), y + i * out, out);
+}
+
 void BertModel::Apply(const Dense& dense, const float* x, int64_t n, float* y, ThreadPool& pool) const {
   MatMul(*dense.w, x, n, y, pool, act_);
-  const auto out = static_cast<int64_t>(dense.b.size());
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < out; ++j) y[i * out + j] += dense.b[static_cast<size_t>(j)];
-  }
+  AddBias(dense, n, y);
 }
 
 Status BertModel::UseInt8Weights() {
@@ -152,23 +152,22 @@ StatusOr<std::vector<float>> BertModel::Embed(std::span<const int32_t> tokens, T
   std::vector<float> ff(static_cast<size_t>(n * hp_.n_ff));
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   for (const Layer& l : layers_) {
-    Apply(l.q, x.data(), n, q.data(), pool);
-    Apply(l.k, x.data(), n, k.data(), pool);
-    Apply(l.v, x.data(), n, v.data(), pool);
+    // Q, K and V in one pass over the pool with one quantization of x.
+    const MatMulOutput qkv[] = {{l.q.w, q.data()}, {l.k.w, k.data()}, {l.v.w, v.data()}};
+    MatMulMulti(qkv, x.data(), n, pool, act_);
+    AddBias(l.q, n, q.data());
+    AddBias(l.k, n, k.data());
+    AddBias(l.v, n, v.data());
+    const float* k_blocks[] = {k.data()};
+    const float* v_blocks[] = {v.data()};
     pool.ParallelFor(n * hp_.n_head, [&](int64_t t0, int64_t t1) {
       std::vector<float> scores(static_cast<size_t>(n));
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t i = t / hp_.n_head, h = t % hp_.n_head;
-        for (int64_t j = 0; j < n; ++j) {
-          scores[static_cast<size_t>(j)] = DotF32(&q[static_cast<size_t>(i * d + h * hd)], &k[static_cast<size_t>(j * d + h * hd)], hd) * scale;
-        }
-        SoftmaxInPlace(scores.data(), n);
-        float* out = &ctx[static_cast<size_t>(i * d + h * hd)];
-        for (int64_t e = 0; e < hd; ++e) out[e] = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          const float w = scores[static_cast<size_t>(j)];
-          for (int64_t e = 0; e < hd; ++e) out[e] += w * v[static_cast<size_t>(j * d + h * hd + e)];
-        }
+        // One contiguous block of all n positions; this head's slice starts at h * hd.
+        const KvBlocks kv{k_blocks, v_blocks, h * hd, n, d};
+        AttentionHead(&q[static_cast<size_t>(i * d + h * hd)], kv, n, hd, scale, scores.data(),
+                      &ctx[static_cast<size_t>(i * d + h * hd)]);
       }
     });
     Apply(l.attn_out, ctx.data(), n, o.data(), pool);

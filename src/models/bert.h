@@ -55,6 +55,7 @@ class BertModel {
   };
   BertModel() = default;
   void Apply(const Dense& dense, const float* x, int64_t n, float* y, ThreadPool& pool) const;
+  static void AddBias(const Dense& dense, int64_t n, float* y);
 
   BertHParams hp_;
   const TensorView* word_embd_ = nullptr;

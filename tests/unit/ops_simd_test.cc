@@ -5,6 +5,7 @@
 //    sum of squares differs;
 //  - Softmax: |y - ref| <= 1e-6 x max(ref) + 4e-7 x |ref| (exp by polynomial, a few ulps);
 //  - SwiGlu: |y - ref| <= 1e-6 x |ref| + 1e-30 (same exp budget through x / (1 + e^-x));
+//  - Gelu: |y - ref| <= 1e-6 x |x| + 1e-30 (erf by a rational approximation, 1.5e-7 absolute);
 //  - AttentionHead: |out - ref| <= 1e-5 x sum_p p_p |v_p| per dim (softmax budget plus FMA and
 //    summation order).
 #include <gtest/gtest.h>
@@ -98,6 +99,31 @@ TEST(OpsSimdTest, SoftmaxWithinBudget) {
       }
     }
   }
+}
+
+TEST(OpsSimdTest, GeluWithinBudget) {
+  std::mt19937 rng(9);
+  for (int64_t n : kSizes) {
+    auto x = Random(n, 3, rng);
+    if (n > 8) x[3] = -12.0f, x[4] = 12.0f, x[5] = 0.0f, x[6] = -1e-20f, x[7] = 1e-3f;  // tails, zero, tiny
+    std::vector<float> b = x;
+    GetOpsKernels(CpuLevel::kScalar).gelu(b.data(), n);
+    for (CpuLevel level : SupportedCpuLevels()) {
+      std::vector<float> a = x;
+      GetOpsKernels(level).gelu(a.data(), n);
+      for (size_t i = 0; i < a.size(); ++i) {
+        ASSERT_LE(std::fabs(a[i] - b[i]), 1e-6f * std::fabs(x[i]) + 1e-30f)
+            << CpuLevelName(level) << " n=" << n << " x=" << x[i];
+      }
+    }
+  }
+  // The reference is the erf GELU: a few known values.
+  float v[] = {-1.0f, 0.0f, 1.0f, 2.0f};
+  GeluInPlace(v, 4);
+  EXPECT_NEAR(v[0], -0.158655254f, 1e-6f);
+  EXPECT_EQ(v[1], 0.0f);
+  EXPECT_NEAR(v[2], 0.841344746f, 1e-6f);
+  EXPECT_NEAR(v[3], 1.954499736f, 1e-6f);
 }
 
 TEST(OpsSimdTest, SwiGluWithinBudget) {

@@ -209,7 +209,7 @@ void RefSwiGlu(const float* g, const float* u, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
-void GeluInPlace(float* x, int64_t n) {
+void RefGelu(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * static_cast<float>(M_SQRT1_2)));
   }
@@ -255,10 +255,10 @@ void RefAttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd,
 
 const OpsKernels& GetOpsKernels(CpuLevel level) {
   static const OpsKernels kScalar{RefQuantizeRowQ8Act, RefRmsNorm, RefSoftmaxInPlace, RefSwiGlu, RefAxpy,
-                                  RefAttentionHead};
+                                  RefAttentionHead, RefGelu};
 #if defined(__x86_64__)
   static const OpsKernels kAvx2{avx2::QuantizeRowQ8Act, avx2::RmsNorm, avx2::SoftmaxInPlace, avx2::SwiGlu,
-                                avx2::Axpy, avx2::AttentionHead};
+                                avx2::Axpy, avx2::AttentionHead, avx2::Gelu};
   if (level == CpuLevel::kAvx2 && DetectedCpuLevel() >= CpuLevel::kAvx2) return kAvx2;
 #endif
   (void)level;
@@ -278,6 +278,7 @@ void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps
 }
 void SoftmaxInPlace(float* x, int64_t n) { Active().softmax(x, n); }
 void SwiGlu(const float* g, const float* u, float* y, int64_t n) { Active().swiglu(g, u, y, n); }
+void GeluInPlace(float* x, int64_t n) { Active().gelu(x, n); }
 void Axpy(float a, const float* x, float* y, int64_t n) { Active().axpy(a, x, y, n); }
 void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
                    float* scores, float* out) {

@@ -37,6 +37,7 @@ void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n);
 void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps);
 void SoftmaxInPlace(float* x, int64_t n);
 void SwiGlu(const float* g, const float* u, float* y, int64_t n);
+void Gelu(float* x, int64_t n);
 void Axpy(float a, const float* x, float* y, int64_t n);
 void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
                    float* scores, float* out);

@@ -5,7 +5,8 @@
 //  - QuantizeRowQ8Act, Axpy: bit-identical (same operations, no FMA);
 //  - RmsNorm: the same float formula with the sum of squares in double in another order;
 //  - Softmax, SwiGlu: exp by a degree-5 polynomial after range reduction (the Cephes expf
-//    scheme), within a few float ulps.
+//    scheme), within a few float ulps;
+//  - Gelu: erf by a rational approximation, within 1e-6 |x| of the exact GELU.
 #if defined(__x86_64__)
 #include <immintrin.h>
 
@@ -146,6 +147,29 @@ void SwiGlu(const float* g, const float* u, float* y, int64_t n) {
     _mm256_storeu_ps(y + i, _mm256_mul_ps(silu, _mm256_loadu_ps(u + i)));
   }
   for (; i < n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+// GELU(x) = x/2 (1 + erf(x / sqrt 2)), with erfc(z) for z = |x| / sqrt 2 by Abramowitz &
+// Stegun 7.1.26 (|error| <= 1.5e-7): erfc(z) = t P(t) e^(-z^2), t = 1 / (1 + p z). Then
+// 1 + erf = 2 - erfc for x >= 0 and erfc otherwise, so the negative tail keeps its precision.
+void Gelu(float* x, int64_t n) {
+  const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 z = _mm256_mul_ps(Abs(v), _mm256_set1_ps(0.70710678118654752f));
+    const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), z, one));
+    __m256 p = _mm256_set1_ps(1.061405429f);
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
+    const __m256 erfc = _mm256_mul_ps(_mm256_mul_ps(p, t), Exp(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), z), z)));
+    const __m256 nonneg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ);
+    const __m256 s = _mm256_blendv_ps(erfc, _mm256_sub_ps(two, erfc), nonneg);
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_mul_ps(half, v), s));
+  }
+  for (; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * static_cast<float>(M_SQRT1_2)));
 }
 
 namespace {
