@@ -39,6 +39,11 @@ struct KernelTraits {
   // n elements to dst[r * n + i], and the dot products of its rows with one activation row.
   void (*dequantize_tile)(const void* tile, float* dst, int64_t n) = nullptr;
   void (*dot_q8_tile)(const void* tile, const BlockQ8Act* x, int64_t n, float* out) = nullptr;
+  // Optional: the same for m activation rows at once, 1 <= m <= 4 (row i at x + i * ldx blocks,
+  // its results at out + kTileRows * i), equal bit for bit to m dot_q8_tile calls; the weights
+  // are loaded and unpacked once for all m.
+  void (*dot_q8_tiles)(const void* tile, const BlockQ8Act* x, int64_t ldx, int m, int64_t n,
+                       float* out) = nullptr;
 
   int tile_rows() const { return dequantize_tile != nullptr ? kTileRows : 1; }
 };

@@ -233,6 +233,45 @@ TEST(FrugalFormatsTest, Int8ActivationDotsWithinBudgetAtEveryLevel) {
   }
 }
 
+// The multi-row kernels (several activation rows per weight unpacking) equal one-row calls bit
+// for bit, so a sequence's logits never depend on the batch it was decoded in.
+TEST(FrugalFormatsTest, MultiRowDotsEqualOneRowDotsBitForBit) {
+  std::mt19937 rng(6);
+  std::normal_distribution<float> nd;
+  int checked = 0;
+  for (TensorType type : kFrugalTypes) {
+    for (int64_t blocks : {1, 7, 33, 129}) {
+      const int64_t cols = blocks * Group(type);
+      if (cols > 129 * 64) continue;
+      const Quantized p = RandomPacked(type, kTileRows, cols, rng);
+      const int64_t ldx = cols / kQK + 3;  // activation rows with padding between them
+      std::vector<float> x(static_cast<size_t>(cols));
+      std::vector<BlockQ8Act> xq(static_cast<size_t>(4 * ldx));
+      for (int i = 0; i < 4; ++i) {
+        for (auto& v : x) v = nd(rng) * static_cast<float>(i + 1);
+        QuantizeRowQ8Act(x.data(), &xq[static_cast<size_t>(i * ldx)], cols);
+      }
+      for (CpuLevel level : SupportedCpuLevels()) {
+        const KernelTraits* t = GetKernelTraits(type, level);
+        if (t->dot_q8_tiles == nullptr) continue;
+        for (int m = 1; m <= 4; ++m) {
+          float many[4 * kTileRows], one[kTileRows];
+          t->dot_q8_tiles(p.bytes.data(), xq.data(), ldx, m, cols, many);
+          for (int i = 0; i < m; ++i) {
+            t->dot_q8_tile(p.bytes.data(), &xq[static_cast<size_t>(i * ldx)], cols, one);
+            ASSERT_EQ(0, std::memcmp(one, many + i * kTileRows, sizeof(one)))
+                << CpuLevelName(level) << " " << TypeName(type) << " cols=" << cols << " m=" << m << " row " << i;
+          }
+        }
+        ++checked;
+      }
+    }
+  }
+  if (DetectedCpuLevel() >= CpuLevel::kAvx2) {
+    EXPECT_GT(checked, 0);
+  }
+}
+
 // MatMul over tiles: a row's output does not depend on the batch or on the other rows, and with
 // float activations it is exactly the float dot of the dequantized row.
 TEST(FrugalFormatsTest, MatMulMatchesDequantizedRowsAndIsBatchInvariant) {

@@ -79,9 +79,17 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
   const int64_t rows = j.rows, blocks = k / kQK;
   float* y = j.y;
   if (j.int8 && t.dot_q8_tile != nullptr) {
-    float out[kTileRows];
+    float out[4 * kTileRows];
     const uint8_t* tile = w.data + j.row_bytes * static_cast<size_t>(r0);
-    for (int64_t b = 0; b < batch; ++b) {
+    int64_t b = 0;
+    if (t.dot_q8_tiles != nullptr) {
+      for (; b < batch; b += 4) {
+        const int m = static_cast<int>(std::min<int64_t>(4, batch - b));
+        t.dot_q8_tiles(tile, xq + b * blocks, blocks, m, k, out);
+        for (int i = 0; i < m; ++i) std::copy_n(out + i * kTileRows, kTileRows, y + (b + i) * rows + r0);
+      }
+    }
+    for (; b < batch; ++b) {
       t.dot_q8_tile(tile, xq + b * blocks, k, out);
       std::copy_n(out, kTileRows, y + b * rows + r0);
     }

@@ -104,90 +104,161 @@ inline __m256i Broadcast4(const int8_t* x) {
   return _mm256_set1_epi32(v);
 }
 
-// Integer sums of the 8 rows of one INT8 chunk with one activation block, one row per lane:
-// each step multiplies 4 inputs of every row by the same 4 broadcast activations.
-inline __m256i ChunkSumsI8(const int8_t (*chunk)[kTileRows][kStepBytes], const int8_t* xq) {
+// Integer sums of the 8 rows of one INT8 chunk with R activation blocks (xq[i], one per
+// activation row), one weight row per lane: each step multiplies 4 inputs of every row by the
+// same 4 broadcast activations. The weights are loaded and made unsigned once for all R rows.
+template <int R>
+inline void ChunkSumsI8(const int8_t (*chunk)[kTileRows][kStepBytes], const int8_t* const* xq, __m256i* sum) {
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i sum = _mm256_setzero_si256();
+  for (int i = 0; i < R; ++i) sum[i] = _mm256_setzero_si256();
   for (int k = 0; k < kQK / kStepBytes; ++k) {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk[k]));
-    const __m256i x = Broadcast4(xq + kStepBytes * k);
-    // |w| (unsigned) times x with w's sign; |pair sums| <= 2 * 127 * 127 fits int16.
-    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)), ones));
+    const __m256i aw = _mm256_sign_epi8(w, w);
+    for (int i = 0; i < R; ++i) {
+      // |w| (unsigned) times x with w's sign; |pair sums| <= 2 * 127 * 127 fits int16.
+      const __m256i x = _mm256_sign_epi8(Broadcast4(xq[i] + kStepBytes * k), w);
+      sum[i] = _mm256_add_epi32(sum[i], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, x), ones));
+    }
   }
-  return sum;
 }
 
 // The same for an INT4 chunk. The int16 pair sums of all four steps stay below
 // 4 * 2 * 2 * 15 * 127 = 30480, so they are widened once per chunk.
-inline __m256i ChunkSumsI4(const uint8_t (*chunk)[kTileRows][kStepBytes], const int8_t* xq) {
+template <int R>
+inline void ChunkSumsI4(const uint8_t (*chunk)[kTileRows][kStepBytes], const int8_t* const* xq, __m256i* sum) {
+  constexpr int kSteps = kQK / 2 / kStepBytes;
   const __m256i mask = _mm256_set1_epi8(0x0f);
-  __m256i sum16 = _mm256_setzero_si256();
-  for (int k = 0; k < kQK / 2 / kStepBytes; ++k) {
+  // The chunk's nibbles unpacked once (8 registers), then each activation row runs through them
+  // with a single int16 accumulator, which keeps the R rows from spilling.
+  __m256i lo[kSteps], hi[kSteps];
+  for (int k = 0; k < kSteps; ++k) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk[k]));
-    const __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-    sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(lo, Broadcast4(xq + kStepBytes * k)));
-    sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(hi, Broadcast4(xq + 16 + kStepBytes * k)));
+    lo[k] = _mm256_and_si256(v, mask);
+    hi[k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
   }
-  return _mm256_madd_epi16(sum16, _mm256_set1_epi16(1));
+  for (int i = 0; i < R; ++i) {
+    __m256i sum16 = _mm256_setzero_si256();
+    for (int k = 0; k < kSteps; ++k) {
+      sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(lo[k], Broadcast4(xq[i] + kStepBytes * k)));
+      sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(hi[k], Broadcast4(xq[i] + 16 + kStepBytes * k)));
+    }
+    sum[i] = _mm256_madd_epi16(sum16, _mm256_set1_epi16(1));
+  }
 }
 
-template <int G>
-void DotTileI8(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
+// Dot products of a tile's 8 rows with R activation rows (x + i * ldx blocks), out[i * 8 + r].
+// Every row's sum takes the same operations in the same order whatever R, so the R-row kernels
+// equal R calls of the one-row ones bit for bit.
+template <int G, int R>
+void DotTileI8(const void* tile, const BlockQ8Act* x, int64_t ldx, int64_t n, float* out) {
   const auto* b = static_cast<const BlockI8<G>*>(tile);
-  __m256 acc = _mm256_setzero_ps();
+  __m256 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
   for (int64_t g = 0; g < n / G; ++g) {
     const __m256 d = LoadHalf8(b[g].d);
     for (int c = 0; c < G / kQK; ++c) {
-      const BlockQ8Act& xb = x[g * (G / kQK) + c];
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ChunkSumsI8(b[g].qs[c], xb.qs)),
-                            _mm256_mul_ps(d, _mm256_set1_ps(xb.d)), acc);
+      const BlockQ8Act* xb[R];
+      const int8_t* xq[R];
+      for (int i = 0; i < R; ++i) xb[i] = x + i * ldx + g * (G / kQK) + c, xq[i] = xb[i]->qs;
+      __m256i sum[R];
+      ChunkSumsI8<R>(b[g].qs[c], xq, sum);
+      for (int i = 0; i < R; ++i) {
+        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[i]), _mm256_mul_ps(d, _mm256_set1_ps(xb[i]->d)), acc[i]);
+      }
     }
   }
-  _mm256_storeu_ps(out, acc);
+  for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * kR, acc[i]);
 }
 
-void DotTileI8C(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
+template <int R>
+void DotTileI8C(const void* tile, const BlockQ8Act* x, int64_t ldx, int64_t n, float* out) {
   const auto* h = static_cast<const TileI8CHeader*>(tile);
   const auto* b = reinterpret_cast<const BlockI8C*>(h + 1);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();  // even, odd chunks
-  int64_t k = 0;
+  __m256 acc0[R], acc1[R];  // even, odd chunks
+  for (int i = 0; i < R; ++i) acc0[i] = acc1[i] = _mm256_setzero_ps();
   const int64_t nb = n / kQK;
-  auto chunk = [&](int64_t i) { return _mm256_cvtepi32_ps(ChunkSumsI8(b[i].qs, x[i].qs)); };
+  auto chunk = [&](int64_t k, __m256* acc) {
+    const int8_t* xq[R];
+    for (int i = 0; i < R; ++i) xq[i] = x[i * ldx + k].qs;
+    __m256i sum[R];
+    ChunkSumsI8<R>(b[k].qs, xq, sum);
+    for (int i = 0; i < R; ++i) acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[i]), _mm256_set1_ps(x[i * ldx + k].d), acc[i]);
+  };
+  int64_t k = 0;
   for (; k + 2 <= nb; k += 2) {
-    acc0 = _mm256_fmadd_ps(chunk(k), _mm256_set1_ps(x[k].d), acc0);
-    acc1 = _mm256_fmadd_ps(chunk(k + 1), _mm256_set1_ps(x[k + 1].d), acc1);
+    chunk(k, acc0);
+    chunk(k + 1, acc1);
   }
-  if (k < nb) acc0 = _mm256_fmadd_ps(chunk(k), _mm256_set1_ps(x[k].d), acc0);
-  _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_add_ps(acc0, acc1), _mm256_loadu_ps(h->d)));
+  if (k < nb) chunk(k, acc0);
+  for (int i = 0; i < R; ++i) {
+    _mm256_storeu_ps(out + i * kR, _mm256_mul_ps(_mm256_add_ps(acc0[i], acc1[i]), _mm256_loadu_ps(h->d)));
+  }
 }
 
-template <int G, bool kAsym>
-void DotTileI4(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
+template <int G, bool kAsym, int R>
+void DotTileI4(const void* tile, const BlockQ8Act* x, int64_t ldx, int64_t n, float* out) {
   using Block = std::conditional_t<kAsym, BlockI4A<G>, BlockI4S<G>>;
   const auto* b = static_cast<const Block*>(tile);
-  __m256 acc = _mm256_setzero_ps();
-  __m256 corr = _mm256_setzero_ps();  // sum over groups of (d or m) * sum(x)
+  __m256 acc[R], corr[R];  // corr: sum over groups of (d or m) * sum(x)
+  for (int i = 0; i < R; ++i) acc[i] = corr[i] = _mm256_setzero_ps();
   for (int64_t g = 0; g < n / G; ++g) {
     const __m256 d = LoadHalf8(b[g].d);
-    float xs = 0;
+    float xs[R] = {};
     for (int c = 0; c < G / kQK; ++c) {
-      const BlockQ8Act& xb = x[g * (G / kQK) + c];
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ChunkSumsI4(b[g].qs[c], xb.qs)),
-                            _mm256_mul_ps(d, _mm256_set1_ps(xb.d)), acc);
-      xs += xb.s;
+      const BlockQ8Act* xb[R];
+      const int8_t* xq[R];
+      for (int i = 0; i < R; ++i) xb[i] = x + i * ldx + g * (G / kQK) + c, xq[i] = xb[i]->qs;
+      __m256i sum[R];
+      ChunkSumsI4<R>(b[g].qs[c], xq, sum);
+      for (int i = 0; i < R; ++i) {
+        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[i]), _mm256_mul_ps(d, _mm256_set1_ps(xb[i]->d)), acc[i]);
+        xs[i] += xb[i]->s;
+      }
     }
+    for (int i = 0; i < R; ++i) {
+      if constexpr (kAsym) {
+        corr[i] = _mm256_fmadd_ps(LoadHalf8(b[g].m), _mm256_set1_ps(xs[i]), corr[i]);
+      } else {
+        corr[i] = _mm256_fmadd_ps(d, _mm256_set1_ps(xs[i]), corr[i]);
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i) {
     if constexpr (kAsym) {
-      corr = _mm256_fmadd_ps(LoadHalf8(b[g].m), _mm256_set1_ps(xs), corr);
+      _mm256_storeu_ps(out + i * kR, _mm256_add_ps(acc[i], corr[i]));
     } else {
-      corr = _mm256_fmadd_ps(d, _mm256_set1_ps(xs), corr);
+      _mm256_storeu_ps(out + i * kR, _mm256_fnmadd_ps(_mm256_set1_ps(8.0f), corr[i], acc[i]));  // q - 8
     }
   }
-  if constexpr (kAsym) {
-    _mm256_storeu_ps(out, _mm256_add_ps(acc, corr));
-  } else {
-    _mm256_storeu_ps(out, _mm256_fnmadd_ps(_mm256_set1_ps(8.0f), corr, acc));  // q - 8
+}
+
+// f(std::integral_constant<int, m>) for m in 1..4, so that each row count gets its own kernel.
+template <class F>
+inline void WithRows(int m, F&& f) {
+  switch (m) {
+    case 1: return f(std::integral_constant<int, 1>());
+    case 2: return f(std::integral_constant<int, 2>());
+    case 3: return f(std::integral_constant<int, 3>());
+    default: return f(std::integral_constant<int, 4>());
   }
+}
+
+// KernelTraits' entry points: dot_q8_tile (one activation row) and dot_q8_tiles (1..4 rows).
+template <int G>
+void DotTileI8One(const void* t, const BlockQ8Act* x, int64_t n, float* out) { DotTileI8<G, 1>(t, x, 0, n, out); }
+template <int G>
+void DotTilesI8(const void* t, const BlockQ8Act* x, int64_t ldx, int m, int64_t n, float* out) {
+  WithRows(m, [&](auto r) { DotTileI8<G, decltype(r)::value>(t, x, ldx, n, out); });
+}
+void DotTileI8COne(const void* t, const BlockQ8Act* x, int64_t n, float* out) { DotTileI8C<1>(t, x, 0, n, out); }
+void DotTilesI8C(const void* t, const BlockQ8Act* x, int64_t ldx, int m, int64_t n, float* out) {
+  WithRows(m, [&](auto r) { DotTileI8C<decltype(r)::value>(t, x, ldx, n, out); });
+}
+template <int G, bool kAsym>
+void DotTileI4One(const void* t, const BlockQ8Act* x, int64_t n, float* out) { DotTileI4<G, kAsym, 1>(t, x, 0, n, out); }
+template <int G, bool kAsym>
+void DotTilesI4(const void* t, const BlockQ8Act* x, int64_t ldx, int m, int64_t n, float* out) {
+  WithRows(m, [&](auto r) { DotTileI4<G, kAsym, decltype(r)::value>(t, x, ldx, n, out); });
 }
 
 }  // namespace
@@ -195,16 +266,16 @@ void DotTileI4(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
 const KernelTraits* GetAvx2FrugalTraits(TensorType type) {
   // In type id order, kI8_C (1024) .. kI4A_G128 (1033).
   static const KernelTraits kTable[] = {
-      {.dequantize_tile = DequantTileI8C, .dot_q8_tile = DotTileI8C},
-      {.dequantize_tile = DequantTileI8<32>, .dot_q8_tile = DotTileI8<32>},
-      {.dequantize_tile = DequantTileI8<64>, .dot_q8_tile = DotTileI8<64>},
-      {.dequantize_tile = DequantTileI8<128>, .dot_q8_tile = DotTileI8<128>},
-      {.dequantize_tile = DequantTileI4<32, false>, .dot_q8_tile = DotTileI4<32, false>},
-      {.dequantize_tile = DequantTileI4<64, false>, .dot_q8_tile = DotTileI4<64, false>},
-      {.dequantize_tile = DequantTileI4<128, false>, .dot_q8_tile = DotTileI4<128, false>},
-      {.dequantize_tile = DequantTileI4<32, true>, .dot_q8_tile = DotTileI4<32, true>},
-      {.dequantize_tile = DequantTileI4<64, true>, .dot_q8_tile = DotTileI4<64, true>},
-      {.dequantize_tile = DequantTileI4<128, true>, .dot_q8_tile = DotTileI4<128, true>},
+      {.dequantize_tile = DequantTileI8C, .dot_q8_tile = DotTileI8COne, .dot_q8_tiles = DotTilesI8C},
+      {.dequantize_tile = DequantTileI8<32>, .dot_q8_tile = DotTileI8One<32>, .dot_q8_tiles = DotTilesI8<32>},
+      {.dequantize_tile = DequantTileI8<64>, .dot_q8_tile = DotTileI8One<64>, .dot_q8_tiles = DotTilesI8<64>},
+      {.dequantize_tile = DequantTileI8<128>, .dot_q8_tile = DotTileI8One<128>, .dot_q8_tiles = DotTilesI8<128>},
+      {.dequantize_tile = DequantTileI4<32, false>, .dot_q8_tile = DotTileI4One<32, false>, .dot_q8_tiles = DotTilesI4<32, false>},
+      {.dequantize_tile = DequantTileI4<64, false>, .dot_q8_tile = DotTileI4One<64, false>, .dot_q8_tiles = DotTilesI4<64, false>},
+      {.dequantize_tile = DequantTileI4<128, false>, .dot_q8_tile = DotTileI4One<128, false>, .dot_q8_tiles = DotTilesI4<128, false>},
+      {.dequantize_tile = DequantTileI4<32, true>, .dot_q8_tile = DotTileI4One<32, true>, .dot_q8_tiles = DotTilesI4<32, true>},
+      {.dequantize_tile = DequantTileI4<64, true>, .dot_q8_tile = DotTileI4One<64, true>, .dot_q8_tiles = DotTilesI4<64, true>},
+      {.dequantize_tile = DequantTileI4<128, true>, .dot_q8_tile = DotTileI4One<128, true>, .dot_q8_tiles = DotTilesI4<128, true>},
   };
   const uint32_t i = static_cast<uint32_t>(type) - static_cast<uint32_t>(TensorType::kI8_C);
   return i < std::size(kTable) ? &kTable[i] : nullptr;
