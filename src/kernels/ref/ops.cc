@@ -82,7 +82,7 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
     float out[4 * kTileRows];
     const uint8_t* tile = w.data + j.row_bytes * static_cast<size_t>(r0);
     int64_t b = 0;
-    if (t.dot_q8_tiles != nullptr) {
+    if (t.dot_q8_tiles != nullptr && batch > 1) {
       for (; b < batch; b += 4) {
         const int m = static_cast<int>(std::min<int64_t>(4, batch - b));
         t.dot_q8_tiles(tile, xq + b * blocks, blocks, m, k, out);

@@ -128,6 +128,17 @@ template <int R>
 inline void ChunkSumsI4(const uint8_t (*chunk)[kTileRows][kStepBytes], const int8_t* const* xq, __m256i* sum) {
   constexpr int kSteps = kQK / 2 / kStepBytes;
   const __m256i mask = _mm256_set1_epi8(0x0f);
+  if constexpr (R == 1) {  // decode: step by step, as the weights stream in
+    __m256i sum16 = _mm256_setzero_si256();
+    for (int k = 0; k < kSteps; ++k) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk[k]));
+      const __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+      sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(lo, Broadcast4(xq[0] + kStepBytes * k)));
+      sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(hi, Broadcast4(xq[0] + 16 + kStepBytes * k)));
+    }
+    sum[0] = _mm256_madd_epi16(sum16, _mm256_set1_epi16(1));
+    return;
+  }
   // The chunk's nibbles unpacked once (8 registers), then each activation row runs through them
   // with a single int16 accumulator, which keeps the R rows from spilling.
   __m256i lo[kSteps], hi[kSteps];
