@@ -75,7 +75,47 @@ TEST(SemanticCacheTest, InsertAfterAMissReusesTheLookupsVector) {
   LookupResult foreign = *miss;
   foreign.embedded_by = std::make_shared<BagOfWordsEmbedder>();
   ASSERT_TRUE(c->Insert(kScope, "shop", "is the parcel insured", "Yes.", &foreign).ok());
-  EXPECT_EQ(f.emb->calls.load(), calls + 2);  // the insert embedded, and so did the hit lookup
+  EXPECT_EQ(f.emb->calls.load(), calls + 1);  // the insert embedded; the exact repeat did not
+}
+
+TEST(SemanticCacheTest, ExactRepeatHitsWithoutEmbedding) {
+  Fixture f;
+  int64_t now = 1'000'000;
+  auto o = f.Options();
+  o.now_ms = [&] { return now; };
+  o.ttl = std::chrono::seconds(10);
+  auto c = f.Open(o);
+  ASSERT_TRUE(c->Insert(kScope, "shop", "price of item 1299", "$12.50").ok());
+  const int calls = f.emb->calls.load();
+  auto r = c->Lookup(kScope, "shop", "price of item 1299");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->hit && r->exact);
+  EXPECT_EQ(r->response, "$12.50");
+  EXPECT_EQ(r->similarity, 1.0f);
+  EXPECT_EQ(f.emb->calls.load(), calls);
+  // Not for another scope, nor for a text that differs at all (those take the vector path).
+  auto other = c->Lookup(ScopeKey({"shop", "other-model", "", ""}), "shop", "price of item 1299");
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->hit);
+  auto near = c->Lookup(kScope, "shop", "price of item 1300");
+  ASSERT_TRUE(near.ok());
+  EXPECT_FALSE(near->exact);
+  EXPECT_FALSE(near->hit) << "the guard still refuses another number";
+  EXPECT_EQ(f.emb->calls.load(), calls + 2);
+  // Expired entries and invalidated ones are not served.
+  now += 11'000;
+  auto expired = c->Lookup(kScope, "shop", "price of item 1299");
+  ASSERT_TRUE(expired.ok());
+  EXPECT_FALSE(expired->hit);
+  ASSERT_TRUE(c->Insert(kScope, "shop", "price of item 1299", "$13.00").ok());
+  auto newer = c->Lookup(kScope, "shop", "price of item 1299");
+  ASSERT_TRUE(newer.ok());
+  EXPECT_TRUE(newer->exact);
+  EXPECT_EQ(newer->response, "$13.00");
+  EXPECT_EQ(c->InvalidateQuery(kScope, "price of item 1299"), 1u);
+  auto gone = c->Lookup(kScope, "shop", "price of item 1299");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(gone->hit);
 }
 
 TEST(SemanticCacheTest, PerNamespaceThreshold) {

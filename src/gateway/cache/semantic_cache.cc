@@ -112,6 +112,7 @@ int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, 
 void CacheMetrics::Register(MetricsRegistry& r, std::function<double()> entries, const char* search_help) {
   lookups = &r.AddCounter("frugal_cache_lookups", "Semantic cache lookups");
   hits = &r.AddCounter("frugal_cache_hits", "Lookups answered from the cache");
+  exact_hits = &r.AddCounter("frugal_cache_exact_hits", "Hits on the very same query text, answered without embedding");
   misses = &r.AddCounter("frugal_cache_misses", "Lookups not answered from the cache");
   rejected = &r.AddCounter("frugal_cache_rejected_by_guard", "Candidate hits refused by the verifier (numbers, negation)");
   insertions = &r.AddCounter("frugal_cache_insertions", "Entries written");
@@ -131,6 +132,7 @@ void CacheMetrics::Register(MetricsRegistry& r, std::function<double()> entries,
 void CacheMetrics::Counted(const LookupResult& r) {
   if (r.hit) {
     hits->Add(1);
+    if (r.exact) exact_hits->Add(1);
     hits_seen.fetch_add(1);
   } else {
     misses->Add(1);
@@ -323,6 +325,24 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   LookupResult r;
   m.cm.lookups->Add(1);
   m.cm.lookups_seen.fetch_add(1);
+  if (ThresholdFor(m.opt, ns) <= 1.0f) {
+    // The very same text in the same scope needs neither embedding nor search (and cannot be
+    // missed by an approximate index); the guard has nothing to compare.
+    std::lock_guard<std::mutex> lock(m.mu);
+    auto it = m.by_query.find(Impl::QueryKey(scope, query));
+    if (it != m.by_query.end() && !it->second.empty()) {
+      auto e = m.entries.find(it->second.back());
+      if (e != m.entries.end() && e->second.expires_ms > m.Now()) {
+        r.hit = r.exact = true;
+        r.similarity = 1.0f;
+        r.cached_query = e->second.query;
+        r.response = e->second.response;
+        m.lru.splice(m.lru.begin(), m.lru, e->second.lru);
+        m.cm.Counted(r);
+        return r;
+      }
+    }
+  }
   auto g = m.Current();  // this generation stays alive until the lookup is done
   auto t0 = SteadyClock::now();
   FRUGAL_ASSIGN_OR_RETURN(std::vector<float> q, g->embedder->Embed(query));

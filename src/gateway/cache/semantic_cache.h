@@ -83,6 +83,7 @@ struct LookupResult {
   std::string cached_query;      // the query it answered (hit, or the rejected candidate)
   float similarity = 0;          // of the best candidate
   bool rejected_by_guard = false;
+  bool exact = false;  // a hit on the very same query text in the scope: no embedding, no search
   double embed_ms = 0, search_ms = 0;
   // The query's vector and the embedder that made it: a miss answered later is inserted with it
   // instead of embedding the same text twice (Insert's `looked_up`).
@@ -135,7 +136,8 @@ class Cache {
 // The metrics every backend counts, under the same names (frugal_cache_*).
 struct CacheMetrics {
   MetricsRegistry::Counter *lookups = nullptr, *hits = nullptr, *misses = nullptr, *rejected = nullptr,
-                           *insertions = nullptr, *evictions = nullptr, *rotations_total = nullptr;
+                           *insertions = nullptr, *evictions = nullptr, *rotations_total = nullptr,
+                           *exact_hits = nullptr;
   MetricsRegistry::Histogram *embed_s = nullptr, *search_s = nullptr, *rotation_s = nullptr;
   std::atomic<int64_t> lookups_seen{0}, hits_seen{0};  // for the hit-ratio gauge
 
