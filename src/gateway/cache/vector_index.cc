@@ -2,9 +2,12 @@
 
 #include "kernels/kernels.h"
 
-// Without hnswlib's own SIMD: the distance is Frugal's dispatched dot product anyway, and its
-// SSE prefetches read one element past a neighbour list (ASan reports it; hnswlib 0.6.2).
+// The distance is Frugal's dispatched dot product, so hnswlib's own SIMD only adds its SSE
+// prefetches of the next neighbours' vectors. Those read one id past a neighbour list (hnswlib
+// 0.6.2), which ASan reports, so sanitizer builds go without them.
+#if defined(__SANITIZE_ADDRESS__)
 #define NO_MANUAL_VECTORIZATION
+#endif
 #include <hnswlib/hnswlib.h>
 
 #include <algorithm>
