@@ -85,7 +85,7 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
     if (const auto k = root["cache"]) {
       FRUGAL_RETURN_IF_ERROR(CheckKeys(k, "cache", {"enabled", "model", "threads", "threshold", "namespace_thresholds", "ttl_s",
                                                      "capacity", "snapshot", "snapshot_interval_s", "context_turns",
-                                                     "nondeterministic", "redis", "redis_prefix", "redis_timeout_ms"}));
+                                                     "nondeterministic", "exact_match", "redis", "redis_prefix", "redis_timeout_ms"}));
       Get(k, "enabled", c.cache.enabled);
       Get(k, "model", c.cache.model);
       Get(k, "threads", c.cache.threads);
@@ -96,6 +96,7 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
       Get(k, "snapshot_interval_s", c.cache.snapshot_interval_s);
       Get(k, "context_turns", c.cache.context_turns);
       Get(k, "nondeterministic", c.cache.nondeterministic);
+      Get(k, "exact_match", c.cache.exact_match);
       Get(k, "redis", c.cache.redis);
       Get(k, "redis_prefix", c.cache.redis_prefix);
       Get(k, "redis_timeout_ms", c.cache.redis_timeout_ms);

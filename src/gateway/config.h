@@ -36,6 +36,7 @@ struct CacheConfig {
   int64_t snapshot_interval_s = 300;
   int context_turns = -1;                // earlier turns in the scope key; -1 = all
   bool nondeterministic = false;         // also cache requests with temperature > 0 and no seed
+  bool exact_match = true;               // the very same query text hits without embedding
   // Shared backend: "host:port" or "redis://host:port" of a Redis with RediSearch; "" = the
   // embedded cache. Replicas with the same redis and redis_prefix share one cache.
   std::string redis;

@@ -909,6 +909,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config, std::sha
   if (g.cfg.cache.enabled && embedder) {
     cache::CacheOptions co;
     co.threshold = g.cfg.cache.threshold;
+    co.exact_match = g.cfg.cache.exact_match;
     co.namespace_threshold = g.cfg.cache.namespace_threshold;
     co.ttl = std::chrono::seconds(g.cfg.cache.ttl_s);
     co.capacity = static_cast<size_t>(g.cfg.cache.capacity);

@@ -27,6 +27,7 @@ struct Fixture {
     RedisCacheOptions o;
     o.redis = server.Options();
     o.prefix = "test:cache";
+    o.cache.exact_match = false;  // these tests are about the index; ExactRepeat... covers the shortcut
     return o;
   }
   std::unique_ptr<RedisCache> Open(RedisCacheOptions o) {
@@ -108,6 +109,41 @@ TEST(RedisCacheTest, ReplicasSeeEachOthersInsertsAndInvalidations) {
 
   EXPECT_EQ(a->Clear(), 1u);
   EXPECT_EQ(b->size(), 0u);
+}
+
+TEST(RedisCacheTest, ExactRepeatHitsWithoutEmbeddingOnEveryReplica) {
+  Fixture f;
+  START_REDIS(f);
+  auto o = f.Options();
+  o.cache.exact_match = true;
+  auto a = f.Open(o);
+  auto b = f.Open(o);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->Insert(kScope, "shop", "price of item 1299", "$12.50").ok());
+  const int calls = f.emb->calls.load();
+  auto r = b->Lookup(kScope, "shop", "price of item 1299");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->hit && r->exact);
+  EXPECT_EQ(r->response, "$12.50");
+  EXPECT_EQ(f.emb->calls.load(), calls) << "an exact repeat is one HMGET, no embedding";
+  // Any other text takes the vector path, with the guard.
+  auto near = b->Lookup(kScope, "shop", "price of item 1300");
+  ASSERT_TRUE(near.ok());
+  EXPECT_FALSE(near->exact || near->hit);
+  EXPECT_EQ(f.emb->calls.load(), calls + 1);
+  // Invalidation on A reaches B's shortcut too.
+  EXPECT_EQ(a->InvalidateQuery(kScope, "price of item 1299"), 1u);
+  auto gone = b->Lookup(kScope, "shop", "price of item 1299");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(gone->hit);
+  EXPECT_NE(b->metrics().Render().find("frugal_cache_exact_hits_total 1"), std::string::npos) << b->metrics().Render();
+  // Redis gone: the shortcut is a quick miss, not an error.
+  f.server.Stop();
+  const auto t0 = Clock::now();
+  auto down = b->Lookup(kScope, "shop", "price of item 1299");
+  ASSERT_TRUE(down.ok());
+  EXPECT_FALSE(down->hit);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 1.5);
 }
 
 TEST(RedisCacheTest, ThresholdGuardAndTtl) {

@@ -251,6 +251,7 @@ TEST(SemanticCacheTest, LargeScopeMovesToHnswAndStillFindsEveryEntry) {
   Fixture f;
   auto o = f.Options();
   o.exact_max = 64;
+  o.exact_match = false;  // through the index, not the exact-text shortcut
   auto c = f.Open(o);
   for (int i = 0; i < 300; ++i) {
     ASSERT_TRUE(c->Insert(kScope, "shop", "question number w" + std::to_string(i) + " about topic t" + std::to_string(i % 17), std::to_string(i)).ok());
@@ -315,7 +316,8 @@ TEST(SemanticCacheTest, RotationUnderLoadLosesNothing) {
       std::mt19937 rng(static_cast<uint32_t>(t));
       while (!stop) {
         const auto t0 = std::chrono::steady_clock::now();
-        auto r = c->Lookup(kScope, "shop", "seed entry s" + std::to_string(rng() % 1000));
+        // Capitalised: the same vector, but not the same text, so the lookup searches the index.
+        auto r = c->Lookup(kScope, "shop", "Seed entry s" + std::to_string(rng() % 1000));
         lat[static_cast<size_t>(t)].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         if (!r.ok() || !r->hit) ++failures;
       }
@@ -339,6 +341,9 @@ TEST(SemanticCacheTest, RotationUnderLoadLosesNothing) {
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(c->rotations(), 2);
   ASSERT_GT(inserted.load(), 0);
+  // Every entry is in the new index (HNSW search itself is approximate, so this is counted),
+  // and each one answers its own query.
+  EXPECT_EQ(c->indexed(), c->size());
   for (int i = 0; i < inserted.load(); ++i) {
     auto r = c->Lookup(kScope, "shop", "new entry n" + std::to_string(i));
     ASSERT_TRUE(r.ok());
@@ -372,6 +377,7 @@ TEST(SemanticCacheTest, SnapshotSurvivesRestartAndDropsExpired) {
     auto c = f.Open(o);
     EXPECT_EQ(f.emb->calls.load(), calls_before) << "the same model's vectors are reloaded, not recomputed";
     EXPECT_EQ(c->size(), 1u);
+    EXPECT_EQ(c->indexed(), 1u);  // the reloaded entry is searchable, not only stored
     EXPECT_EQ(c->Lookup(kScope, "shop", "newer entry")->response, "b");
     EXPECT_FALSE(c->Lookup(kScope, "shop", "old entry")->hit);
   }

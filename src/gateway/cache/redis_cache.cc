@@ -273,6 +273,24 @@ StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_
   m.cm.lookups->Add(1);
   m.cm.lookups_seen.fetch_add(1);
   LookupResult r;
+  if (m.opt.cache.exact_match && ThresholdFor(m.opt.cache, ns) <= 1.0f) {
+    // The very same text in the same scope is its own key: one HMGET, no embedding.
+    auto same = m.redis.Command({"HMGET", m.Key(scope, query), "query", "response"});
+    if (!same.ok()) {
+      m.Failed("lookup", same.status());  // Redis down: a miss, never a failed request
+      m.cm.misses->Add(1);
+      return r;
+    }
+    if (same->elements.size() == 2 && same->elements[0].type == RedisReply::Type::kString &&
+        same->elements[0].str == query && same->elements[1].type == RedisReply::Type::kString) {
+      r.hit = r.exact = true;
+      r.similarity = 1.0f;
+      r.cached_query = std::move(same->elements[0].str);
+      r.response = std::move(same->elements[1].str);
+      m.cm.Counted(r);
+      return r;
+    }
+  }
   auto t0 = SteadyClock::now();
   auto q = m.embedder->Embed(query);
   if (!q.ok()) {

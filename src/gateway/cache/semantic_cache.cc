@@ -325,7 +325,7 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   LookupResult r;
   m.cm.lookups->Add(1);
   m.cm.lookups_seen.fetch_add(1);
-  if (ThresholdFor(m.opt, ns) <= 1.0f) {
+  if (m.opt.exact_match && ThresholdFor(m.opt, ns) <= 1.0f) {
     // The very same text in the same scope needs neither embedding nor search (and cannot be
     // missed by an approximate index); the guard has nothing to compare.
     std::lock_guard<std::mutex> lock(m.mu);
@@ -514,6 +514,17 @@ Status SemanticCache::Rotate(const RotateOptions& o) {
 size_t SemanticCache::size() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->entries.size();
+}
+
+size_t SemanticCache::indexed() const {
+  auto g = impl_->Current();
+  std::shared_lock lock(g->mu);
+  size_t n = 0;
+  for (const auto& [scope, p] : g->parts) {
+    std::shared_lock plock(p->mu);
+    n += p->index->size();
+  }
+  return n;
 }
 
 int64_t SemanticCache::rotations() const { return impl_->rotations.load(); }

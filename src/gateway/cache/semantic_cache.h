@@ -50,6 +50,9 @@ struct CacheOptions {
   HnswParams hnsw;
   size_t candidates = 4;                                   // nearest entries checked per lookup
   bool guard = true;                                       // verify hits (numbers, negation, substitution)
+  // A lookup of a stored query's very same text (in the same scope) hits without embedding or
+  // searching; off: every lookup goes through the vectors.
+  bool exact_match = true;
   // With the guard: a query with more than this share of tokens the embedder cannot see hits
   // only the same text (Embedder::UnknownShare).
   double max_unknown_share = 0.1;
@@ -168,6 +171,9 @@ class SemanticCache : public Cache {
   Status Snapshot(const std::string& path) const;
 
   size_t size() const override;
+  // Vectors in the serving generation's indexes: equal to size() unless an entry is missing
+  // from the index (what a rotation must never cause).
+  size_t indexed() const;
   int64_t rotations() const override;
   MetricsRegistry& metrics() override { return metrics_; }
 
