@@ -5,7 +5,8 @@
 //
 // Dot products: a chunk step holds 4 bytes of each of the 8 rows, so 4 activations broadcast
 // to every 32-bit lane meet all 8 rows in one maddubs, and each row's integer sum builds up in
-// its own lane: no horizontal adds; scaled and accumulated in float per chunk.
+// its own lane: no horizontal adds; scaled and accumulated in float per chunk. With up to 4
+// activation rows per call (batches, prefill), a chunk is loaded and unpacked once for all.
 #if defined(__x86_64__)
 #include <immintrin.h>
 
@@ -139,8 +140,8 @@ inline void ChunkSumsI4(const uint8_t (*chunk)[kTileRows][kStepBytes], const int
     sum[0] = _mm256_madd_epi16(sum16, _mm256_set1_epi16(1));
     return;
   }
-  // The chunk's nibbles unpacked once (8 registers), then each activation row runs through them
-  // with a single int16 accumulator, which keeps the R rows from spilling.
+  // Several rows: the chunk's nibbles unpacked once (8 registers), then each activation row
+  // runs through them with its own int16 accumulator.
   __m256i lo[kSteps], hi[kSteps];
   for (int k = 0; k < kSteps; ++k) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk[k]));
