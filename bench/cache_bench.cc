@@ -4,9 +4,10 @@
 // with --model, the embedding time of a ~20-token query.
 //
 //   build/bench/cache_bench --sizes 10000,100000 [--dim 384] [--queries 1000] [--noise 0.05]
-//                           [--threshold 0.92] [--model models/all-minilm-l6-v2]
+//                           [--threshold 0.92] [--ef 32,64,128] [--model models/all-minilm-l6-v2]
 //
-// Prints one line per size: build time, exact p50/p99, HNSW p50/p99 (ms), recall@1 over all
+// Prints one line per size and ef_search (the same index and queries for every ef): build
+// time, exact p50/p99, HNSW p50/p99 (ms), recall@1 over all
 // queries, and "hit recall": recall@1 over the queries whose exact nearest entry is at or above
 // the threshold, the only ones whose answer the cache would serve (for the others both searches
 // give a miss).
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   int dim = 384;
   size_t n_queries = 1000;
   float noise = 0.05f, threshold = 0.92f;
+  std::vector<size_t> efs;  // ef_search values to try on each index (default: the cache's)
   std::string model;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -54,6 +56,12 @@ int main(int argc, char** argv) {
       dim = std::stoi(v);
     } else if (k == "--queries") {
       n_queries = std::stoul(v);
+    } else if (k == "--ef") {
+      for (size_t p = 0; p < v.size();) {
+        const size_t c = v.find(',', p);
+        efs.push_back(std::stoul(v.substr(p, c - p)));
+        p = c == std::string::npos ? v.size() : c + 1;
+      }
     } else if (k == "--noise") {
       noise = std::stof(v);
     } else if (k == "--threshold") {
@@ -66,10 +74,11 @@ int main(int argc, char** argv) {
     }
   }
   const frugal::cache::HnswParams params;  // the cache's defaults
+  if (efs.empty()) efs.push_back(params.ef_search);
   std::printf("dim %d, %zu queries, noise %.3f, HNSW M=%zu ef_construction=%zu ef_search=%zu, one search thread\n", dim,
               n_queries, static_cast<double>(noise), params.m, params.ef_construction, params.ef_search);
-  std::printf("%10s %9s %11s %11s %10s %10s %9s %10s %8s %10s\n", "entries", "build s", "exact p50", "exact p99", "hnsw p50",
-              "hnsw p99", "recall@1", "query cos", "hits", "hit recall");
+  std::printf("%10s %9s %11s %11s %5s %10s %10s %9s %10s %8s %10s\n", "entries", "build s", "exact p50", "exact p99", "ef",
+              "hnsw p50", "hnsw p99", "recall@1", "query cos", "hits", "hit recall");
   std::unique_ptr<frugal::cache::VectorIndex> last;  // the largest HNSW index, for embed + search
   size_t last_n = 0;
   for (size_t n : sizes) {
@@ -93,36 +102,45 @@ int main(int argc, char** argv) {
     for (auto& x : th) x.join();
     const double build_s = Ms(t0, Clock::now()) / 1e3;
     for (size_t i = 0; i < n; ++i) (void)exact->Add(i, std::span<const float>(data.data() + i * dim, static_cast<size_t>(dim)));
-    std::vector<double> te, th_lat;
-    size_t agree = 0, hits = 0, hits_found = 0;
+    // The queries and their exact answers, once; then HNSW at each ef_search on the same index.
+    std::vector<std::vector<float>> queries(n_queries, std::vector<float>(static_cast<size_t>(dim)));
+    std::vector<frugal::cache::Neighbor> truth(n_queries);
+    std::vector<double> te;
     double cos_sum = 0;
-    std::vector<float> q(static_cast<size_t>(dim));
     for (size_t k = 0; k < n_queries; ++k) {
+      std::vector<float>& q = queries[k];
       const size_t target = rng() % n;
       for (int d = 0; d < dim; ++d) q[static_cast<size_t>(d)] = data[target * dim + static_cast<size_t>(d)] + noise * g(rng);
       frugal::cache::Normalize(q);
       double cos = 0;
       for (int d = 0; d < dim; ++d) cos += static_cast<double>(q[static_cast<size_t>(d)]) * data[target * dim + static_cast<size_t>(d)];
       cos_sum += cos;
-      auto a = Clock::now();
-      const auto e = exact->Search(q, 1);
-      auto b = Clock::now();
-      const auto h = hnsw->Search(q, 4);
-      auto c = Clock::now();
-      te.push_back(Ms(a, b));
-      th_lat.push_back(Ms(b, c));
-      const bool same = !h.empty() && h[0].label == e[0].label;
-      agree += same;
-      if (e[0].similarity >= threshold) {
-        ++hits;
-        hits_found += same;
-      }
+      const auto a = Clock::now();
+      truth[k] = exact->Search(q, 1)[0];
+      te.push_back(Ms(a, Clock::now()));
     }
-    const auto nq = static_cast<double>(n_queries);
-    std::printf("%10zu %9.1f %11.3f %11.3f %10.3f %10.3f %9.4f %10.3f %8zu %10.4f\n", n, build_s, Pct(te, 0.5), Pct(te, 0.99),
-                Pct(th_lat, 0.5), Pct(th_lat, 0.99), static_cast<double>(agree) / nq, cos_sum / nq, hits,
-                hits == 0 ? 0.0 : static_cast<double>(hits_found) / static_cast<double>(hits));
-    std::fflush(stdout);
+    for (size_t ef : efs) {
+      hnsw->SetEfSearch(ef);
+      std::vector<double> th_lat;
+      size_t agree = 0, hits = 0, hits_found = 0;
+      for (size_t k = 0; k < n_queries; ++k) {
+        const auto b = Clock::now();
+        const auto h = hnsw->Search(queries[k], 4);
+        th_lat.push_back(Ms(b, Clock::now()));
+        const bool same = !h.empty() && h[0].label == truth[k].label;
+        agree += same;
+        if (truth[k].similarity >= threshold) {
+          ++hits;
+          hits_found += same;
+        }
+      }
+      const auto nq = static_cast<double>(n_queries);
+      std::printf("%10zu %9.1f %11.3f %11.3f %5zu %10.3f %10.3f %9.4f %10.3f %8zu %10.4f\n", n, build_s, Pct(te, 0.5),
+                  Pct(te, 0.99), ef, Pct(th_lat, 0.5), Pct(th_lat, 0.99), static_cast<double>(agree) / nq, cos_sum / nq, hits,
+                  hits == 0 ? 0.0 : static_cast<double>(hits_found) / static_cast<double>(hits));
+      std::fflush(stdout);
+    }
+    hnsw->SetEfSearch(params.ef_search);
     last = std::move(hnsw);
     last_n = n;
   }

@@ -85,7 +85,8 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
     if (const auto k = root["cache"]) {
       FRUGAL_RETURN_IF_ERROR(CheckKeys(k, "cache", {"enabled", "model", "threads", "threshold", "namespace_thresholds", "ttl_s",
                                                      "capacity", "snapshot", "snapshot_interval_s", "context_turns",
-                                                     "nondeterministic", "exact_match", "redis", "redis_prefix", "redis_timeout_ms"}));
+                                                     "nondeterministic", "exact_match", "hnsw_m", "hnsw_ef_construction",
+                                                     "hnsw_ef_search", "redis", "redis_prefix", "redis_timeout_ms"}));
       Get(k, "enabled", c.cache.enabled);
       Get(k, "model", c.cache.model);
       Get(k, "threads", c.cache.threads);
@@ -97,6 +98,9 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
       Get(k, "context_turns", c.cache.context_turns);
       Get(k, "nondeterministic", c.cache.nondeterministic);
       Get(k, "exact_match", c.cache.exact_match);
+      Get(k, "hnsw_m", c.cache.hnsw_m);
+      Get(k, "hnsw_ef_construction", c.cache.hnsw_ef_construction);
+      Get(k, "hnsw_ef_search", c.cache.hnsw_ef_search);
       Get(k, "redis", c.cache.redis);
       Get(k, "redis_prefix", c.cache.redis_prefix);
       Get(k, "redis_timeout_ms", c.cache.redis_timeout_ms);
@@ -156,6 +160,13 @@ Status ValidateGatewayConfig(const GatewayConfig& c) {
   }
   if (c.cache.ttl_s < 1 || c.cache.capacity < 1) return InvalidArgument("cache.ttl_s and cache.capacity must be >= 1");
   if (c.cache.threads < 1) return InvalidArgument("cache.threads must be >= 1");
+  if (c.cache.hnsw_m < 2 || c.cache.hnsw_m > 256) return InvalidArgument("cache.hnsw_m must be 2..256");
+  if (c.cache.hnsw_ef_construction < c.cache.hnsw_m || c.cache.hnsw_ef_construction > 10'000) {
+    return InvalidArgument("cache.hnsw_ef_construction must be hnsw_m..10000");
+  }
+  if (c.cache.hnsw_ef_search < 4 || c.cache.hnsw_ef_search > 10'000) {
+    return InvalidArgument("cache.hnsw_ef_search must be 4..10000 (at least the 4 candidates a lookup checks)");
+  }
   if (c.cache.ttl_s > 10LL * 366 * 86400) return InvalidArgument("cache.ttl_s must be at most 10 years");
   if (!c.cache.redis.empty()) FRUGAL_RETURN_IF_ERROR(cache::ParseRedisAddress(c.cache.redis).status().WithContext("cache.redis"));
   if (c.cache.redis_timeout_ms < 1 || c.cache.redis_timeout_ms > 60'000) return InvalidArgument("cache.redis_timeout_ms must be 1..60000");

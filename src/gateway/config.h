@@ -37,6 +37,9 @@ struct CacheConfig {
   int context_turns = -1;                // earlier turns in the scope key; -1 = all
   bool nondeterministic = false;         // also cache requests with temperature > 0 and no seed
   bool exact_match = true;               // the very same query text hits without embedding
+  // HNSW of partitions beyond the exact-search size, and of the Redis index: graph degree,
+  // build beam, query beam (docs/benchmarks.md shows recall and latency by ef_search).
+  int64_t hnsw_m = 16, hnsw_ef_construction = 200, hnsw_ef_search = 128;
   // Shared backend: "host:port" or "redis://host:port" of a Redis with RediSearch; "" = the
   // embedded cache. Replicas with the same redis and redis_prefix share one cache.
   std::string redis;

@@ -910,6 +910,9 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config, std::sha
     cache::CacheOptions co;
     co.threshold = g.cfg.cache.threshold;
     co.exact_match = g.cfg.cache.exact_match;
+    co.hnsw.m = static_cast<size_t>(g.cfg.cache.hnsw_m);
+    co.hnsw.ef_construction = static_cast<size_t>(g.cfg.cache.hnsw_ef_construction);
+    co.hnsw.ef_search = static_cast<size_t>(g.cfg.cache.hnsw_ef_search);
     co.namespace_threshold = g.cfg.cache.namespace_threshold;
     co.ttl = std::chrono::seconds(g.cfg.cache.ttl_s);
     co.capacity = static_cast<size_t>(g.cfg.cache.capacity);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gateway/balancer/worker_pool.h"
+#include "gateway/cache/vector_index.h"
 #include "gateway/config.h"
 #include "gateway/rate_limit.h"
 #include "gateway/request.h"
@@ -733,6 +734,19 @@ TEST(ConfigTest, RedisCacheParses) {
   EXPECT_EQ(d->cache.redis_prefix, "frugal:cache");
 }
 
+TEST(ConfigTest, HnswParametersParse) {
+  auto c = ParseGatewayConfig("cache:\n  hnsw_m: 32\n  hnsw_ef_construction: 400\n  hnsw_ef_search: 64\n  exact_match: false\n");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->cache.hnsw_m, 32);
+  EXPECT_EQ(c->cache.hnsw_ef_construction, 400);
+  EXPECT_EQ(c->cache.hnsw_ef_search, 64);
+  EXPECT_FALSE(c->cache.exact_match);
+  auto d = ParseGatewayConfig("");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->cache.hnsw_ef_search, static_cast<int64_t>(cache::HnswParams{}.ef_search));  // the library's default
+  EXPECT_TRUE(d->cache.exact_match);
+}
+
 TEST(ConfigTest, EmptyConfigIsTheDefaults) {
   for (const char* text : {"", "# nothing\n", "~"}) {
     auto c = ParseGatewayConfig(text);
@@ -781,6 +795,9 @@ TEST(ConfigTest, BadValuesAreRefused) {
   ExpectRefused("cache:\n  namespace_thresholds:\n    t: 2\n", "t");
   ExpectRefused("cache:\n  namespace_thresholds: [1]\n", "namespace_thresholds");
   ExpectRefused("cache:\n  threads: 0\n", "threads");
+  ExpectRefused("cache:\n  hnsw_m: 1\n", "hnsw_m");
+  ExpectRefused("cache:\n  hnsw_ef_construction: 8\n", "hnsw_ef_construction");  // below m (16)
+  ExpectRefused("cache:\n  hnsw_ef_search: 2\n", "hnsw_ef_search");
   ExpectRefused("cache:\n  ttl_s: 0\n", "ttl_s");
   ExpectRefused("health:\n  eject_after: 0\n", "eject_after");
   ExpectRefused("health:\n  restore_after: 0\n", "restore_after");

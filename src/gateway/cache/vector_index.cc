@@ -191,6 +191,10 @@ class HnswIndex : public VectorIndex {
   }
   int dim() const override { return dim_; }
   const char* kind() const override { return "hnsw"; }
+  void SetEfSearch(size_t ef) override {
+    std::unique_lock lock(mu_);  // searches read it under the shared lock
+    index_->setEf(ef);
+  }
 
  private:
   const int dim_;

@@ -40,6 +40,8 @@ class VectorIndex {
   virtual size_t size() const = 0;  // live vectors
   virtual int dim() const = 0;
   virtual const char* kind() const = 0;
+  // HNSW's query-time beam; waits for running searches. Exact search ignores it.
+  virtual void SetEfSearch(size_t /*ef*/) {}
 };
 
 std::unique_ptr<VectorIndex> NewExactIndex(int dim);
