@@ -34,6 +34,17 @@ double Pct(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
+// "10000,100000" -> {10000, 100000}
+std::vector<size_t> NumberList(const std::string& v) {
+  std::vector<size_t> out;
+  for (size_t p = 0; p < v.size();) {
+    const size_t c = v.find(',', p);
+    out.push_back(std::stoul(v.substr(p, c - p)));
+    p = c == std::string::npos ? v.size() : c + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -46,22 +57,13 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--sizes") {
-      sizes.clear();
-      for (size_t p = 0; p < v.size();) {
-        const size_t c = v.find(',', p);
-        sizes.push_back(std::stoul(v.substr(p, c - p)));
-        p = c == std::string::npos ? v.size() : c + 1;
-      }
+      sizes = NumberList(v);
     } else if (k == "--dim") {
       dim = std::stoi(v);
     } else if (k == "--queries") {
       n_queries = std::stoul(v);
     } else if (k == "--ef") {
-      for (size_t p = 0; p < v.size();) {
-        const size_t c = v.find(',', p);
-        efs.push_back(std::stoul(v.substr(p, c - p)));
-        p = c == std::string::npos ? v.size() : c + 1;
-      }
+      efs = NumberList(v);
     } else if (k == "--noise") {
       noise = std::stof(v);
     } else if (k == "--threshold") {
