@@ -263,6 +263,22 @@ TEST(SemanticCacheTest, LargeScopeMovesToHnswAndStillFindsEveryEntry) {
     hits += r->hit && r->response == std::to_string(i);
   }
   EXPECT_GE(hits, 297) << "HNSW recall of exact repeats";
+
+  // Emptied (here by Clear), the partition starts over and grows into HNSW again.
+  EXPECT_EQ(c->Clear(), 300u);
+  EXPECT_EQ(c->indexed(), 0u);
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(c->Insert(kScope, "shop", "refill question r" + std::to_string(i), "r" + std::to_string(i)).ok());
+  EXPECT_EQ(c->indexed(), 100u);
+  int refound = 0;
+  for (int i = 0; i < 100; ++i) {
+    auto r = c->Lookup(kScope, "shop", "refill question r" + std::to_string(i));
+    ASSERT_TRUE(r.ok());
+    refound += r->hit && r->response == "r" + std::to_string(i);
+  }
+  EXPECT_GE(refound, 99);
+  auto old = c->Lookup(kScope, "shop", "question number w5 about topic t5");
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old->hit) << "a cleared entry came back";
 }
 
 TEST(VectorIndexTest, HnswRecallAgainstExactSearch) {
