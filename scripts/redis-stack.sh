@@ -34,5 +34,10 @@ if [ ! -e "$LIBS/libssl.so.1.1" ] || [ ! -e "$LIBS/libcrypto.so.1.1" ]; then
     exit 2
   fi
 fi
+# redis-server refuses a --dir that does not exist: make it.
+args=("$@")
+for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+  if [ "${args[$i]}" = "--dir" ]; then mkdir -p "${args[$((i + 1))]}"; fi
+done
 export LD_LIBRARY_PATH="$LIBS:$SITE/psycopg2_binary.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 exec "$W/bin/redis-server" --bind 127.0.0.1 --save '' --appendonly no --loadmodule "$W/lib/redisearch.so" "$@"
