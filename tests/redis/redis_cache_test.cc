@@ -194,6 +194,35 @@ TEST(RedisCacheTest, ThresholdGuardAndTtl) {
   EXPECT_NE(m.find("frugal_cache_hits_total 1"), std::string::npos) << m;
 }
 
+// FT.INFO calls Redis has served, from INFO commandstats.
+int64_t FtInfoCalls(RedisClient& redis) {
+  auto r = redis.Command({"INFO", "commandstats"});
+  if (!r.ok()) return -1;
+  const std::string text = r->Text();
+  const size_t at = text.find("cmdstat_FT.INFO:calls=");
+  return at == std::string::npos ? 0 : std::strtoll(text.c_str() + at + 22, nullptr, 10);
+}
+
+TEST(RedisCacheTest, ScrapesReuseARecentEntriesCount) {
+  Fixture f;
+  START_REDIS(f);
+  auto c = f.Open();
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(c->Insert(kScope, "shop", "how is shipping charged", "By weight.").ok());
+  ASSERT_TRUE(c->Insert(kScope, "shop", "do you ship to canada", "Yes.").ok());
+  RedisClient admin(f.server.Options());
+  const int64_t before = FtInfoCalls(admin);
+  ASSERT_GE(before, 0);
+  for (int i = 0; i < 20; ++i) {
+    const std::string m = c->metrics().Render();
+    ASSERT_NE(m.find("frugal_cache_entries 2"), std::string::npos) << m;
+  }
+  // Twenty scrapes, at most one FT.INFO; size() itself still asks (and is exact).
+  EXPECT_LE(FtInfoCalls(admin) - before, 1);
+  ASSERT_TRUE(c->Insert(kScope, "shop", "what are your opening hours", "9 to 5.").ok());
+  EXPECT_EQ(c->size(), 3u);
+}
+
 TEST(RedisCacheTest, AnInstanceRestartKeepsTheEntries) {
   Fixture f;
   START_REDIS(f);

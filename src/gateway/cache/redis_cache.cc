@@ -28,6 +28,7 @@ std::string Blob(const std::vector<float>& v) {
 // Keys per UNLINK: each removal updates the HNSW graphs synchronously (about 1 ms per entry at
 // 10k entries), so a batch must stay well inside the command timeout.
 constexpr size_t kUnlinkBatch = 100;
+constexpr std::chrono::seconds kEntriesGaugeMaxAge{5};
 
 // RediSearch's error for a name that is neither an index nor an alias.
 bool IsUnknownIndex(const Status& st) {
@@ -51,6 +52,11 @@ struct RedisCache::Impl {
   HnswParams hnsw;  // guarded by hnsw_mu: what the next index is built with
   std::atomic<int64_t> rotations{0};
   std::atomic<int64_t> last_log_ms{0};
+  // The entries gauge: FT.INFO costs tens of ms on a large index, so a scrape reuses a count
+  // younger than kEntriesGaugeMaxAge instead of asking again.
+  std::mutex gauge_mu;
+  SteadyClock::time_point gauge_at{};
+  double gauge_entries = 0;
 
   CacheMetrics cm;
   MetricsRegistry::Counter* backend_errors = nullptr;
@@ -219,7 +225,18 @@ StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder>
   Impl& m = *cache->impl_;
   MetricsRegistry& r = cache->metrics_;
   RedisCache* self = cache.get();
-  m.cm.Register(r, [self] { return static_cast<double>(self->size()); }, "Index search time per lookup (Redis round trip)");
+  m.cm.Register(
+      r,
+      [self, &m] {
+        std::lock_guard<std::mutex> l(m.gauge_mu);
+        const auto now = SteadyClock::now();
+        if (m.gauge_at == SteadyClock::time_point{} || now - m.gauge_at >= kEntriesGaugeMaxAge) {
+          m.gauge_entries = static_cast<double>(self->size());
+          m.gauge_at = now;
+        }
+        return m.gauge_entries;
+      },
+      "Index search time per lookup (Redis round trip)");
   m.backend_errors = &r.AddCounter("frugal_cache_backend_errors", "Redis operations that failed (the cache missed)", "op");
   r.AddGauge("frugal_cache_backend_up", "1 while Redis answers", [&m] { return m.redis.reachable() ? 1.0 : 0.0; });
   // A conflict (another model under the prefix) is a configuration error: refuse to start. An
