@@ -31,6 +31,12 @@ struct Pipeline {
   bool replace_space = false;         // Replace(" ", "▁")
   bool bert_normalizer = false;
   bool clean_text = true, handle_chinese_chars = true, strip_accents = true, lowercase = true;
+  std::string precompiled_charsmap;  // Precompiled (raw bytes)
+  bool has_precompiled = false;
+  bool strip_left = false, strip_right = false;  // Strip
+  bool collapse_spaces = false;                  // Replace(Regex(" {2,}"), collapse_to)
+  std::string collapse_to;
+  bool whitespace_split = false;                 // pre_tokenizer WhitespaceSplit
   // pre_tokenizer
   std::vector<std::string> patterns;
   bool byte_level = false;
@@ -47,6 +53,38 @@ struct Pipeline {
 };
 
 bool IsNull(const json& j, const char* key) { return !j.contains(key) || j.at(key).is_null(); }
+
+StatusOr<std::string> DecodeBase64(std::string_view in) {
+  std::string out;
+  out.reserve(in.size() / 4 * 3);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v;
+    if (c >= 'A' && c <= 'Z') {
+      v = c - 'A';
+    } else if (c >= 'a' && c <= 'z') {
+      v = c - 'a' + 26;
+    } else if (c >= '0' && c <= '9') {
+      v = c - '0' + 52;
+    } else if (c == '+' || c == '-') {
+      v = 62;
+    } else if (c == '/' || c == '_') {
+      v = 63;
+    } else if (c == '=' || c == '\n' || c == '\r') {
+      continue;
+    } else {
+      return InvalidArgument("tokenizer.json: precompiled_charsmap is not base64");
+    }
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
 
 StatusOr<std::string> TypeOf(const json& j, const char* what) {
   if (!j.is_object() || !j.contains("type") || !j.at("type").is_string()) {
@@ -72,11 +110,24 @@ Status ParseNormalizer(const json& n, Pipeline* p, int depth = 0) {
     p->prepend_space_marker = true;
   } else if (type == "Replace") {
     const json& pattern = n.at("pattern");
-    if (!pattern.contains("String") || pattern.at("String").get<std::string>() != " " ||
-        n.at("content").get<std::string>() != kSpaceMarker) {
-      return Unimplemented("tokenizer.json: only the Replace(\" \", \"▁\") normalizer is supported");
+    const std::string content = n.at("content").get<std::string>();
+    if (pattern.contains("String") && pattern.at("String").get<std::string>() == " " && content == kSpaceMarker) {
+      p->replace_space = true;
+    } else if (pattern.contains("Regex") && pattern.at("Regex").get<std::string>() == " {2,}" &&
+               (content == " " || content == kSpaceMarker)) {
+      p->collapse_spaces = true;  // SentencePiece's remove_extra_whitespaces, as HF converts it
+      p->collapse_to = content;
+    } else {
+      return Unimplemented("tokenizer.json: only the Replace(\" \", \"▁\") and Replace(\" {2,}\", ...) normalizers are supported");
     }
-    p->replace_space = true;
+  } else if (type == "Precompiled") {
+    p->has_precompiled = true;
+    if (!IsNull(n, "precompiled_charsmap")) {
+      FRUGAL_ASSIGN_OR_RETURN(p->precompiled_charsmap, DecodeBase64(n.at("precompiled_charsmap").get<std::string>()));
+    }
+  } else if (type == "Strip") {
+    p->strip_left = n.value("strip_left", false);
+    p->strip_right = n.value("strip_right", false);
   } else if (type == "BertNormalizer") {
     p->bert_normalizer = true;
     p->clean_text = n.value("clean_text", true);
@@ -134,6 +185,9 @@ Status ParsePreTokenizer(const json& t, Pipeline* p, int depth = 0) {
     }
   } else if (type == "BertPreTokenizer") {
     p->bert_pre_tokenizer = true;
+  } else if (type == "WhitespaceSplit") {
+    if (p->metaspace) return Unimplemented("tokenizer.json: WhitespaceSplit after Metaspace");
+    p->whitespace_split = true;
   } else {
     return Unimplemented("tokenizer.json: pre_tokenizer '" + type + "' is not supported");
   }
@@ -221,14 +275,16 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
   if (model_type.empty()) {  // old files omit the type
     model_type = model.contains("merges") ? "BPE" : model.contains("max_input_chars_per_word") ? "WordPiece" : "";
   }
-  if (model_type != "BPE" && model_type != "WordPiece") {
+  if (model_type != "BPE" && model_type != "WordPiece" && model_type != "Unigram") {
     return Unimplemented("tokenizer.json: model type '" + model_type +
-                         "' is not supported (supported: BPE, WordPiece)");
+                         "' is not supported (supported: BPE, WordPiece, Unigram)");
   }
+  const bool unigram = model_type == "Unigram";
 
-  // Vocabulary and added tokens (which may extend it).
+  // Vocabulary and added tokens (which may extend it). Unigram's is a list of [piece, score].
   const json& vocab = model.at("vocab");
-  if (!vocab.is_object()) return InvalidArgument("tokenizer.json: model.vocab is not an object");
+  if (!unigram && !vocab.is_object()) return InvalidArgument("tokenizer.json: model.vocab is not an object");
+  if (unigram && !vocab.is_array()) return InvalidArgument("tokenizer.json: Unigram model.vocab is not an array");
   int64_t max_id = -1;
   auto check_id = [&max_id](int64_t id) -> Status {
     if (id < 0 || id >= kMaxVocab) {
@@ -237,7 +293,11 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
     max_id = std::max(max_id, id);
     return Status::Ok();
   };
-  for (const auto& [text, id] : vocab.items()) FRUGAL_RETURN_IF_ERROR(check_id(id.get<int64_t>()));
+  if (unigram) {
+    FRUGAL_RETURN_IF_ERROR(check_id(static_cast<int64_t>(vocab.size()) - 1));
+  } else {
+    for (const auto& [text, id] : vocab.items()) FRUGAL_RETURN_IF_ERROR(check_id(id.get<int64_t>()));
+  }
   const json added = IsNull(root, "added_tokens") ? json::array() : root.at("added_tokens");
   if (!added.is_array()) return InvalidArgument("tokenizer.json: added_tokens is not an array");
   for (const json& a : added) FRUGAL_RETURN_IF_ERROR(check_id(a.at("id").get<int64_t>()));
@@ -246,7 +306,19 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
   TokenizerSpec spec;
   spec.tokens.resize(static_cast<size_t>(max_id) + 1);
   spec.token_types.assign(spec.tokens.size(), kTypeNormal);
-  for (const auto& [text, id] : vocab.items()) spec.tokens[id.get<int64_t>()] = text;
+  if (unigram) {
+    spec.piece_scores.assign(spec.tokens.size(), 0.0);
+    for (size_t i = 0; i < vocab.size(); ++i) {
+      const json& e = vocab.at(i);
+      if (!e.is_array() || e.size() != 2 || !e.at(0).is_string() || !e.at(1).is_number()) {
+        return InvalidArgument("tokenizer.json: Unigram vocab entry " + std::to_string(i) + " is not [piece, score]");
+      }
+      spec.tokens[i] = e.at(0).get<std::string>();
+      spec.piece_scores[i] = e.at(1).get<double>();
+    }
+  } else {
+    for (const auto& [text, id] : vocab.items()) spec.tokens[id.get<int64_t>()] = text;
+  }
   for (const json& a : added) {
     const auto id = a.at("id").get<int64_t>();
     spec.tokens[id] = a.at("content").get<std::string>();
@@ -278,7 +350,49 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
     return InvalidArgument("tokenizer.json: post_processor id outside the vocabulary");
   }
 
-  if (model_type == "WordPiece") {
+  const bool unigram_parts = p.has_precompiled || p.strip_left || p.strip_right || p.collapse_spaces || p.whitespace_split;
+  if (unigram_parts && !unigram) {
+    return Unimplemented("tokenizer.json: Precompiled, Strip, Replace(\" {2,}\") and WhitespaceSplit are supported with Unigram models only");
+  }
+  if (unigram) {
+    spec.kind = TokenizerKind::kSentencePieceUnigram;
+    if (p.byte_level || p.bert_pre_tokenizer || p.bert_normalizer || !p.patterns.empty() || p.replace_space ||
+        p.prepend_space_marker) {
+      return Unimplemented("tokenizer.json: a Unigram model with other normalizers or pre-tokenizers than "
+                           "Precompiled / NFKC / Strip / Replace(\" {2,}\") and WhitespaceSplit / Metaspace");
+    }
+    if (!p.metaspace) return Unimplemented("tokenizer.json: a Unigram model without a Metaspace pre-tokenizer");
+    if (p.has_precompiled && !p.normal_form.empty()) {
+      return Unimplemented("tokenizer.json: both a Precompiled and a unicode normalizer");
+    }
+    spec.precompiled_charsmap = std::move(p.precompiled_charsmap);
+    spec.unicode_normalization = p.normal_form;
+    spec.strip_left = p.strip_left;
+    spec.strip_right = p.strip_right;
+    spec.collapse_spaces = p.collapse_spaces;
+    if (p.collapse_spaces) spec.collapse_spaces_to = p.collapse_to == kSpaceMarker ? " " : p.collapse_to;
+    spec.whitespace_split = p.whitespace_split;
+    spec.metaspace_split = p.metaspace_split;
+    spec.add_space_prefix = p.metaspace_scheme != "never";
+    spec.space_prefix_mode = p.metaspace_scheme == "first" ? TokenizerSpec::SpacePrefix::kFirstUnlessSpace
+                                                           : TokenizerSpec::SpacePrefix::kAlwaysUnlessSpace;
+    spec.byte_fallback = model.value("byte_fallback", false);
+    if (!IsNull(model, "unk_id")) {
+      const auto unk = model.at("unk_id").get<int64_t>();
+      if (unk < 0 || unk >= static_cast<int64_t>(spec.tokens.size())) {
+        return InvalidArgument("tokenizer.json: Unigram unk_id outside the vocabulary");
+      }
+      spec.unk_id = static_cast<int32_t>(unk);
+    }
+    if (!p.prefix_ids.empty()) {
+      spec.bos_id = p.prefix_ids[0];
+      spec.add_bos = true;
+    }
+    if (!p.suffix_ids.empty()) {
+      spec.eos_id = p.suffix_ids[0];
+      spec.add_eos = true;
+    }
+  } else if (model_type == "WordPiece") {
     spec.kind = TokenizerKind::kWordPiece;
     if (!p.patterns.empty() || p.byte_level || p.metaspace || p.replace_space ||
         p.prepend_space_marker || !p.normal_form.empty()) {

@@ -80,6 +80,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec spec) {
       return tokenizer_internal::CreateBpeTokenizer(std::move(spec));
     case TokenizerKind::kWordPiece:
       return tokenizer_internal::CreateWordPieceTokenizer(std::move(spec));
+    case TokenizerKind::kSentencePieceUnigram:
+      return tokenizer_internal::CreateUnigramTokenizer(std::move(spec));
   }
   return Unimplemented("tokenizer: unknown kind");
 }

@@ -1,5 +1,6 @@
 // Tokenizers: byte-level BPE (GPT-2 / Llama 3 / Qwen2 / SmolLM), SentencePiece-style BPE with
-// byte fallback (Llama 2 / TinyLlama), and WordPiece (BERT).
+// byte fallback (Llama 2 / TinyLlama), WordPiece (BERT) and SentencePiece Unigram (XLM-R,
+// bge-m3, multilingual-e5).
 //
 // Built from a TokenizerSpec, which the loaders fill from GGUF metadata (FromGguf) or from a
 // Hugging Face tokenizer.json (+ tokenizer_config.json). Immutable after creation: Encode and
@@ -26,6 +27,7 @@ enum class TokenizerKind {
   kByteLevelBpe,      // GPT-2 style: bytes mapped to printable unicode, ranked merges
   kSentencePieceBpe,  // "▁" for spaces, merges by rank or score, <0xNN> byte fallback
   kWordPiece,         // BERT: normalise, split on whitespace/punctuation, greedy longest match
+  kSentencePieceUnigram,  // XLM-R / T5: "▁" for spaces, the most probable segmentation (Viterbi)
 };
 
 struct TokenizerSpec {
@@ -74,6 +76,14 @@ struct TokenizerSpec {
   bool byte_fallback = true;             // SentencePiece: unknown characters -> <0xNN> (else unk_id)
   bool byte_level_prefix_space = false;  // ByteLevel(add_prefix_space): " " before each text segment
   std::string unicode_normalization;     // "", "NFC", "NFD", "NFKC" or "NFKD", before pre-tokenising
+  // Unigram (kSentencePieceUnigram) only, in the order they apply:
+  std::vector<double> piece_scores;      // id -> log-probability of the piece
+  std::string precompiled_charsmap;      // SentencePiece's compiled normalisation rules (raw bytes)
+  bool strip_left = false, strip_right = false;  // Strip normalizer: whitespace at the ends
+  bool collapse_spaces = false;          // Replace(Regex(" {2,}"), collapse_spaces_to)
+  std::string collapse_spaces_to = " ";
+  bool whitespace_split = false;         // WhitespaceSplit before Metaspace
+  bool metaspace_split = true;           // Metaspace(split): cut before every "▁"
   bool decode_cleanup = true;            // WordPiece decoder: " ." -> "." and the like
 };
 

@@ -42,6 +42,7 @@ class SpecialMatcher {
 
 StatusOr<std::unique_ptr<Tokenizer>> CreateBpeTokenizer(TokenizerSpec spec);
 StatusOr<std::unique_ptr<Tokenizer>> CreateWordPieceTokenizer(TokenizerSpec spec);
+StatusOr<std::unique_ptr<Tokenizer>> CreateUnigramTokenizer(TokenizerSpec spec);
 
 // GGUF token types.
 inline constexpr int32_t kTypeNormal = 1;

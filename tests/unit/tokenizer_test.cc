@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -493,10 +494,15 @@ TEST(TokenizerJsonTest, MalformedIsInvalidArgument) {
 }
 
 TEST(TokenizerJsonTest, UnsupportedIsUnimplemented) {
+  auto word_level = Tokenizer::FromTokenizerJson(
+      R"({"model": {"type": "WordLevel", "vocab": {"a": 0}}})", "");
+  EXPECT_EQ(word_level.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(word_level.status().message().find("WordLevel"), std::string::npos);
+  // Unigram without Metaspace: nothing would mark the spaces.
   auto unigram = Tokenizer::FromTokenizerJson(
-      R"({"model": {"type": "Unigram", "vocab": [["a", 0.0]]}})", "");
+      R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["a", -1.0]]}})", "");
   EXPECT_EQ(unigram.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(unigram.status().message().find("Unigram"), std::string::npos);
+  EXPECT_NE(unigram.status().message().find("Metaspace"), std::string::npos);
   const std::string split = Replaced(
       TinyByteLevelJson(), R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})",
       R"({"type": "Sequence", "pretokenizers": [)"
@@ -508,6 +514,102 @@ TEST(TokenizerJsonTest, UnsupportedIsUnimplemented) {
   const std::string lower = Replaced(TinyByteLevelJson(), R"("normalizer": null)",
                                      R"("normalizer": {"type": "Lowercase"})");
   EXPECT_EQ(Tokenizer::FromTokenizerJson(lower, "").status().code(), StatusCode::kUnimplemented);
+}
+
+// An XLM-R-style Unigram tokenizer.json: <s> <pad> </s> <unk>, then the pieces with their
+// log-probabilities; `normalizer` is spliced in as given.
+std::string TinyUnigramJson(const std::string& normalizer = R"({"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "})") {
+  return R"({"version": "1.0",
+    "added_tokens": [{"id": 0, "content": "<s>", "special": true}, {"id": 2, "content": "</s>", "special": true},
+                     {"id": 3, "content": "<unk>", "special": true}],
+    "normalizer": )" + normalizer + R"(,
+    "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true},
+    "post_processor": {"type": "TemplateProcessing",
+       "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                  {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+       "special_tokens": {"<s>": {"id": "<s>", "ids": [0], "tokens": ["<s>"]},
+                          "</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}}},
+    "decoder": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always"},
+    "model": {"type": "Unigram", "unk_id": 3, "byte_fallback": false, "vocab": [
+      ["<s>", 0.0], ["<pad>", 0.0], ["</s>", 0.0], ["<unk>", 0.0], ["\u2581", -2.0], ["\u2581a", -3.0],
+      ["\u2581ab", -4.0], ["a", -3.0], ["b", -3.0], ["c", -3.0], ["\u2581abc", -20.0], ["bc", -2.0]]}})";
+}
+
+TEST(TokenizerJsonTest, UnigramTakesTheMostProbableSegmentation) {
+  auto tok = Tokenizer::FromTokenizerJson(TinyUnigramJson(), "");
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  // "▁abc": ▁a + bc = -5 beats ▁ab + c = -7, ▁ + a + bc = -7 and ▁abc = -20.
+  EXPECT_EQ(ToPieces(**tok, (*tok)->Encode("abc", true, false)), (Pieces{"<s>", "\u2581a", "bc", "</s>"}));
+  // Unknown characters (score: lowest - 10 = -30) fuse into one <unk>.
+  EXPECT_EQ(ToPieces(**tok, (*tok)->Encode("ab dd", false, false)), (Pieces{"\u2581ab", "\u2581", "<unk>"}));
+  EXPECT_EQ(ToPieces(**tok, (*tok)->Encode("ab d\xC3\xA9", false, false)), (Pieces{"\u2581ab", "\u2581", "<unk>"}));
+  // Runs of spaces collapse to one before Metaspace.
+  EXPECT_EQ(ToPieces(**tok, (*tok)->Encode("a    b", false, false)), (Pieces{"\u2581a", "\u2581", "b"}));
+  EXPECT_EQ((*tok)->Decode((*tok)->Encode("abc  a", true, false), true), "abc a");
+  EXPECT_TRUE((*tok)->Encode("", false, false).empty());
+}
+
+TEST(TokenizerJsonTest, UnigramRefusesBadInput) {
+  auto scoreless = Tokenizer::FromTokenizerJson(
+      Replaced(TinyUnigramJson(), R"(["bc", -2.0])", R"(["bc"])"), "");
+  EXPECT_EQ(scoreless.status().code(), StatusCode::kInvalidArgument);
+  auto unk = Tokenizer::FromTokenizerJson(Replaced(TinyUnigramJson(), R"("unk_id": 3)", R"("unk_id": 99)"), "");
+  EXPECT_EQ(unk.status().code(), StatusCode::kInvalidArgument);
+  auto no_unk = Tokenizer::FromTokenizerJson(Replaced(TinyUnigramJson(), R"("unk_id": 3)", R"("unk_id": null)"), "");
+  EXPECT_EQ(no_unk.status().code(), StatusCode::kInvalidArgument);
+  auto not_base64 = Tokenizer::FromTokenizerJson(
+      TinyUnigramJson(R"({"type": "Precompiled", "precompiled_charsmap": "!!"})"), "");
+  EXPECT_EQ(not_base64.status().code(), StatusCode::kInvalidArgument);
+  // A trie size beyond the blob.
+  auto too_big = Tokenizer::FromTokenizerJson(
+      TinyUnigramJson(R"({"type": "Precompiled", "precompiled_charsmap": "/////w=="})"), "");
+  EXPECT_EQ(too_big.status().code(), StatusCode::kInvalidArgument);
+}
+
+std::string Base64(const std::string& bytes) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : bytes) {
+    acc = (acc << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(k[(acc >> bits) & 63]);
+    }
+  }
+  if (bits > 0) out.push_back(k[(acc << (6 - bits)) & 63]);
+  while (out.size() % 4 != 0) out.push_back('=');
+  return out;
+}
+
+// Random charsmaps whose header fits: loading may succeed, and encoding must then stay inside
+// the arrays whatever the trie says (ASan checks this in CI).
+TEST(TokenizerJsonTest, UnigramSurvivesGarbageCharsmaps) {
+  std::mt19937 rng(5);
+  int loaded = 0;
+  for (int round = 0; round < 300; ++round) {
+    const uint32_t units = rng() % 64;
+    std::string blob(4 + units * 4 + rng() % 40, '\0');
+    const uint32_t trie_bytes = units * 4;
+    std::memcpy(blob.data(), &trie_bytes, 4);  // little-endian hosts (x86-64)
+    for (size_t i = 4; i < blob.size(); ++i) blob[i] = static_cast<char>(rng());
+    if (units > 0 && round % 2 == 0) {  // a root that leads somewhere: offset field small
+      const uint32_t root = (rng() % 4) << 10;
+      std::memcpy(blob.data() + 4, &root, 4);
+    }
+    auto tok = Tokenizer::FromTokenizerJson(
+        TinyUnigramJson(R"({"type": "Sequence", "normalizers": [{"type": "Precompiled", "precompiled_charsmap": ")" +
+                        Base64(blob) + R"("}]})"),
+        "");
+    if (!tok.ok()) continue;
+    ++loaded;
+    for (const char* text : {"abc", "\xEF\xBC\xA1\xE2\x91\xA0 a\xCC\x88", "\x01\x02\xFF bad utf8", ""}) {
+      (void)(*tok)->Encode(text, true, false);
+    }
+  }
+  EXPECT_GT(loaded, 100);
 }
 
 // A minimal GGUF writer for the metadata FromGguf reads.
