@@ -51,10 +51,10 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   ModelInfo info = InspectSource(src);  // what the files alone say; the model fills the rest
 
   const std::string& arch = src.architecture();
-  const bool is_encoder = arch == "bert";
+  const bool is_encoder = IsBertFamily(arch);
   if (!is_encoder && arch != "llama" && arch != "qwen2" && arch != "mistral") {
     return Unimplemented(options.model_path + ": architecture '" + arch +
-                         "' is not supported (supported: llama, qwen2, mistral, bert)");
+                         "' is not supported (supported: llama, qwen2, mistral, bert, xlm-roberta, roberta)");
   }
 
   // Tokenizer and chat template come with the model.

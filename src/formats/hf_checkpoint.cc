@@ -64,6 +64,7 @@ StatusOr<HfConfig> ParseHfConfig(std::string_view json_text) {
   c.attention_bias = BoolOr(j, "attention_bias", false);
   c.hidden_act = StrOr(j, "hidden_act", "");
   c.bos_token_id = IntOr(j, "bos_token_id", -1);
+  c.pad_token_id = IntOr(j, "pad_token_id", -1);
   if (auto it = j.find("eos_token_id"); it != j.end()) {
     if (it->is_number_integer()) {
       c.eos_token_id = it->get<int64_t>();
@@ -157,6 +158,30 @@ StatusOr<std::unique_ptr<HfCheckpoint>> HfCheckpoint::Open(const std::string& di
     } catch (const json::exception& e) {
       return InvalidArgument(dir + "/sentence_bert_config.json is not valid JSON: " + e.what());
     }
+  }
+  if (auto t = ReadFileToString((root / "1_Pooling" / "config.json").string()); t.ok()) {
+    json pc;
+    try {
+      pc = json::parse(*t);
+    } catch (const json::exception& e) {
+      return InvalidArgument(dir + "/1_Pooling/config.json is not valid JSON: " + e.what());
+    }
+    // Newer files name the mode; older ones set one pooling_mode_*_tokens flag (several at
+    // once means their outputs concatenated).
+    std::string mode = StrOr(pc, "pooling_mode", "");
+    if (mode.empty()) {
+      int set = 0;
+      for (const auto& [key, name] : {std::pair{"pooling_mode_cls_token", "cls"}, {"pooling_mode_mean_tokens", "mean"},
+                                      {"pooling_mode_max_tokens", "max"}, {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"},
+                                      {"pooling_mode_weightedmean_tokens", "weightedmean"}, {"pooling_mode_lasttoken", "lasttoken"}}) {
+        if (BoolOr(pc, key, false)) {
+          mode = name;
+          ++set;
+        }
+      }
+      if (set > 1) mode = "concatenated";
+    }
+    ckpt->sentence_pooling_ = mode;
   }
   return ckpt;
 }

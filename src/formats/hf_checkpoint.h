@@ -45,6 +45,7 @@ struct HfConfig {
   std::string hidden_act;               // "silu", "gelu", ...
   int64_t bos_token_id = -1;
   int64_t eos_token_id = -1;
+  int64_t pad_token_id = -1;            // RoBERTa / XLM-R: positions start after it
   std::vector<int64_t> eos_token_ids;   // when config lists several
 };
 
@@ -66,6 +67,9 @@ class HfCheckpoint {
   const std::string& chat_template() const { return chat_template_; }
   // sentence-transformers' max_seq_length (sentence_bert_config.json), or 0 when absent.
   int64_t sentence_max_seq_length() const { return sentence_max_seq_length_; }
+  // sentence-transformers' pooling (1_Pooling/config.json): "mean", "cls", "max", ... or ""
+  // when the folder has none.
+  const std::string& sentence_pooling() const { return sentence_pooling_; }
 
  private:
   HfCheckpoint() = default;
@@ -77,6 +81,7 @@ class HfCheckpoint {
   std::string tokenizer_config_json_;
   std::string chat_template_;
   int64_t sentence_max_seq_length_ = 0;
+  std::string sentence_pooling_;
 };
 
 }  // namespace frugal

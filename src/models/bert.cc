@@ -9,9 +9,14 @@
 
 namespace frugal {
 
+bool IsBertFamily(const std::string& model_type) {
+  return model_type == "bert" || model_type == "xlm-roberta" || model_type == "roberta";
+}
+
 StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
-  if (src.architecture() != "bert") {
-    return Unimplemented("architecture '" + src.architecture() + "' is not a supported encoder (supported: bert)");
+  if (!IsBertFamily(src.architecture())) {
+    return Unimplemented("architecture '" + src.architecture() +
+                         "' is not a supported encoder (supported: bert, xlm-roberta, roberta)");
   }
   if (src.hf() == nullptr) return Unimplemented("BERT models load from Hugging Face checkpoints only");
   const HfCheckpoint& ck = *src.hf();
@@ -22,8 +27,17 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
   hp.n_layer = c.num_hidden_layers;
   hp.n_head = c.num_attention_heads;
   hp.n_ff = c.intermediate_size;
-  hp.n_ctx = c.max_position_embeddings;
   hp.eps = static_cast<float>(c.layer_norm_eps);
+  // RoBERTa numbers positions from padding_idx + 1 (create_position_ids_from_input_ids).
+  if (src.architecture() != "bert") hp.pos_offset = (c.pad_token_id >= 0 ? c.pad_token_id : 1) + 1;
+  const int64_t n_pos = c.max_position_embeddings;
+  hp.n_ctx = n_pos - hp.pos_offset;
+  const std::string& pooling = ck.sentence_pooling();
+  if (pooling == "cls") {
+    hp.cls_pooling = true;
+  } else if (!pooling.empty() && pooling != "mean") {
+    return Unimplemented(src.path() + "/1_Pooling/config.json: pooling '" + pooling + "' is not supported (mean, cls)");
+  }
   if (hp.n_embd <= 0 || hp.n_layer <= 0 || hp.n_head <= 0 || hp.n_ff <= 0 || hp.n_ctx <= 0 ||
       hp.n_embd % hp.n_head != 0) {
     return InvalidArgument(src.path() + "/config.json has inconsistent BERT dimensions");
@@ -31,8 +45,11 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
   if (!c.hidden_act.empty() && c.hidden_act != "gelu") {
     return Unimplemented("BERT hidden_act '" + c.hidden_act + "' is not supported (gelu only)");
   }
-  // Checkpoints name tensors with or without the "bert." prefix.
-  const std::string prefix = ck.FindTensor("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  // Checkpoints name tensors with or without the "bert." / "roberta." prefix.
+  std::string prefix;
+  for (const char* p : {"bert.", "roberta."}) {
+    if (ck.FindTensor(std::string(p) + "embeddings.word_embeddings.weight")) prefix = p;
+  }
   auto find = [&](const std::string& name) { return ck.FindTensor(prefix + name); };
   auto vec = [&](const std::string& name, int64_t n, std::vector<float>* out) -> Status {
     auto v = LoadVector(find(name), n, prefix + name);
@@ -52,7 +69,7 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
   if (we == nullptr) return DataLoss("required tensor 'embeddings.word_embeddings.weight' is missing");
   hp.n_vocab = we->rows();
   FRUGAL_ASSIGN_OR_RETURN(m->word_embd_, matrix("embeddings.word_embeddings.weight", hp.n_embd, hp.n_vocab));
-  FRUGAL_ASSIGN_OR_RETURN(m->pos_embd_, matrix("embeddings.position_embeddings.weight", hp.n_embd, hp.n_ctx));
+  FRUGAL_ASSIGN_OR_RETURN(m->pos_embd_, matrix("embeddings.position_embeddings.weight", hp.n_embd, n_pos));
   if (find("embeddings.token_type_embeddings.weight") != nullptr) {
     FRUGAL_ASSIGN_OR_RETURN(m->type_embd_, matrix("embeddings.token_type_embeddings.weight", hp.n_embd,
                                                   find("embeddings.token_type_embeddings.weight")->rows()));
@@ -140,7 +157,7 @@ StatusOr<std::vector<float>> BertModel::Embed(std::span<const int32_t> tokens, T
     const int32_t t = tokens[static_cast<size_t>(i)];
     if (t < 0 || t >= hp_.n_vocab) return InvalidArgument("token id " + std::to_string(t) + " is out of the vocabulary");
     GetRow(*word_embd_, t, tmp.data());
-    GetRow(*pos_embd_, i, row.data());
+    GetRow(*pos_embd_, hp_.pos_offset + i, row.data());
     for (int64_t e = 0; e < d; ++e) tmp[static_cast<size_t>(e)] += row[static_cast<size_t>(e)];
     if (type_embd_ != nullptr) {
       GetRow(*type_embd_, 0, row.data());
@@ -185,14 +202,16 @@ StatusOr<std::vector<float>> BertModel::Embed(std::span<const int32_t> tokens, T
       LayerNorm(tmp.data(), l.ln2_w.data(), l.ln2_b.data(), xi, d, hp_.eps);
     }
   }
-  // Mean pooling over all tokens (one unpadded sequence: the mask is all ones), then L2.
+  // Mean pooling over all tokens (one unpadded sequence: the mask is all ones) or the first
+  // token's state (CLS), then L2.
   std::vector<float> out(static_cast<size_t>(d), 0.0f);
-  for (int64_t i = 0; i < n; ++i) {
+  const int64_t pooled = hp_.cls_pooling ? 1 : n;
+  for (int64_t i = 0; i < pooled; ++i) {
     for (int64_t e = 0; e < d; ++e) out[static_cast<size_t>(e)] += x[static_cast<size_t>(i * d + e)];
   }
   double norm = 0;
   for (float& e : out) {
-    e /= static_cast<float>(n);
+    e /= static_cast<float>(pooled);
     norm += static_cast<double>(e) * e;
   }
   const auto inv = static_cast<float>(1.0 / std::max(std::sqrt(norm), 1e-12));

@@ -1,7 +1,9 @@
-// BERT-family sentence embedder (all-MiniLM-L6-v2, bge-small, ...): word + position + token
-// type embeddings, post-LayerNorm encoder layers with GELU, mean pooling over the attention
-// mask, L2 normalisation. Loaded from an HF checkpoint (model_type "bert"). Immutable after
-// Load; Embed may run concurrently.
+// BERT-family sentence embedder (all-MiniLM-L6-v2, bge-small, multilingual-e5, ...; XLM-R and
+// RoBERTa: bge-m3, multilingual-e5-base/large): word + position + token type embeddings,
+// post-LayerNorm encoder layers with GELU, mean or CLS pooling (as 1_Pooling/config.json says),
+// L2 normalisation. Loaded from an HF checkpoint (model_type "bert", "xlm-roberta" or
+// "roberta"; RoBERTa's positions start at pad_token_id + 1). Immutable after Load; Embed may
+// run concurrently.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +27,14 @@ struct BertHParams {
   int64_t n_layer = 0;
   int64_t n_head = 0;
   int64_t n_ff = 0;
-  int64_t n_ctx = 0;  // max_position_embeddings
+  int64_t n_ctx = 0;       // usable positions: max_position_embeddings - pos_offset
+  int64_t pos_offset = 0;  // RoBERTa / XLM-R: pad_token_id + 1
+  bool cls_pooling = false;  // else mean
   float eps = 1e-12f;
 };
+
+// Whether `model_type` is an encoder this model loads.
+bool IsBertFamily(const std::string& model_type);
 
 class BertModel {
  public:

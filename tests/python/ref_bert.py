@@ -2,8 +2,11 @@
 
 Embeddings (word + position + token type) -> LayerNorm -> post-LN encoder layers
 (self-attention, residual, LayerNorm; GELU(erf) feed-forward, residual, LayerNorm) ->
-mean pooling over the attention mask -> L2 normalisation. Weights from model.safetensors +
-config.json; tokenization with the folder's tokenizer.json through the `tokenizers` package.
+mean pooling over the attention mask (or the first token, when 1_Pooling/config.json says
+cls) -> L2 normalisation. Weights from model.safetensors + config.json; tokenization with the
+folder's tokenizer.json through the `tokenizers` package. XLM-R / RoBERTa (model_type
+"xlm-roberta" / "roberta"): positions start at pad_token_id + 1, as transformers'
+create_position_ids_from_input_ids numbers them.
 """
 
 from __future__ import annotations
@@ -35,9 +38,20 @@ class BertEmbedder:
     def __init__(self, folder: str):
         self.cfg = json.load(open(os.path.join(folder, "config.json")))
         t = read_safetensors(os.path.join(folder, "model.safetensors"))
-        # Some exports prefix every name with "bert."; accept both.
-        self.w = {k[len("bert."):] if k.startswith("bert.") else k: np.asarray(v, np.float64)
-                  for k, v in t.items() if v.dtype.kind == "f"}
+        # Some exports prefix every name with "bert." or "roberta."; accept those.
+        def strip(k):
+            for p in ("bert.", "roberta."):
+                if k.startswith(p):
+                    return k[len(p):]
+            return k
+
+        self.w = {strip(k): np.asarray(v, np.float64) for k, v in t.items() if v.dtype.kind == "f"}
+        roberta = self.cfg.get("model_type") in ("xlm-roberta", "roberta")
+        self.pos_offset = int(self.cfg.get("pad_token_id", 1)) + 1 if roberta else 0
+        self.cls_pooling = False
+        pooling = os.path.join(folder, "1_Pooling", "config.json")
+        if os.path.exists(pooling):
+            self.cls_pooling = bool(json.load(open(pooling)).get("pooling_mode_cls_token", False))
         from tokenizers import Tokenizer
 
         self.tok = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
@@ -59,7 +73,7 @@ class BertEmbedder:
         eps = float(c.get("layer_norm_eps", 1e-12))
         T = len(ids)
         x = (w["embeddings.word_embeddings.weight"][ids]
-             + w["embeddings.position_embeddings.weight"][:T]
+             + w["embeddings.position_embeddings.weight"][self.pos_offset:self.pos_offset + T]
              + w["embeddings.token_type_embeddings.weight"][0])
         x = layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], eps)
         H = c["num_attention_heads"]
@@ -89,6 +103,8 @@ class BertEmbedder:
     def embed(self, text: str) -> np.ndarray:
         ids = self.token_ids(text)
         h = self.hidden_states(ids)
+        if self.cls_pooling:
+            return h[0] / np.linalg.norm(h[0])
         mask = np.ones(len(ids))  # single unpadded sequence: every token counts
         v = (h * mask[:, None]).sum(axis=0) / mask.sum()
         return v / np.linalg.norm(v)
