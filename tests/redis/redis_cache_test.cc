@@ -392,6 +392,105 @@ TEST(RedisCacheTest, RedisDownMeansMissesAndComesBack) {
   EXPECT_TRUE(back->hit);
 }
 
+// Rotation to a new embedding model (another name and dimension): the rotating instance keeps
+// serving every lookup while each entry gets the new model's vector and a new index is built
+// on it; a replica that wrote with the old model meanwhile adopts the new one and nothing it
+// wrote is lost; the old vectors are freed.
+TEST(RedisCacheTest, RotationToANewEmbeddingModelUnderLoadLosesNothing) {
+  Fixture f;
+  START_REDIS(f);
+  auto o = f.Options();
+  o.cache.candidates = 1;
+  auto c = f.Open(o);
+  auto replica = f.Open(o);
+  ASSERT_TRUE(c && replica);
+  constexpr int kSeed = 1000;
+  for (int i = 0; i < kSeed; ++i) {
+    ASSERT_TRUE(c->Insert(kScope, "shop", "seeded question " + std::to_string(i), "seeded " + std::to_string(i)).ok());
+  }
+  auto v2 = std::make_shared<BagOfWordsEmbedder>("bow-v2", 32);
+  std::atomic<bool> stop{false};
+  std::atomic<int> failed{0}, missed{0}, lookups{0}, fresh{0}, from_replica{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = t; !stop.load(); i += 2) {
+        const int k = (i * 7919) % kSeed;
+        auto r = c->Lookup(kScope, "shop", "seeded question " + std::to_string(k));
+        lookups.fetch_add(1);
+        if (!r.ok()) {
+          failed.fetch_add(1);
+        } else if (!r->hit || r->response != "seeded " + std::to_string(k)) {
+          missed.fetch_add(1);
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      (c->Insert(kScope, "shop", "fresh question " + std::to_string(i), "fresh " + std::to_string(i)).ok() ? fresh : failed)
+          .fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  threads.emplace_back([&] {  // the other replica still embeds with the old model
+    for (int i = 0; !stop.load(); ++i) {
+      if (replica->Insert(kScope, "shop", "replica question " + std::to_string(i), "replica " + std::to_string(i)).ok()) {
+        from_replica.fetch_add(1);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const int calls_before = v2->calls.load();
+  const auto r0 = Clock::now();
+  Status st = c->Rotate({v2, std::nullopt});
+  const double rotate_ms = std::chrono::duration<double, std::milli>(Clock::now() - r0).count();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  stop = true;
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::printf("rotation to a new model took %.0f ms; %d lookups, %d fresh inserts, %d from the replica, %d failed, %d missed\n",
+              rotate_ms, lookups.load(), fresh.load(), from_replica.load(), failed.load(), missed.load());
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(missed.load(), 0);
+  EXPECT_GT(lookups.load(), 100);
+  EXPECT_GE(v2->calls.load() - calls_before, kSeed);  // every entry embedded again
+  EXPECT_EQ(c->rotations(), 1);
+
+  // The replica moves to the model too: it adopts (no second migration) and backfills what it
+  // wrote with the old model alone.
+  ASSERT_TRUE(replica->Rotate({std::make_shared<BagOfWordsEmbedder>("bow-v2", 32), std::nullopt}).ok());
+  auto expect_hit = [&](RedisCache& cache, const std::string& q, const std::string& a) {
+    auto r = cache.Lookup(kScope, "shop", q);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->hit && r->response == a) << q << " -> " << (r->hit ? r->response : "miss");
+  };
+  for (int i = 0; i < kSeed; i += 37) expect_hit(*replica, "seeded question " + std::to_string(i), "seeded " + std::to_string(i));
+  for (int i = 0; i < fresh.load(); ++i) expect_hit(*c, "fresh question " + std::to_string(i), "fresh " + std::to_string(i));
+  for (int i = 0; i < from_replica.load(); ++i) {
+    expect_hit(*c, "replica question " + std::to_string(i), "replica " + std::to_string(i));
+  }
+  EXPECT_EQ(c->size(), static_cast<size_t>(kSeed + fresh.load() + from_replica.load()));
+
+  // The prefix now belongs to the new model; the old vectors are gone from the entries.
+  auto old_model = RedisCache::Open(f.emb, o);
+  EXPECT_EQ(old_model.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(RedisCache::Open(std::make_shared<BagOfWordsEmbedder>("bow-v2", 32), o).ok());
+  RedisClient admin(f.server.Options());
+  auto keys = admin.Command({"SCAN", "0", "MATCH", "test:cache:e:*", "COUNT", "100"});
+  ASSERT_TRUE(keys.ok() && keys->elements.size() == 2 && !keys->elements[1].elements.empty());
+  const std::string key = keys->elements[1].elements[0].Text();
+  auto old_field = admin.Command({"HEXISTS", key, "v"});
+  auto new_field = admin.Command({"HEXISTS", key, "v1"});
+  auto ttl = admin.Command({"PTTL", key});
+  ASSERT_TRUE(old_field.ok() && new_field.ok() && ttl.ok());
+  EXPECT_EQ(old_field->integer, 0);
+  EXPECT_EQ(new_field->integer, 1);
+  EXPECT_GT(ttl->integer, 0);  // the TTL survives the rewrite
+}
+
 TEST(RedisCacheTest, RefusesAnotherEmbeddingModelUnderThePrefix) {
   Fixture f;
   START_REDIS(f);
@@ -405,10 +504,6 @@ TEST(RedisCacheTest, RefusesAnotherEmbeddingModelUnderThePrefix) {
   auto o = f.Options();
   o.prefix = "test:cache-v2";
   EXPECT_TRUE(RedisCache::Open(std::make_shared<BagOfWordsEmbedder>("bow-v2", 32), o).ok());
-  // Rotating to another model is refused (it needs a new prefix), nothing changes.
-  Status st = c->Rotate({std::make_shared<BagOfWordsEmbedder>("bow-v2", 32), std::nullopt});
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(c->rotations(), 0);
 
   RedisCacheOptions bad = f.Options();
   bad.prefix = "has space";

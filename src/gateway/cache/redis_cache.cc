@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <condition_variable>
 #include <thread>
 
 namespace frugal::cache {
@@ -38,11 +39,72 @@ bool IsUnknownIndex(const Status& st) {
   return m.find("unknown index") != std::string::npos || m.find("no such index") != std::string::npos;
 }
 
+// Lookups and inserts pass through; a rotation's switch to a new model waits until those in
+// flight are done and holds new ones back meanwhile (about a millisecond). Unlike a
+// reader-preferring rwlock, a steady stream of operations cannot starve the switch.
+class SwitchGate {
+ public:
+  class Pass {
+   public:
+    explicit Pass(SwitchGate& g) : g_(g) {
+      std::unique_lock<std::mutex> l(g_.mu_);
+      g_.cv_.wait(l, [this] { return !g_.switching_; });
+      ++g_.active_;
+    }
+    ~Pass() {
+      std::lock_guard<std::mutex> l(g_.mu_);
+      if (--g_.active_ == 0) g_.cv_.notify_all();
+    }
+    Pass(const Pass&) = delete;
+    Pass& operator=(const Pass&) = delete;
+
+   private:
+    SwitchGate& g_;
+  };
+  class Switch {
+   public:
+    explicit Switch(SwitchGate& g) : g_(g) {
+      std::unique_lock<std::mutex> l(g_.mu_);
+      g_.cv_.wait(l, [this] { return !g_.switching_; });
+      g_.switching_ = true;
+      g_.cv_.wait(l, [this] { return g_.active_ == 0; });
+    }
+    ~Switch() {
+      std::lock_guard<std::mutex> l(g_.mu_);
+      g_.switching_ = false;
+      g_.cv_.notify_all();
+    }
+    Switch(const Switch&) = delete;
+    Switch& operator=(const Switch&) = delete;
+
+   private:
+    SwitchGate& g_;
+  };
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int active_ = 0;
+  bool switching_ = false;
+};
+
 }  // namespace
 
 struct RedisCache::Impl {
   RedisCacheOptions opt;
-  std::shared_ptr<Embedder> embedder;
+  // The embedding model and the hash field that holds its vectors ("v"; "v1", "v2", ... after
+  // rotations to new models). Guarded by model_mu; operations copy it.
+  struct Model {
+    std::shared_ptr<Embedder> embedder;
+    std::string field = "v";
+  };
+  mutable std::mutex model_mu;
+  Model model;
+  std::optional<Model> next;  // during a rotation to a new model: inserts write its vector too
+  // Every lookup and insert holds a pass from its model snapshot to its last Redis reply; a
+  // rotation switches models only with none in flight, so no operation searches one model's
+  // field on the other's index.
+  SwitchGate gate;
   std::shared_ptr<const HitVerifier> verifier;
   mutable RedisClient redis;
   std::atomic<bool> ready{false};  // the meta check passed and the alias exists
@@ -70,6 +132,10 @@ struct RedisCache::Impl {
     return opt.prefix + ":e:" + HashHex(k);
   }
   std::string Alias() const { return opt.prefix + ":idx"; }
+  Model Current() const {
+    std::lock_guard<std::mutex> l(model_mu);
+    return model;
+  }
 
   // Counts a failed Redis operation; logs it, at most every 5 s (an outage is also logged by
   // the client when it begins and ends).
@@ -82,7 +148,7 @@ struct RedisCache::Impl {
     }
   }
 
-  std::vector<std::string> CreateIndexArgs(const std::string& name, const HnswParams& p) const {
+  std::vector<std::string> CreateIndexArgs(const std::string& name, const HnswParams& p, const Model& md) const {
     return {"FT.CREATE",
             name,
             "ON",
@@ -95,14 +161,14 @@ struct RedisCache::Impl {
             "TAG",
             "nh",
             "TAG",
-            "v",
+            md.field,
             "VECTOR",
             "HNSW",
             "12",
             "TYPE",
             "FLOAT32",
             "DIM",
-            std::to_string(embedder->dim()),
+            std::to_string(md.embedder->dim()),
             "DISTANCE_METRIC",
             "COSINE",
             "M",
@@ -120,16 +186,22 @@ struct RedisCache::Impl {
     std::lock_guard<std::mutex> lock(ensure_mu);
     if (ready.load()) return Status::Ok();
     const std::string meta = opt.prefix + ":meta";
-    const std::string dim = std::to_string(embedder->dim());
-    FRUGAL_ASSIGN_OR_RETURN(auto r, redis.Pipeline({{"HSETNX", meta, "embedder", embedder->name()},
+    Model md = Current();
+    const std::string dim = std::to_string(md.embedder->dim());
+    FRUGAL_ASSIGN_OR_RETURN(auto r, redis.Pipeline({{"HSETNX", meta, "embedder", md.embedder->name()},
                                                     {"HSETNX", meta, "dim", dim},
-                                                    {"HMGET", meta, "embedder", "dim"}}));
-    const RedisReply& got = r[2];
-    if (got.elements.size() != 2) return Internal("Redis cache: unexpected HMGET reply");
-    if (got.elements[0].Text() != embedder->name() || got.elements[1].Text() != dim) {
+                                                    {"HSETNX", meta, "field", "v"},
+                                                    {"HMGET", meta, "embedder", "dim", "field"}}));
+    const RedisReply& got = r[3];
+    if (got.elements.size() != 3) return Internal("Redis cache: unexpected HMGET reply");
+    if (got.elements[0].Text() != md.embedder->name() || got.elements[1].Text() != dim) {
       return InvalidArgument("Redis prefix '" + opt.prefix + "' holds entries embedded by '" + got.elements[0].Text() +
-                             "' (dim " + got.elements[1].Text() + "); this cache embeds with '" + embedder->name() +
-                             "' (dim " + dim + "): use another prefix");
+                             "' (dim " + got.elements[1].Text() + "); this cache embeds with '" + md.embedder->name() +
+                             "' (dim " + dim + "): use another prefix, or that model");
+    }
+    if (got.elements[2].Text() != md.field) {
+      std::lock_guard<std::mutex> l(model_mu);
+      model.field = md.field = got.elements[2].Text();
     }
     auto info = redis.Command({"FT.INFO", Alias()});
     if (info.ok()) {
@@ -144,7 +216,7 @@ struct RedisCache::Impl {
       std::lock_guard<std::mutex> l(hnsw_mu);
       p = hnsw;
     }
-    FRUGAL_RETURN_IF_ERROR(redis.Command(CreateIndexArgs(name, p)).status());
+    FRUGAL_RETURN_IF_ERROR(redis.Command(CreateIndexArgs(name, p, md)).status());
     auto added = redis.Command({"FT.ALIASADD", Alias(), name});
     if (!added.ok()) {
       // Another replica created the alias first: use its index, drop ours.
@@ -202,7 +274,57 @@ struct RedisCache::Impl {
     return n;
   }
 
-  StatusOr<LookupResult> Search(const std::string& scope, std::string_view ns, std::string_view query, LookupResult r);
+  StatusOr<LookupResult> Search(const Model& md, const std::string& scope, std::string_view ns, std::string_view query,
+                                LookupResult r);
+
+  // Gives every entry under the prefix that lacks md.field its vector by md's embedder (the
+  // entry's query embedded again), in pages of SCAN; never recreates a key removed meanwhile.
+  // Returns how many it wrote.
+  StatusOr<size_t> Backfill(const Model& md) {
+    size_t written = 0;
+    std::string cursor = "0";
+    const char* kSetIfExists =
+        "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end return 0";
+    do {
+      FRUGAL_ASSIGN_OR_RETURN(RedisReply page, redis.Command({"SCAN", cursor, "MATCH", opt.prefix + ":e:*", "COUNT", "500"}));
+      if (page.elements.size() != 2) return Internal("unexpected SCAN reply");
+      cursor = page.elements[0].Text();
+      const auto& keys = page.elements[1].elements;
+      if (keys.empty()) continue;
+      std::vector<std::vector<std::string>> ask;
+      for (const RedisReply& k : keys) ask.push_back({"HMGET", k.Text(), "query", md.field});
+      FRUGAL_ASSIGN_OR_RETURN(std::vector<RedisReply> got, redis.Pipeline(ask));
+      std::vector<std::vector<std::string>> put;
+      for (size_t i = 0; i < keys.size() && i < got.size(); ++i) {
+        const auto& e = got[i].elements;
+        if (e.size() != 2 || e[0].type != RedisReply::Type::kString || !e[1].is_nil()) continue;
+        auto v = md.embedder->Embed(e[0].str);
+        if (!v.ok()) continue;  // the entry stays out of the new index; it still answers exact repeats
+        put.push_back({"EVAL", kSetIfExists, "1", keys[i].Text(), md.field, Blob(*v)});
+      }
+      if (!put.empty()) {
+        FRUGAL_ASSIGN_OR_RETURN(std::vector<RedisReply> done, redis.Pipeline(put));
+        for (const RedisReply& d : done) written += d.integer > 0;
+      }
+    } while (cursor != "0");
+    return written;
+  }
+
+  // Removes `field` from every entry (the vectors of a model no index reads any more).
+  Status DropField(const std::string& field) {
+    std::string cursor = "0";
+    do {
+      FRUGAL_ASSIGN_OR_RETURN(RedisReply page, redis.Command({"SCAN", cursor, "MATCH", opt.prefix + ":e:*", "COUNT", "500"}));
+      if (page.elements.size() != 2) return Internal("unexpected SCAN reply");
+      cursor = page.elements[0].Text();
+      std::vector<std::vector<std::string>> del;
+      for (const RedisReply& k : page.elements[1].elements) del.push_back({"HDEL", k.Text(), field});
+      if (!del.empty()) FRUGAL_RETURN_IF_ERROR(redis.Pipeline(del).status());
+    } while (cursor != "0");
+    return Status::Ok();
+  }
+
+  Status RotateToModel(const std::shared_ptr<Embedder>& embedder, const HnswParams& p, SteadyClock::time_point deadline);
 };
 
 RedisCache::RedisCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -219,7 +341,7 @@ StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder>
     return InvalidArgument("the Redis cache prefix must be non-empty, without spaces, braces or glob characters");
   }
   auto impl = std::make_unique<Impl>(std::move(options));
-  impl->embedder = std::move(embedder);
+  impl->model.embedder = std::move(embedder);
   impl->verifier = impl->opt.cache.verifier ? impl->opt.cache.verifier : std::make_shared<NumberNegationGuard>();
   auto cache = std::unique_ptr<RedisCache>(new RedisCache(std::move(impl)));
   Impl& m = *cache->impl_;
@@ -247,8 +369,8 @@ StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder>
   return cache;
 }
 
-StatusOr<LookupResult> RedisCache::Impl::Search(const std::string& scope, std::string_view ns, std::string_view query,
-                                                LookupResult r) {
+StatusOr<LookupResult> RedisCache::Impl::Search(const Model& md, const std::string& scope, std::string_view ns,
+                                                std::string_view query, LookupResult r) {
   const float threshold = ThresholdFor(opt.cache, ns);
   char radius[32];
   std::snprintf(radius, sizeof radius, "%.9g", 1.0 - static_cast<double>(threshold));
@@ -257,10 +379,11 @@ StatusOr<LookupResult> RedisCache::Impl::Search(const std::string& scope, std::s
   if (opt.search == RedisSearch::kRange) {
     char eps[32];
     std::snprintf(eps, sizeof eps, "%.6g", opt.range_epsilon);
-    argv.insert(argv.end(), {"@sh:{" + HashHex(scope) + "} @v:[VECTOR_RANGE $r $vec]=>{$YIELD_DISTANCE_AS: d; $EPSILON: " + eps + "}",
+    argv.insert(argv.end(), {"@sh:{" + HashHex(scope) + "} @" + md.field + ":[VECTOR_RANGE $r $vec]=>{$YIELD_DISTANCE_AS: d; $EPSILON: " + eps + "}",
                              "PARAMS", "4", "r", radius, "vec", Blob(r.embedding)});
   } else {
-    argv.insert(argv.end(), {"(@sh:{" + HashHex(scope) + "})=>[KNN " + k + " @v $vec AS d]", "PARAMS", "2", "vec", Blob(r.embedding)});
+    argv.insert(argv.end(), {"(@sh:{" + HashHex(scope) + "})=>[KNN " + k + " @" + md.field + " $vec AS d]", "PARAMS", "2", "vec",
+                             Blob(r.embedding)});
   }
   argv.insert(argv.end(), {"SORTBY", "d", "ASC", "LIMIT", "0", k, "RETURN", "3", "query", "response", "d", "DIALECT", "2"});
   const auto t0 = SteadyClock::now();
@@ -280,7 +403,7 @@ StatusOr<LookupResult> RedisCache::Impl::Search(const std::string& scope, std::s
     if (cq->type != RedisReply::Type::kString || cr->type != RedisReply::Type::kString) continue;
     cands.push_back({similarity, cq->str, cr->str});
   }
-  const bool opaque = opt.cache.guard && !cands.empty() && embedder->UnknownShare(query) > opt.cache.max_unknown_share;
+  const bool opaque = opt.cache.guard && !cands.empty() && md.embedder->UnknownShare(query) > opt.cache.max_unknown_share;
   PickHit(cands, opt.cache.guard ? verifier.get() : nullptr, opaque, query, &r);
   return r;
 }
@@ -308,8 +431,10 @@ StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_
       return r;
     }
   }
+  SwitchGate::Pass pass(m.gate);
+  const Impl::Model md = m.Current();
   auto t0 = SteadyClock::now();
-  auto q = m.embedder->Embed(query);
+  auto q = md.embedder->Embed(query);
   if (!q.ok()) {
     m.cm.misses->Add(1);
     return q.status();
@@ -317,8 +442,8 @@ StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_
   r.embed_ms = MsSince(t0);
   m.cm.embed_s->Observe(r.embed_ms / 1e3);
   r.embedding = std::move(q).value();
-  r.embedded_by = m.embedder;
-  auto found = m.Search(scope, ns, query, r);
+  r.embedded_by = md.embedder;
+  auto found = m.Search(md, scope, ns, query, r);
   if (!found.ok()) {
     // Redis down or failing: a miss, never a failed request.
     m.Failed("lookup", found.status());
@@ -332,20 +457,34 @@ StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_
 Status RedisCache::Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
                           const LookupResult* looked_up) {
   Impl& m = *impl_;
+  SwitchGate::Pass pass(m.gate);
+  Impl::Model md;
+  std::optional<Impl::Model> next;
+  {
+    std::lock_guard<std::mutex> l(m.model_mu);
+    md = m.model;
+    next = m.next;
+  }
   std::vector<float> v;
-  if (looked_up && looked_up->embedded_by == m.embedder && !looked_up->embedding.empty()) {
+  if (looked_up && looked_up->embedded_by == md.embedder && !looked_up->embedding.empty()) {
     v = looked_up->embedding;
   } else {
-    FRUGAL_ASSIGN_OR_RETURN(v, m.embedder->Embed(query));
+    FRUGAL_ASSIGN_OR_RETURN(v, md.embedder->Embed(query));
+  }
+  std::vector<std::string> hset = {"HSET", m.Key(scope, query), "sh", HashHex(scope), "nh", HashHex(ns), "scope", scope,
+                                   "ns", std::string(ns), "query", std::string(query), "response", std::string(response),
+                                   md.field, Blob(v), "t", std::to_string(WallMs())};
+  if (next) {
+    // A rotation to a new model is filling its index: the entry gets that model's vector too.
+    FRUGAL_ASSIGN_OR_RETURN(std::vector<float> nv, next->embedder->Embed(query));
+    hset.insert(hset.end(), {next->field, Blob(nv)});
   }
   const std::string key = m.Key(scope, query);
   Status st = m.EnsureReady();
   if (st.ok()) {
     const int64_t ttl_ms = std::chrono::duration_cast<std::chrono::milliseconds>(m.opt.cache.ttl).count();
     auto r = m.redis.Pipeline({{"MULTI"},
-                               {"HSET", key, "sh", HashHex(scope), "nh", HashHex(ns), "scope", scope, "ns", std::string(ns),
-                                "query", std::string(query), "response", std::string(response), "v", Blob(v), "t",
-                                std::to_string(WallMs())},
+                               hset,
                                {"PEXPIRE", key, std::to_string(ttl_ms)},
                                {"EXEC"},
                                {"EXISTS", m.opt.prefix + ":meta"}});
@@ -417,21 +556,94 @@ size_t RedisCache::Clear() {
   return n;
 }
 
-StatusOr<std::string> RedisCache::CurrentIndex() const {
-  FRUGAL_ASSIGN_OR_RETURN(RedisReply info, impl_->redis.Command({"FT.INFO", impl_->Alias()}));
+StatusOr<std::string> RedisCache::CurrentIndex() const { return CurrentIndexOf(impl_->redis, impl_->Alias()); }
+
+bool RedisCache::reachable() const { return impl_->redis.reachable(); }
+
+Status RedisCache::Impl::RotateToModel(const std::shared_ptr<Embedder>& embedder, const HnswParams& p,
+                                       SteadyClock::time_point deadline) {
+  const std::string meta = opt.prefix + ":meta";
+  const Model cur = Current();
+  const Model target{embedder, ""};
+  const std::string dim = std::to_string(embedder->dim());
+  FRUGAL_ASSIGN_OR_RETURN(RedisReply got, redis.Command({"HMGET", meta, "embedder", "dim", "field"}));
+  if (got.elements.size() != 3) return Internal("Redis cache: unexpected HMGET reply");
+  if (got.elements[0].Text() == embedder->name() && got.elements[1].Text() == dim) {
+    // Another replica has moved the prefix to this model already: switch to it, then give the
+    // entries this replica wrote meanwhile (old model's vector only) the new one.
+    Model adopted{embedder, got.elements[2].Text()};
+    {
+      SwitchGate::Switch sw(gate);
+      std::lock_guard<std::mutex> l(model_mu);
+      model = adopted;
+    }
+    return Backfill(adopted).status();
+  }
+  if (got.elements[0].Text() != cur.embedder->name()) {
+    return InvalidArgument("Redis prefix '" + opt.prefix + "' holds entries of '" + got.elements[0].Text() +
+                              "', neither this cache's model nor the new one");
+  }
+  FRUGAL_ASSIGN_OR_RETURN(std::string old_index, RedisCache::CurrentIndexOf(redis, Alias()));
+  FRUGAL_ASSIGN_OR_RETURN(RedisReply fgen, redis.Command({"INCR", opt.prefix + ":fieldgen"}));
+  FRUGAL_ASSIGN_OR_RETURN(RedisReply igen, redis.Command({"INCR", opt.prefix + ":gen"}));
+  Model next_model{embedder, "v" + std::to_string(fgen.integer)};
+  const std::string name = opt.prefix + ":idx:" + std::to_string(igen.integer);
+  {
+    std::lock_guard<std::mutex> l(model_mu);
+    next = next_model;  // from here on, inserts write both vectors
+  }
+  auto abandon = [&](Status why) {
+    {
+      std::lock_guard<std::mutex> l(model_mu);
+      next.reset();
+    }
+    (void)redis.Command({"FT.DROPINDEX", name});
+    (void)redis.Command({"HDEL", meta, "next_embedder", "next_field"});
+    (void)DropField(next_model.field);
+    return why;
+  };
+  Status st = redis.Command({"HSET", meta, "next_embedder", embedder->name(), "next_field", next_model.field}).status();
+  if (st.ok()) st = redis.Command(CreateIndexArgs(name, p, next_model)).status();
+  // Every entry gets the new model's vector (the index reads them as they land); a second pass
+  // catches entries other replicas wrote with the old model alone meanwhile.
+  for (int pass = 0; pass < 2 && st.ok(); ++pass) {
+    st = Backfill(next_model).status();
+    if (st.ok() && !WaitIndexed(name, deadline, std::chrono::milliseconds(100))) {
+      st = DeadlineExceeded("the new index " + name + " was not complete in time");
+    }
+  }
+  if (!st.ok()) return abandon(st);
+  {
+    // No lookup or insert in flight: none can search one model's field on the other's index.
+    SwitchGate::Switch sw(gate);
+    st = redis.Command({"FT.ALIASUPDATE", Alias(), name}).status();
+    if (st.ok()) {
+      st = redis.Pipeline({{"HSET", meta, "embedder", embedder->name(), "dim", dim, "field", next_model.field},
+                           {"HDEL", meta, "next_embedder", "next_field"}}).status();
+    }
+    if (st.ok()) {
+      std::lock_guard<std::mutex> l(model_mu);
+      model = next_model;
+      next.reset();
+    }
+  }
+  if (!st.ok()) return abandon(st);
+  (void)redis.Command({"FT.DROPINDEX", old_index});
+  // The old model's vectors are read by no index now: free their memory.
+  return DropField(cur.field);
+}
+
+StatusOr<std::string> RedisCache::CurrentIndexOf(RedisClient& redis, const std::string& alias) {
+  FRUGAL_ASSIGN_OR_RETURN(RedisReply info, redis.Command({"FT.INFO", alias}));
   const RedisReply* name = info.Field("index_name");
   if (!name) return Internal("FT.INFO without index_name");
   return name->Text();
 }
 
-bool RedisCache::reachable() const { return impl_->redis.reachable(); }
-
 Status RedisCache::Rotate(const RotateOptions& options) {
   Impl& m = *impl_;
-  if (options.embedder && options.embedder != m.embedder && options.embedder->name() != m.embedder->name()) {
-    return InvalidArgument("the Redis cache keeps one embedding model per prefix: a new model ('" + options.embedder->name() +
-                           "') needs a new prefix, filled as the traffic comes");
-  }
+  const Impl::Model cur = m.Current();
+  const bool new_model = options.embedder && options.embedder != cur.embedder && options.embedder->name() != cur.embedder->name();
   std::lock_guard<std::mutex> rotating(m.rotate_mu);
   const auto t0 = SteadyClock::now();
   FRUGAL_RETURN_IF_ERROR(m.EnsureReady());
@@ -457,11 +669,11 @@ Status RedisCache::Rotate(const RotateOptions& options) {
     (void)m.redis.Command({"EVAL", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
                            "1", lock_key, token});
   };
-  Status st = [&]() -> Status {
+  Status st = new_model ? m.RotateToModel(options.embedder, p, deadline) : [&]() -> Status {
     FRUGAL_ASSIGN_OR_RETURN(std::string old, CurrentIndex());
     FRUGAL_ASSIGN_OR_RETURN(RedisReply gen, m.redis.Command({"INCR", m.opt.prefix + ":gen"}));
     const std::string name = m.opt.prefix + ":idx:" + std::to_string(gen.integer);
-    FRUGAL_RETURN_IF_ERROR(m.redis.Command(m.CreateIndexArgs(name, p)).status());
+    FRUGAL_RETURN_IF_ERROR(m.redis.Command(m.CreateIndexArgs(name, p, m.Current())).status());
     // RediSearch fills the new index from the existing hashes in the background; new writes
     // reach both indexes meanwhile.
     // FT.INFO is not free on a large index (tens of ms): poll gently.

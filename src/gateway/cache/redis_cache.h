@@ -4,14 +4,18 @@
 //
 // Layout under `prefix` (default "frugal:cache"):
 //   {prefix}:e:{HashHex(scope \x1f query)}  a hash per entry: sh (scope hash, TAG), nh (namespace
-//                                           hash, TAG), scope, ns, query, response, v (FLOAT32
-//                                           vector), t (ms since the epoch); PEXPIRE = the TTL
+//                                           hash, TAG), scope, ns, query, response, the vector
+//                                           (FLOAT32) in the model's field (v, then v1, v2, ...
+//                                           after rotations to new models), t (ms since the
+//                                           epoch); PEXPIRE = the TTL
 //   {prefix}:idx                            the alias every lookup searches
 //   {prefix}:idx:{N}                        the index behind it: FT.CREATE ... ON HASH PREFIX 1
 //                                           {prefix}:e: ... VECTOR HNSW ... DISTANCE_METRIC COSINE
-//   {prefix}:meta                           dim and the embedding model's name (a replica with
-//                                           another model is refused)
-//   {prefix}:gen, {prefix}:rotating         the index counter and the lock of a rotation
+//   {prefix}:meta                           the embedding model's name, dim and vector field (a
+//                                           replica with another model is refused); next_* while
+//                                           a rotation to a new model runs
+//   {prefix}:gen, {prefix}:fieldgen,        the index and field counters and the lock of a
+//   {prefix}:rotating                       rotation
 //
 // - Lookup: the query's vector against the scope's entries, nearest first: by default a KNN
 //   query with the scope as filter, `(@sh:{..})=>[KNN candidates @v $vec]`, cut at the
@@ -25,6 +29,15 @@
 //   meanwhile land in both, because both index the prefix; when it is complete FT.ALIASUPDATE
 //   switches the alias atomically and the old index is dropped (its hashes stay). A lock key keeps
 //   replicas from rotating at the same time.
+// - Rotation to a new embedding model: the new model gets a new vector field. Every entry is
+//   given its vector in that field (its query embedded again; SCAN in pages, never recreating a
+//   key removed meanwhile), which a new index over the field reads, while the old index serves
+//   and this instance's inserts write both vectors; a second pass catches what other replicas
+//   wrote with the old model. Then, with no lookup or insert of this instance in flight (a
+//   gate, about a millisecond), the alias and the meta switch to the new model. The old index
+//   is dropped and the old vectors deleted. Other replicas call Rotate with the same model:
+//   they find it done, switch, and backfill what they wrote meanwhile; until then their
+//   lookups miss (their field is not in the index).
 // - Capacity: Redis bounds it (maxmemory with volatile-lru/volatile-ttl evicts the entries, which
 //   all carry a TTL); `capacity` is not enforced here.
 // - Redis unreachable or failing: Lookup returns a miss (never an error), Insert and the
@@ -71,8 +84,7 @@ class RedisCache : public Cache {
   size_t InvalidateNamespace(std::string_view ns) override;
   size_t InvalidateQuery(const std::string& scope, std::string_view query) override;
   size_t Clear() override;
-  // New HNSW parameters or compaction. A new embedding model needs every entry re-embedded
-  // under a new prefix: refused here (use another `prefix`).
+  // New HNSW parameters, compaction, or a new embedding model (see the header comment).
   Status Rotate(const RotateOptions& options = {}) override;
   size_t size() const override;
   int64_t rotations() const override;
@@ -86,6 +98,7 @@ class RedisCache : public Cache {
 
  private:
   explicit RedisCache(std::unique_ptr<Impl> impl);
+  static StatusOr<std::string> CurrentIndexOf(RedisClient& redis, const std::string& alias);
   std::unique_ptr<Impl> impl_;
   MetricsRegistry metrics_;
 };
