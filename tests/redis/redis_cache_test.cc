@@ -491,6 +491,48 @@ TEST(RedisCacheTest, RotationToANewEmbeddingModelUnderLoadLosesNothing) {
   EXPECT_GT(ttl->integer, 0);  // the TTL survives the rewrite
 }
 
+// The Redis backend's capacity bound is Redis's own: maxmemory with volatile-lru. Every entry
+// carries a TTL, so under memory pressure Redis evicts the least recently used entries (and
+// RediSearch drops them from the index) instead of refusing writes.
+TEST(RedisCacheTest, CapacityIsMaxmemoryWithLruEviction) {
+  Fixture f;
+  START_REDIS(f);
+  auto c = f.Open();
+  ASSERT_TRUE(c);
+  RedisClient admin(f.server.Options());
+  auto info_field = [&](const char* section, const std::string& name) -> int64_t {
+    auto r = admin.Command({"INFO", section});
+    if (!r.ok()) return -1;
+    const std::string t = r->Text();
+    const size_t at = t.find(name + ":");
+    return at == std::string::npos ? -1 : std::strtoll(t.c_str() + at + name.size() + 1, nullptr, 10);
+  };
+  const int64_t base = info_field("memory", "used_memory");
+  ASSERT_GT(base, 0);
+  ASSERT_TRUE(admin.Command({"CONFIG", "SET", "maxmemory-policy", "volatile-lru"}).ok());
+  ASSERT_TRUE(admin.Command({"CONFIG", "SET", "maxmemory", std::to_string(base + (4 << 20))}).ok());
+  const std::string answer(1024, 'x');  // ~1.5 KB per entry with its vector: 4000 need ~6 MB
+  constexpr int kEntries = 4000;
+  int failed = 0;
+  for (int i = 0; i < kEntries; ++i) {
+    failed += !c->Insert(kScope, "shop", "question number " + std::to_string(i), answer + std::to_string(i)).ok();
+  }
+  EXPECT_EQ(failed, 0);  // evicted, never refused
+  const int64_t evicted = info_field("stats", "evicted_keys");
+  const size_t kept = c->size();
+  std::printf("maxmemory base + 4 MB: %d inserts, %lld evicted, %zu kept, used_memory %lld bytes\n", kEntries,
+              static_cast<long long>(evicted), kept, static_cast<long long>(info_field("memory", "used_memory")));
+  EXPECT_GT(evicted, 0);
+  EXPECT_LT(kept, static_cast<size_t>(kEntries));
+  EXPECT_GT(kept, 100u);
+  // The newest entries are still served.
+  for (int i = kEntries - 20; i < kEntries; ++i) {
+    auto r = c->Lookup(kScope, "shop", "question number " + std::to_string(i));
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->hit && r->response == answer + std::to_string(i)) << i;
+  }
+}
+
 TEST(RedisCacheTest, RefusesAnotherEmbeddingModelUnderThePrefix) {
   Fixture f;
   START_REDIS(f);
