@@ -26,14 +26,6 @@ struct MergeResult {
   int32_t id;
 };
 
-NormalForm ParseNormalForm(std::string_view name) {
-  if (name == "NFC") return NormalForm::kNfc;
-  if (name == "NFD") return NormalForm::kNfd;
-  if (name == "NFKC") return NormalForm::kNfkc;
-  if (name == "NFKD") return NormalForm::kNfkd;
-  return NormalForm::kNone;
-}
-
 class BpeTokenizer final : public Tokenizer {
  public:
   static StatusOr<std::unique_ptr<Tokenizer>> Make(TokenizerSpec spec) {

@@ -243,6 +243,18 @@ Status ParsePostProcessor(const json& pp, Pipeline* p, int depth = 0) {
   return Status::Ok();
 }
 
+// BPE and Unigram: the post-processor's token before the text is BOS, the one after EOS.
+void TemplateIsBosEos(const Pipeline& p, TokenizerSpec* spec) {
+  if (!p.prefix_ids.empty()) {
+    spec->bos_id = p.prefix_ids[0];
+    spec->add_bos = true;
+  }
+  if (!p.suffix_ids.empty()) {
+    spec->eos_id = p.suffix_ids[0];
+    spec->add_eos = true;
+  }
+}
+
 // tokenizer_config.json names tokens as a string or as {"content": ...}.
 std::optional<std::string> ConfigToken(const json& config, const char* key) {
   if (!config.contains(key)) return std::nullopt;
@@ -384,14 +396,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
       }
       spec.unk_id = static_cast<int32_t>(unk);
     }
-    if (!p.prefix_ids.empty()) {
-      spec.bos_id = p.prefix_ids[0];
-      spec.add_bos = true;
-    }
-    if (!p.suffix_ids.empty()) {
-      spec.eos_id = p.suffix_ids[0];
-      spec.add_eos = true;
-    }
+    TemplateIsBosEos(p, &spec);
   } else if (model_type == "WordPiece") {
     spec.kind = TokenizerKind::kWordPiece;
     if (!p.patterns.empty() || p.byte_level || p.metaspace || p.replace_space ||
@@ -482,14 +487,7 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
           "tokenizer.json: BPE needs a ByteLevel pre-tokenizer or \"▁\" space handling "
           "(Metaspace, or Replace(\" \", \"▁\"))");
     }
-    if (!p.prefix_ids.empty()) {
-      spec.bos_id = p.prefix_ids[0];
-      spec.add_bos = true;
-    }
-    if (!p.suffix_ids.empty()) {
-      spec.eos_id = p.suffix_ids[0];
-      spec.add_eos = true;
-    }
+    TemplateIsBosEos(p, &spec);
   }
   if (spec.unk_id >= 0 && spec.token_types[spec.unk_id] == kTypeNormal) {
     spec.token_types[spec.unk_id] = kTypeUnknown;

@@ -104,6 +104,14 @@ const std::array<std::string, 256>& ByteToUnicode() { return Tables().to_unicode
 
 int UnicodeToByte(uint32_t cp) { return cp < 512 ? Tables().to_byte[cp] : -1; }
 
+NormalForm ParseNormalForm(std::string_view name) {
+  if (name == "NFC") return NormalForm::kNfc;
+  if (name == "NFD") return NormalForm::kNfd;
+  if (name == "NFKC") return NormalForm::kNfkc;
+  if (name == "NFKD") return NormalForm::kNfkd;
+  return NormalForm::kNone;
+}
+
 std::string Normalize(std::string_view s, NormalForm form) {
   if (form == NormalForm::kNone) return std::string(s);
   int options = UTF8PROC_STABLE;

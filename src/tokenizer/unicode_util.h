@@ -40,6 +40,8 @@ const std::array<std::string, 256>& ByteToUnicode();
 int UnicodeToByte(uint32_t cp);
 
 enum class NormalForm { kNone, kNfc, kNfd, kNfkc, kNfkd };
+// "NFC", "NFD", "NFKC", "NFKD" -> the form; anything else -> kNone.
+NormalForm ParseNormalForm(std::string_view name);
 // Applies the form to each valid UTF-8 run; invalid bytes pass through unchanged.
 std::string Normalize(std::string_view s, NormalForm form);
 

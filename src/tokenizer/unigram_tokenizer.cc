@@ -30,14 +30,6 @@ namespace {
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // "▁"
 constexpr double kUnknownPenalty = 10.0;                    // HF's K_UNK_PENALTY
 
-NormalForm FormOf(std::string_view name) {
-  if (name == "NFC") return NormalForm::kNfc;
-  if (name == "NFD") return NormalForm::kNfd;
-  if (name == "NFKC") return NormalForm::kNfkc;
-  if (name == "NFKD") return NormalForm::kNfkd;
-  return NormalForm::kNone;
-}
-
 class UnigramTokenizer final : public Tokenizer {
  public:
   static StatusOr<std::unique_ptr<Tokenizer>> Make(TokenizerSpec spec) {
@@ -87,7 +79,7 @@ class UnigramTokenizer final : public Tokenizer {
       return InvalidArgument("tokenizer: a Unigram model needs one score per token");
     }
     if (spec_.unk_id < 0) return InvalidArgument("tokenizer: a Unigram model needs an unknown token");
-    normal_form_ = FormOf(spec_.unicode_normalization);
+    normal_form_ = ParseNormalForm(spec_.unicode_normalization);
     if (normal_form_ == NormalForm::kNone && !spec_.unicode_normalization.empty()) {
       return Unimplemented("tokenizer: unknown unicode normalization '" + spec_.unicode_normalization + "'");
     }

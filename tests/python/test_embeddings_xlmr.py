@@ -13,6 +13,7 @@ all-MiniLM: cosine >= 0.999 (float32 against float64).
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -95,16 +96,15 @@ def test_xlmr_embeddings_match_reference(frugal, xlmr):
     assert off_diag.min() < 0.95
 
 
+def copy_model(src, dst):
+    shutil.copytree(src, dst)
+    return dst
+
+
 def test_xlmr_position_offset_matters(frugal, xlmr, tmp_path):
     """The same weights read as model_type "bert" (positions from 0) embed differently: the
     offset is really applied, and the reference agrees with the engine only with it."""
-    bert = tmp_path / "as_bert"
-    bert.mkdir()
-    for f in xlmr.iterdir():
-        if f.is_file():
-            (bert / f.name).write_bytes(f.read_bytes())
-    (bert / "1_Pooling").mkdir()
-    (bert / "1_Pooling" / "config.json").write_text((xlmr / "1_Pooling" / "config.json").read_text())
+    bert = copy_model(xlmr, tmp_path / "as_bert")
     cfg = json.loads((xlmr / "config.json").read_text())
     cfg["model_type"] = "bert"
     (bert / "config.json").write_text(json.dumps(cfg))
@@ -114,12 +114,7 @@ def test_xlmr_position_offset_matters(frugal, xlmr, tmp_path):
 
 
 def test_unsupported_pooling_is_refused(frugal, xlmr, tmp_path):
-    bad = tmp_path / "maxpool"
-    bad.mkdir()
-    for f in xlmr.iterdir():
-        if f.is_file():
-            (bad / f.name).write_bytes(f.read_bytes())
-    (bad / "1_Pooling").mkdir()
+    bad = copy_model(xlmr, tmp_path / "maxpool")
     (bad / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_max_tokens": True}))
     p = frugal.run("embed", "-m", bad, "hello")
     assert p.returncode == 2

@@ -86,8 +86,6 @@ def test_unigram_decode_matches_reference(frugal, unigram):
 
 def test_corrupt_unigram_files_are_refused(frugal, unigram, tmp_path):
     variant, path, _ = unigram
-    if variant != "bge-m3":
-        pytest.skip("one variant is enough")
     j = json.loads(path.read_text())
     cases = {
         "vocab-entry": lambda d: d["model"]["vocab"].__setitem__(5, "just a string"),
@@ -101,6 +99,6 @@ def test_corrupt_unigram_files_are_refused(frugal, unigram, tmp_path):
         bad = tmp_path / f"{name}.json"
         bad.write_text(json.dumps(d))
         p = frugal.run("tokenize", "-m", bad, "hello")
-        assert p.returncode == 2, (name, p.returncode, p.stderr[-500:])
+        assert p.returncode == 2, (variant, name, p.returncode, p.stderr[-500:])
         err = p.stderr.decode()
         assert "tokenizer.json" in err or "tokenizer" in err, (name, err)
