@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <random>
-#include <condition_variable>
 #include <thread>
 
 namespace frugal::cache {
@@ -280,12 +281,13 @@ struct RedisCache::Impl {
   // Gives every entry under the prefix that lacks md.field its vector by md's embedder (the
   // entry's query embedded again), in pages of SCAN; never recreates a key removed meanwhile.
   // Returns how many it wrote.
-  StatusOr<size_t> Backfill(const Model& md) {
+  StatusOr<size_t> Backfill(const Model& md, const std::function<void()>& keepalive = [] {}) {
     size_t written = 0;
     std::string cursor = "0";
     const char* kSetIfExists =
         "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end return 0";
     do {
+      keepalive();
       FRUGAL_ASSIGN_OR_RETURN(RedisReply page, redis.Command({"SCAN", cursor, "MATCH", opt.prefix + ":e:*", "COUNT", "500"}));
       if (page.elements.size() != 2) return Internal("unexpected SCAN reply");
       cursor = page.elements[0].Text();
@@ -324,7 +326,11 @@ struct RedisCache::Impl {
     return Status::Ok();
   }
 
-  Status RotateToModel(const std::shared_ptr<Embedder>& embedder, const HnswParams& p, SteadyClock::time_point deadline);
+  // Re-embedding every entry takes as long as it takes (about 400 entries/s per two cores with
+  // MiniLM): `keepalive` extends the rotation lock, and the index gets rotation_timeout after
+  // each pass to finish.
+  Status RotateToModel(const std::shared_ptr<Embedder>& embedder, const HnswParams& p,
+                       const std::function<void()>& keepalive);
 };
 
 RedisCache::RedisCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -561,10 +567,9 @@ StatusOr<std::string> RedisCache::CurrentIndex() const { return CurrentIndexOf(i
 bool RedisCache::reachable() const { return impl_->redis.reachable(); }
 
 Status RedisCache::Impl::RotateToModel(const std::shared_ptr<Embedder>& embedder, const HnswParams& p,
-                                       SteadyClock::time_point deadline) {
+                                       const std::function<void()>& keepalive) {
   const std::string meta = opt.prefix + ":meta";
   const Model cur = Current();
-  const Model target{embedder, ""};
   const std::string dim = std::to_string(embedder->dim());
   FRUGAL_ASSIGN_OR_RETURN(RedisReply got, redis.Command({"HMGET", meta, "embedder", "dim", "field"}));
   if (got.elements.size() != 3) return Internal("Redis cache: unexpected HMGET reply");
@@ -577,11 +582,11 @@ Status RedisCache::Impl::RotateToModel(const std::shared_ptr<Embedder>& embedder
       std::lock_guard<std::mutex> l(model_mu);
       model = adopted;
     }
-    return Backfill(adopted).status();
+    return Backfill(adopted, keepalive).status();
   }
   if (got.elements[0].Text() != cur.embedder->name()) {
     return InvalidArgument("Redis prefix '" + opt.prefix + "' holds entries of '" + got.elements[0].Text() +
-                              "', neither this cache's model nor the new one");
+                           "', neither this cache's model nor the new one");
   }
   FRUGAL_ASSIGN_OR_RETURN(std::string old_index, RedisCache::CurrentIndexOf(redis, Alias()));
   FRUGAL_ASSIGN_OR_RETURN(RedisReply fgen, redis.Command({"INCR", opt.prefix + ":fieldgen"}));
@@ -607,8 +612,8 @@ Status RedisCache::Impl::RotateToModel(const std::shared_ptr<Embedder>& embedder
   // Every entry gets the new model's vector (the index reads them as they land); a second pass
   // catches entries other replicas wrote with the old model alone meanwhile.
   for (int pass = 0; pass < 2 && st.ok(); ++pass) {
-    st = Backfill(next_model).status();
-    if (st.ok() && !WaitIndexed(name, deadline, std::chrono::milliseconds(100))) {
+    st = Backfill(next_model, keepalive).status();
+    if (st.ok() && !WaitIndexed(name, SteadyClock::now() + opt.rotation_timeout, std::chrono::milliseconds(100))) {
       st = DeadlineExceeded("the new index " + name + " was not complete in time");
     }
   }
@@ -669,7 +674,13 @@ Status RedisCache::Rotate(const RotateOptions& options) {
     (void)m.redis.Command({"EVAL", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
                            "1", lock_key, token});
   };
-  Status st = new_model ? m.RotateToModel(options.embedder, p, deadline) : [&]() -> Status {
+  // A long rotation keeps its lock: each backfill page extends it while this token holds it.
+  auto keepalive = [&] {
+    (void)m.redis.Command({"EVAL",
+                           "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
+                           "1", lock_key, token, lock_ms});
+  };
+  Status st = new_model ? m.RotateToModel(options.embedder, p, keepalive) : [&]() -> Status {
     FRUGAL_ASSIGN_OR_RETURN(std::string old, CurrentIndex());
     FRUGAL_ASSIGN_OR_RETURN(RedisReply gen, m.redis.Command({"INCR", m.opt.prefix + ":gen"}));
     const std::string name = m.opt.prefix + ":idx:" + std::to_string(gen.integer);
