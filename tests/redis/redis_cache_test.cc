@@ -512,11 +512,16 @@ TEST(RedisCacheTest, CapacityIsMaxmemoryWithLruEviction) {
   ASSERT_TRUE(admin.Command({"CONFIG", "SET", "maxmemory-policy", "volatile-lru"}).ok());
   ASSERT_TRUE(admin.Command({"CONFIG", "SET", "maxmemory", std::to_string(base + (4 << 20))}).ok());
   const std::string answer(1024, 'x');  // ~1.5 KB per entry with its vector: 4000 need ~6 MB
-  constexpr int kEntries = 4000;
+  constexpr int kEntries = 4000, kNewest = 100;
   int failed = 0;
-  for (int i = 0; i < kEntries; ++i) {
+  auto insert = [&](int i) {
     failed += !c->Insert(kScope, "shop", "question number " + std::to_string(i), answer + std::to_string(i)).ok();
-  }
+  };
+  for (int i = 0; i < kEntries - kNewest; ++i) insert(i);
+  // Redis's LRU clock ticks once a second: the newest entries must be a tick younger than the
+  // rest to be the ones LRU keeps.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  for (int i = kEntries - kNewest; i < kEntries; ++i) insert(i);
   EXPECT_EQ(failed, 0);  // evicted, never refused
   const int64_t evicted = info_field("stats", "evicted_keys");
   const size_t kept = c->size();
