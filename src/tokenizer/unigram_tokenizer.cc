@@ -16,7 +16,7 @@
 // equal, including its quirks: a grapheme cluster shorter than 6 bytes is replaced as a whole by
 // the charsmap's first (shortest) prefix match.
 #include <algorithm>
-#include <cstring>
+#include <cstdio>
 #include <limits>
 
 #include <utf8proc.h>
