@@ -29,6 +29,7 @@ struct QuantizeFlags {
   int64_t calib_samples = 32, seq_len = 256;
   double damp = 0.01;
   bool no_act_order = false;
+  bool no_scale_search = false;
   int awq_grid = 20;
   int threads = 0;
   bool json = false, quiet = false;
@@ -78,6 +79,7 @@ nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o, con
   nlohmann::json j;
   j["output"] = output;
   j["method"] = QuantMethodName(o.method);
+  j["scale_fit"] = o.fit == ScaleFit::kSearch ? "search" : "minmax";
   j["recipe"] = o.recipe.name;
   j["bytes"] = size.bytes;
   j["f16_bytes"] = size.f16_bytes;
@@ -166,6 +168,7 @@ int RunQuantize(const QuantizeFlags& f) {
   o.gptq.damp = f.damp;
   o.gptq.act_order = !f.no_act_order;
   o.awq.grid = f.awq_grid;
+  o.fit = f.no_scale_search ? ScaleFit::kMinMax : ScaleFit::kSearch;
   o.threads = f.threads;
   if (o.method != QuantMethod::kRtn && o.calib_path.empty()) {
     return Fail(InvalidArgument(std::string("--method ") + f.method + " needs calibration data: --calib FILE (text or JSONL)"));
@@ -320,6 +323,8 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
   cmd->add_option("--seq-len", f->seq_len, "tokens per calibration sequence (default 256)")->check(CLI::Range(8, 65536));
   cmd->add_option("--damp", f->damp, "GPTQ damping, a share of the Hessian's mean diagonal (default 0.01)")->check(CLI::Range(0.0, 10.0));
   cmd->add_flag("--no-act-order", f->no_act_order, "GPTQ: quantize columns in their stored order");
+  cmd->add_flag("--no-scale-search", f->no_scale_search, "INT4 group scales from the group's range alone, without the "
+                "error-minimising search (every method)");
   cmd->add_option("--awq-grid", f->awq_grid, "AWQ: points of the scale exponent's grid (default 20)")->check(CLI::Range(1, 200));
   cmd->add_option("-t,--threads", f->threads, "compute threads (default: one per CPU)")->check(CLI::Range(0, 1024));
   cmd->add_option("--gate", f->gate, "quality gate, e.g. 'ppl<+3%,kld<0.05,numeric>=0.98' (docs/eval.md): evaluate "

@@ -99,6 +99,7 @@ std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, 
   if (!quant.empty()) {
     std::map<std::string, std::string> q(quant.begin(), quant.end());
     add("quantized:     %s, recipe %s", q["method"].c_str(), q["recipe_name"].c_str());
+    if (!q["scale_fit"].empty()) add(", %s scales", q["scale_fit"] == "search" ? "searched" : "min-max");
     if (!q["calib_tokens"].empty()) {
       add(", calibration %s tokens (sha256 %s)", q["calib_tokens"].c_str(), q["calib_sha256"].c_str());
     }

@@ -8,7 +8,7 @@
 namespace frugal {
 
 double ScaledQuantError(const AwqMatrix& m, int64_t cols, const float* s, const float* x, int64_t n,
-                        ThreadPool& pool) {
+                        ThreadPool& pool, ScaleFit fit) {
   // E = deq(Q(W diag(s))) diag(1/s) - W, then ||E x^T||^2 with the float matmul kernel.
   std::vector<float> scaled(static_cast<size_t>(m.rows * cols));
   for (int64_t r = 0; r < m.rows; ++r) {
@@ -17,7 +17,7 @@ double ScaledQuantError(const AwqMatrix& m, int64_t cols, const float* s, const 
       scaled[i] = s != nullptr ? m.w[i] * s[c] : m.w[i];
     }
   }
-  const QuantizedMatrix q = QuantizeRtn(m.format, scaled.data(), m.rows, cols);
+  const QuantizedMatrix q = QuantizeRtn(m.format, scaled.data(), m.rows, cols, fit, nullptr, &pool);
   std::vector<float> e = q.Dequantize();
   for (int64_t r = 0; r < m.rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
@@ -40,7 +40,7 @@ AwqResult SearchAwqScale(std::span<const AwqMatrix> mats, int64_t cols, const fl
   best.scale.assign(static_cast<size_t>(cols), 1.0f);
   auto total_error = [&](const float* s) {
     double e = 0;
-    for (const AwqMatrix& m : mats) e += ScaledQuantError(m, cols, s, x, n, pool);
+    for (const AwqMatrix& m : mats) e += ScaledQuantError(m, cols, s, x, n, pool, options.fit);
     return e;
   };
   best.error = best.error_unscaled = total_error(nullptr);

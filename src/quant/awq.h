@@ -17,6 +17,7 @@ namespace frugal {
 
 struct AwqOptions {
   int grid = 20;  // alpha in {0, 1/grid, ..., (grid-1)/grid}
+  ScaleFit fit = ScaleFit::kMinMax;  // how the scaled matrices' group scales are chosen
 };
 
 // One matrix that reads the shared input: rows x cols, row-major, and its format.
@@ -41,8 +42,8 @@ AwqResult SearchAwqScale(std::span<const AwqMatrix> mats, int64_t cols, const fl
                          const std::vector<double>& mean_abs, const AwqOptions& options, ThreadPool& pool);
 
 // Squared output error sum_rows ||(deq(Q(w * s)) / s - w) x^T||^2 of one matrix on inputs x
-// (s null = no scaling).
+// (s null = no scaling), Q being RTN with scales chosen by `fit`.
 double ScaledQuantError(const AwqMatrix& m, int64_t cols, const float* s, const float* x, int64_t n,
-                        ThreadPool& pool);
+                        ThreadPool& pool, ScaleFit fit = ScaleFit::kMinMax);
 
 }  // namespace frugal

@@ -79,7 +79,7 @@ StatusOr<GptqResult> QuantizeGptq(const QuantFormat& f, const float* w, int64_t 
   out.q.resize(static_cast<size_t>(rows * cols));
   out.params.resize(static_cast<size_t>(rows * groups));
   std::vector<char> fitted(static_cast<size_t>(groups), 0);
-  std::vector<float> gw(static_cast<size_t>(f.group));
+  std::vector<float> gw(static_cast<size_t>(f.group)), gimp(static_cast<size_t>(f.group));
 
   const int64_t block = std::max<int64_t>(1, options.block);
   MatrixF Err(rows, block);
@@ -90,9 +90,13 @@ StatusOr<GptqResult> QuantizeGptq(const QuantFormat& f, const float* w, int64_t 
       if (!fitted[static_cast<size_t>(g)]) {
         // This group's scales, from its weights as they are now (earlier columns' errors
         // already folded in).
+        for (int64_t k = 0; k < f.group; ++k) {
+          const int64_t c = g * f.group + k;
+          gimp[static_cast<size_t>(k)] = std::max(0.0f, h[c * cols + c]);
+        }
         for (int64_t r = 0; r < rows; ++r) {
           for (int64_t k = 0; k < f.group; ++k) gw[static_cast<size_t>(k)] = W(r, pos[static_cast<size_t>(g * f.group + k)]);
-          out.params[static_cast<size_t>(r * groups + g)] = FitGroup(f, gw.data(), f.group);
+          out.params[static_cast<size_t>(r * groups + g)] = FitGroup(f, gw.data(), f.group, options.fit, gimp.data());
         }
         fitted[static_cast<size_t>(g)] = 1;
       }

@@ -17,6 +17,9 @@ struct GptqOptions {
   double damp = 0.01;     // added to H's diagonal, as a share of its mean
   bool act_order = true;  // quantize columns in order of decreasing H diagonal
   int64_t block = 128;    // columns per lazy update
+  // Group scales: kSearch weighs each column's squared rounding error by its H diagonal (the
+  // energy of its input), so the scale favours the inputs that matter.
+  ScaleFit fit = ScaleFit::kMinMax;
 };
 
 struct GptqResult {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/thread_pool.h"
 #include "kernels/quantize.h"
 
 namespace frugal {
@@ -26,19 +27,125 @@ StatusOr<QuantFormat> QuantFormat::Of(TensorType type, int64_t cols) {
   return f;
 }
 
-GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n, int64_t stride) {
+namespace {
+
+GroupParams FitMinMax(const QuantFormat& f, const float* w, int64_t n) {
   GroupParams p;
   if (f.kind == QuantFormat::Kind::kInt4Asym) {
     float lo = w[0], hi = w[0];
-    for (int64_t j = 1; j < n; ++j) lo = std::min(lo, w[j * stride]), hi = std::max(hi, w[j * stride]);
+    for (int64_t j = 1; j < n; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
     p.d = RoundScale(f.type, (hi - lo) / 15.0f);
     p.m = RoundScale(f.type, lo);
     return p;
   }
   float amax = 0;
-  for (int64_t j = 0; j < n; ++j) amax = std::max(amax, std::fabs(w[j * stride]));
+  for (int64_t j = 0; j < n; ++j) amax = std::max(amax, std::fabs(w[j]));
   p.d = RoundScale(f.type, amax / (f.kind == QuantFormat::Kind::kInt8 ? 127.0f : 7.0f));
   return p;
+}
+
+// The search's inner loops run in lanes of 8 floats (n is a group size, a multiple of 8) so that
+// the compiler vectorises them; the arithmetic per weight is QuantizeValue's and
+// DequantizeValue's.
+constexpr int kLanes = 8;
+
+float Sum(const float (&v)[kLanes]) {
+  float s = 0;
+  for (float x : v) s += x;
+  return s;
+}
+
+// sum_i a_i (deq(Q(w_i)) - w_i)^2 with p as stored.
+float GroupError(QuantFormat::Kind kind, const GroupParams& p, const float* w, const float* a, int64_t n) {
+  const float id = p.d != 0 ? 1.0f / p.d : 0.0f, d = p.d, m = p.m;
+  float acc[kLanes] = {};
+  for (int64_t j = 0; j < n; j += kLanes) {
+    for (int k = 0; k < kLanes; ++k) {
+      const float x = w[j + k];
+      const float e = kind == QuantFormat::Kind::kInt4Asym
+                          ? RoundSmall(std::clamp((x - m) * id, 0.0f, 15.0f)) * d + m - x
+                          : RoundSmall(std::clamp(x * id, -8.0f, 7.0f)) * d - x;
+      acc[k] += a[j + k] * e * e;
+    }
+  }
+  return Sum(acc);
+}
+
+// Candidates per direction: the range spans 15 (or 8) levels, +- kSteps / 10.
+constexpr int kSteps = 10;
+
+GroupParams SearchAsym(const QuantFormat& f, const float* w, const float* a, int64_t n, GroupParams best,
+                       float best_e) {
+  float lo = w[0], hi = w[0];
+  for (int64_t j = 1; j < n; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
+  if (!(hi > lo)) return best;
+  for (int k = -kSteps; k <= kSteps; ++k) {
+    const float iscale = (15.0f + 0.1f * static_cast<float>(k)) / (hi - lo);
+    // Least squares for d and m given the candidate's integers L: min sum a (d L + m - x)^2.
+    float sw[kLanes] = {}, sl[kLanes] = {}, sl2[kLanes] = {}, sx[kLanes] = {}, sxl[kLanes] = {};
+    for (int64_t j = 0; j < n; j += kLanes) {
+      for (int i = 0; i < kLanes; ++i) {
+        const float x = w[j + i], wt = a[j + i];
+        const float l = RoundSmall(std::clamp(iscale * (x - lo), 0.0f, 15.0f));
+        sw[i] += wt, sl[i] += wt * l, sl2[i] += wt * l * l, sx[i] += wt * x, sxl[i] += wt * x * l;
+      }
+    }
+    const double W = Sum(sw), L = Sum(sl), L2 = Sum(sl2), X = Sum(sx), XL = Sum(sxl);
+    const double det = W * L2 - L * L;
+    if (!(det > 0)) continue;
+    const double d = (W * XL - X * L) / det, m = (L2 * X - L * XL) / det;
+    if (!(d > 0)) continue;
+    const GroupParams p{RoundScale(f.type, static_cast<float>(d)), RoundScale(f.type, static_cast<float>(m))};
+    const float e = GroupError(f.kind, p, w, a, n);
+    if (e < best_e) best_e = e, best = p;
+  }
+  return best;
+}
+
+GroupParams SearchSym(const QuantFormat& f, const float* w, const float* a, int64_t n, GroupParams best,
+                      float best_e) {
+  // The signed value of largest magnitude may go to -8 (the level the positive side lacks, so
+  // the scale's sign follows it) or to +7.
+  float xm = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    if (std::fabs(w[j]) > std::fabs(xm)) xm = w[j];
+  }
+  if (xm == 0) return best;
+  for (const float levels : {-8.0f, 7.0f}) {
+    for (int k = -kSteps; k <= kSteps; ++k) {
+      const float iscale = (levels + (levels < 0 ? -0.1f : 0.1f) * static_cast<float>(k)) / xm;
+      float sxl[kLanes] = {}, sl2[kLanes] = {};  // min sum a (d L - x)^2  =>  d = sum a x L / sum a L^2
+      for (int64_t j = 0; j < n; j += kLanes) {
+        for (int i = 0; i < kLanes; ++i) {
+          const float x = w[j + i], wt = a[j + i];
+          const float l = RoundSmall(std::clamp(iscale * x, -8.0f, 7.0f));
+          sxl[i] += wt * x * l, sl2[i] += wt * l * l;
+        }
+      }
+      const float L2 = Sum(sl2);
+      if (!(L2 > 0)) continue;
+      const GroupParams p{RoundScale(f.type, Sum(sxl) / L2), 0.0f};
+      if (p.d == 0) continue;
+      const float e = GroupError(f.kind, p, w, a, n);
+      if (e < best_e) best_e = e, best = p;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n, ScaleFit fit, const float* importance) {
+  const GroupParams p = FitMinMax(f, w, n);
+  if (fit == ScaleFit::kMinMax || f.kind == QuantFormat::Kind::kInt8 || n % kLanes != 0) return p;
+  std::vector<float> ones;
+  if (importance == nullptr) {
+    ones.assign(static_cast<size_t>(n), 1.0f);
+    importance = ones.data();
+  }
+  const float e = GroupError(f.kind, p, w, importance, n);
+  return f.kind == QuantFormat::Kind::kInt4Asym ? SearchAsym(f, w, importance, n, p, e)
+                                                : SearchSym(f, w, importance, n, p, e);
 }
 
 std::vector<float> QuantizedMatrix::Dequantize() const {
@@ -79,7 +186,8 @@ QuantizedMatrix PermuteRows(const QuantizedMatrix& m, const std::vector<int64_t>
   return out;
 }
 
-QuantizedMatrix QuantizeRtn(const QuantFormat& f, const float* w, int64_t rows, int64_t cols) {
+QuantizedMatrix QuantizeRtn(const QuantFormat& f, const float* w, int64_t rows, int64_t cols, ScaleFit fit,
+                            const float* importance, ThreadPool* pool) {
   QuantizedMatrix m;
   m.format = f;
   m.rows = rows;
@@ -87,14 +195,21 @@ QuantizedMatrix QuantizeRtn(const QuantFormat& f, const float* w, int64_t rows, 
   m.q.resize(static_cast<size_t>(rows * cols));
   const int64_t groups = f.groups(cols);
   m.params.resize(static_cast<size_t>(rows * groups));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t g = 0; g < groups; ++g) {
-      const float* src = w + r * cols + g * f.group;
-      const GroupParams p = FitGroup(f, src, f.group);
-      m.params[static_cast<size_t>(r * groups + g)] = p;
-      int8_t* dst = &m.q[static_cast<size_t>(r * cols + g * f.group)];
-      for (int64_t j = 0; j < f.group; ++j) dst[j] = QuantizeValue(f, p, src[j]);
+  auto quantize_rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t g = 0; g < groups; ++g) {
+        const float* src = w + r * cols + g * f.group;
+        const GroupParams p = FitGroup(f, src, f.group, fit, importance != nullptr ? importance + g * f.group : nullptr);
+        m.params[static_cast<size_t>(r * groups + g)] = p;
+        int8_t* dst = &m.q[static_cast<size_t>(r * cols + g * f.group)];
+        for (int64_t j = 0; j < f.group; ++j) dst[j] = QuantizeValue(f, p, src[j]);
+      }
     }
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(rows, quantize_rows, 8);
+  } else {
+    quantize_rows(0, rows);
   }
   return m;
 }

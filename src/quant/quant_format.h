@@ -4,6 +4,7 @@
 // error of the file that is written.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "frugal/status.h"
 
 namespace frugal {
+
+class ThreadPool;
 
 struct QuantFormat {
   enum class Kind { kInt8, kInt4Sym, kInt4Asym };
@@ -24,14 +27,27 @@ struct QuantFormat {
   int64_t groups(int64_t cols) const { return cols / group; }
 };
 
+// How a group's scale (and offset) is chosen.
+enum class ScaleFit {
+  kMinMax,  // from the group's range alone (below)
+  kSearch,  // the candidate with the least squared error, as stored (below)
+};
+
 struct GroupParams {
   float d = 0;  // scale
   float m = 0;  // offset (INT4 asymmetric only)
 };
 
-// Round-to-nearest parameters of n weights w[0], w[stride], ...: max|w| / 127 (INT8) or / 7
-// (INT4 symmetric); (max - min) / 15 and min (INT4 asymmetric); stored precision applied.
-GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n, int64_t stride = 1);
+// Parameters of the n weights w[0..n), with the stored precision applied. kMinMax: max|w| / 127
+// (INT8) or / 7 (INT4 symmetric); (max - min) / 15 and min (INT4 asymmetric). kSearch (INT4
+// only, n a multiple of 8; otherwise kMinMax): tries scales that map the range onto slightly
+// fewer or more levels than it has (so the extremes may clip), fits scale and offset to each
+// candidate's integers by least squares, rounds them to fp16, and keeps whichever candidate,
+// min-max included, has the least squared error sum_i a_i (deq(q_i) - w_i)^2, where a is
+// `importance` (n weights; null = all ones). This is the clipping search of AWQ's and GPTQ's
+// reference code and of llama.cpp's K-quants.
+GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n, ScaleFit fit = ScaleFit::kMinMax,
+                     const float* importance = nullptr);
 
 // The stored integer of w ([-127, 127] for INT8, [0, 15] for INT4) and the value it stands for.
 inline int8_t QuantizeValue(const QuantFormat& f, const GroupParams& p, float w);
@@ -53,26 +69,30 @@ struct QuantizedMatrix {
 // Row i of the result is row from[i] of m (codes and group parameters move together).
 QuantizedMatrix PermuteRows(const QuantizedMatrix& m, const std::vector<int64_t>& from);
 
-// Round to nearest, group by group.
-QuantizedMatrix QuantizeRtn(const QuantFormat& f, const float* w, int64_t rows, int64_t cols);
+// Round to nearest, group by group. importance: one weight per input column (null = all ones).
+// Rows are split over `pool` when given.
+QuantizedMatrix QuantizeRtn(const QuantFormat& f, const float* w, int64_t rows, int64_t cols,
+                            ScaleFit fit = ScaleFit::kMinMax, const float* importance = nullptr,
+                            ThreadPool* pool = nullptr);
 
 // --- inline definitions ---
 
+// v rounded to the nearest integer, ties to even (as std::nearbyint in the default rounding
+// mode), for |v| <= 2^22: adding and subtracting 1.5 * 2^23 leaves no fraction bits (IEEE
+// arithmetic; the project is not built with -ffast-math). Two adds instead of a libm call, as
+// the quantizers round every weight many times.
+inline float RoundSmall(float v) { return (v + 12582912.0f) - 12582912.0f; }
+
 inline int8_t QuantizeValue(const QuantFormat& f, const GroupParams& p, float w) {
   const float id = p.d != 0 ? 1.0f / p.d : 0.0f;
+  // Clamped first, then rounded: the same as rounding first, as the bounds are integers.
   switch (f.kind) {
-    case QuantFormat::Kind::kInt8: {
-      const float v = std::nearbyint(w * id);
-      return static_cast<int8_t>(v < -127.0f ? -127.0f : (v > 127.0f ? 127.0f : v));
-    }
-    case QuantFormat::Kind::kInt4Sym: {
-      const float v = std::nearbyint(w * id);
-      return static_cast<int8_t>((v < -8.0f ? -8.0f : (v > 7.0f ? 7.0f : v)) + 8.0f);
-    }
-    case QuantFormat::Kind::kInt4Asym: {
-      const float v = std::nearbyint((w - p.m) * id);
-      return static_cast<int8_t>(v < 0.0f ? 0.0f : (v > 15.0f ? 15.0f : v));
-    }
+    case QuantFormat::Kind::kInt8:
+      return static_cast<int8_t>(RoundSmall(std::clamp(w * id, -127.0f, 127.0f)));
+    case QuantFormat::Kind::kInt4Sym:
+      return static_cast<int8_t>(RoundSmall(std::clamp(w * id, -8.0f, 7.0f)) + 8.0f);
+    case QuantFormat::Kind::kInt4Asym:
+      return static_cast<int8_t>(RoundSmall(std::clamp((w - p.m) * id, 0.0f, 15.0f)));
   }
   return 0;
 }

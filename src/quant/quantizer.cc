@@ -297,6 +297,10 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   const LlamaHParams& hp = model->hparams();
   ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::DefaultThreads());
 
+  GptqOptions gptq_options = o.gptq;
+  gptq_options.fit = o.fit;
+  AwqOptions awq_options = o.awq;
+  awq_options.fit = o.fit;
   const bool use_gptq = o.method == QuantMethod::kGptq || o.method == QuantMethod::kAwqGptq;
   const bool use_awq = o.method == QuantMethod::kAwq || o.method == QuantMethod::kAwqGptq;
   const bool calibrated = use_gptq || use_awq;
@@ -426,7 +430,7 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
           mats.push_back({w[m].data(), rows_of(m), *f});
         }
         const InputStats& st = stats[in];
-        AwqResult r = SearchAwqScale(mats, st.cols, st.sample.data(), st.sampled, mean_abs, o.awq, pool);
+        AwqResult r = SearchAwqScale(mats, st.cols, st.sample.data(), st.sampled, mean_abs, awq_options, pool);
         for (const char* m : names) alpha[m] = r.alpha;
         return r;
       };
@@ -525,10 +529,10 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       auto quantize = [&](TensorType t) -> StatusOr<QuantizedMatrix> {
         FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(t, cols));
         if (use_gptq) {
-          FRUGAL_ASSIGN_OR_RETURN(GptqResult g, QuantizeGptq(f, w[m].data(), rows, cols, in->h.data(), o.gptq));
+          FRUGAL_ASSIGN_OR_RETURN(GptqResult g, QuantizeGptq(f, w[m].data(), rows, cols, in->h.data(), gptq_options));
           return std::move(g.matrix);
         }
-        return QuantizeRtn(f, w[m].data(), rows, cols);
+        return QuantizeRtn(f, w[m].data(), rows, cols, o.fit, nullptr, &pool);
       };
       if (c.keep && !modified.count(m)) {
         data.assign(from->data, from->data + cur->nbytes);
@@ -588,6 +592,7 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   }
   meta.SetUint32(kFrugalFormatVersionKey, kFrugalFormatVersion);
   meta.SetString("frugal.quant.method", QuantMethodName(o.method));
+  meta.SetString("frugal.quant.scale_fit", o.fit == ScaleFit::kSearch ? "search" : "minmax");
   meta.SetString("frugal.quant.recipe", o.recipe.ToYaml());
   meta.SetString("frugal.quant.recipe_name", o.recipe.name);
   meta.SetString("frugal.quant.source", o.input.substr(o.input.find_last_of('/') + 1));
@@ -626,7 +631,7 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       } else if (c.quantize) {
         FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(c.type, t->ne[0]));
         const std::vector<float> v = Dequantized(*t);
-        FRUGAL_ASSIGN_OR_RETURN(out.data, QuantizeRtn(f, v.data(), t->rows(), t->ne[0]).Pack());
+        FRUGAL_ASSIGN_OR_RETURN(out.data, QuantizeRtn(f, v.data(), t->rows(), t->ne[0], o.fit, nullptr, &pool).Pack());
         out.type = c.type;
       } else {
         out.type = c.type == TensorType::kF32 ? TensorType::kF32 : TensorType::kF16;

@@ -44,6 +44,9 @@ struct QuantizeOptions {
   int64_t calib_samples = 32;    // sequences of seq_len tokens
   int64_t seq_len = 256;
   int64_t sample_tokens = 512;   // inputs per layer kept for AWQ's search and the error measure
+  // How INT4 group scales are chosen, by every method (GPTQ weighs the search by its Hessian's
+  // diagonal); overrides gptq.fit and awq.fit.
+  ScaleFit fit = ScaleFit::kSearch;
   GptqOptions gptq;
   AwqOptions awq;
   int threads = 0;

@@ -57,7 +57,8 @@ def test_calibrated_pipeline_without_quantizing_keeps_the_model(frugal, smollm2_
 
 def test_rtn_bytes_match_an_independent_packer(frugal, smollm2_gguf, tmp_path):
     out = tmp_path / "rtn.gguf"
-    rep = quantize(frugal, smollm2_gguf, out, "--method", "rtn")
+    rep = quantize(frugal, smollm2_gguf, out, "--method", "rtn", "--no-scale-search")
+    assert rep["scale_fit"] == "minmax" and info(frugal, out)["quantization"]["scale_fit"] == "minmax"
     types = {t["name"]: t["type"] for t in rep["tensors"]}
     assert types["blk.0.attn_q.weight"] == "I8_G64"      # 576 inputs: g128 -> g64
     assert types["blk.0.ffn_down.weight"] == "I4A_G128"  # 1536 inputs
@@ -75,6 +76,27 @@ def test_rtn_bytes_match_an_independent_packer(frugal, smollm2_gguf, tmp_path):
         np.testing.assert_array_equal(got, want, err_msg=name)
 
 
+def test_scale_search_never_loses_to_min_max(frugal, smollm2_gguf, tmp_path):
+    """The default INT4 scales come from a search (docs/quantization.md, "Methods"): in every group
+    its squared error is at most min-max's, and over a matrix clearly lower."""
+    out = tmp_path / "rtn-search.gguf"
+    rep = quantize(frugal, smollm2_gguf, out, "--method", "rtn", "--preset", "all-int4")
+    assert rep["scale_fit"] == "search"
+    assert "searched scales" in frugal.ok("info", out).stdout.decode()
+    types = {t["name"]: t["type"] for t in rep["tensors"]}
+    for name, cols in [("blk.3.ffn_down.weight", 1536), ("blk.3.attn_k.weight", 576), ("blk.7.ffn_gate.weight", 576)]:
+        w = frugal.dequant(smollm2_gguf, name, tmp_path).reshape(-1, cols).astype(np.float64)
+        g = frugal_format.TYPES[types[name]][2]
+        q, d, m = frugal_format.rtn(w, types[name])
+        minmax = frugal_format.dequant(q, d, m, types[name]).astype(np.float64)
+        got = frugal.dequant(out, name, tmp_path).reshape(-1, cols).astype(np.float64)
+        e_minmax = ((minmax - w) ** 2).reshape(-1, g).sum(axis=1)
+        e_search = ((got - w) ** 2).reshape(-1, g).sum(axis=1)
+        # The search compares candidates in float: allow float32 rounding on near ties.
+        assert np.all(e_search <= e_minmax * (1 + 1e-5) + 1e-12), name
+        assert e_search.sum() < 0.9 * e_minmax.sum(), (name, e_search.sum() / e_minmax.sum())
+
+
 def test_gptq_file_metadata_and_info(frugal, smollm2_gguf, tmp_path):
     out = tmp_path / "gptq.gguf"
     rep = quantize(frugal, smollm2_gguf, out, "--method", "gptq", "--calib", CALIB, "--calib-samples", "3",
@@ -90,6 +112,7 @@ def test_gptq_file_metadata_and_info(frugal, smollm2_gguf, tmp_path):
     assert "gptq" in text and "mixed-int4-int8" in text, text
     assert "I4A_G128" in text and "bits/weight" in text
     assert meta["calib_sha256"] == rep["calib_sha256"] and meta["method"] == "gptq", meta
+    assert meta["scale_fit"] == "search" and rep["scale_fit"] == "search"
     # It runs, and says something sensible.
     p = frugal.ok("generate", "-m", out, "--chat", "-p", "What is the capital of France?", "--temperature", "0",
                   "-n", "12")
