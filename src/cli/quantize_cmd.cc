@@ -40,7 +40,29 @@ struct QuantizeFlags {
   int64_t eval_max_tokens = 2048;
   bool auto_mixed = false;
   int auto_mixed_max = 16;
+  std::string max_size;  // e.g. "104MB": raise the most sensitive INT4 tensors while it fits
 };
+
+// "104MB", "52GB", "1.5GiB", "900kB", "123456789B" -> bytes. The unit is required.
+StatusOr<size_t> ParseSize(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::map<std::string, double> kUnits = {{"b", 1},     {"kb", 1e3},         {"mb", 1e6},
+                                                       {"gb", 1e9},  {"tb", 1e12},        {"kib", 1024.0},
+                                                       {"mib", 1048576.0}, {"gib", 1073741824.0}};
+  const auto u = kUnits.find(unit);
+  if (used == 0 || u == kUnits.end() || !(v > 0) || !std::isfinite(v) || v * u->second > 1e18) {
+    return InvalidArgument("--max-size: '" + text + "' is not a size such as 104MB or 52GB");
+  }
+  return static_cast<size_t>(v * u->second);
+}
 
 // Exit code of a quantization the gate refused (as `frugal eval --gate`).
 constexpr int kGateFailed = 3;
@@ -74,8 +96,10 @@ std::function<void(const QuantProgress&)> ProgressPrinter() {
   };
 }
 
-nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o, const std::string& output) {
-  const SizeSummary size = m.Size();
+// The reports describe the file as written: `raised` tensors in their INT8 alternative.
+nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o, const std::string& output,
+                          const std::set<std::string>& raised) {
+  const SizeSummary size = m.Size(raised);
   nlohmann::json j;
   j["output"] = output;
   j["method"] = QuantMethodName(o.method);
@@ -91,8 +115,9 @@ nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o, con
   if (!m.calib_sha256().empty()) j["calib_sha256"] = m.calib_sha256();
   nlohmann::json ts = nlohmann::json::array();
   for (const TensorReport& t : m.tensors()) {
-    nlohmann::json e{{"name", t.name}, {"type", TypeName(t.type)}, {"source_type", TypeName(t.source)},
-                     {"elements", t.elements}, {"bytes", t.bytes}};
+    nlohmann::json e{{"name", t.name}, {"type", TypeName(t.TypeIn(raised))}, {"source_type", TypeName(t.source)},
+                     {"elements", t.elements}, {"bytes", t.BytesIn(raised)}};
+    if (raised.count(t.name)) e["raised_from"] = TypeName(t.type);
     if (!t.note.empty()) e["note"] = t.note;
     if (t.rel_error >= 0) e["rel_error"] = t.rel_error;
     if (t.awq_alpha >= 0) e["awq_alpha"] = t.awq_alpha;
@@ -102,7 +127,8 @@ nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o, con
   return j;
 }
 
-std::string ReportText(const QuantizedModel& m, const QuantizeOptions& o, const std::string& output) {
+std::string ReportText(const QuantizedModel& m, const QuantizeOptions& o, const std::string& output,
+                       const std::set<std::string>& raised) {
   std::string s;
   char buf[512];
   // Tensors by type, then the summary.
@@ -111,13 +137,13 @@ std::string ReportText(const QuantizedModel& m, const QuantizeOptions& o, const 
   double worst = -1;
   std::string worst_name;
   for (const TensorReport& t : m.tensors()) {
-    auto& e = by_type[TypeName(t.type)];
+    auto& e = by_type[TypeName(t.TypeIn(raised))];
     ++e.first;
-    e.second += t.bytes;
+    e.second += t.BytesIn(raised);
     if (!t.note.empty()) ++notes[t.note];
-    if (t.rel_error > worst) worst = t.rel_error, worst_name = t.name;
+    if (t.rel_error > worst && !raised.count(t.name)) worst = t.rel_error, worst_name = t.name;
   }
-  const SizeSummary size = m.Size();
+  const SizeSummary size = m.Size(raised);
   std::snprintf(buf, sizeof buf, "wrote %s: %s, recipe %s\n", output.c_str(), QuantMethodName(o.method), o.recipe.name.c_str());
   s += buf;
   for (const auto& [type, e] : by_type) {
@@ -199,17 +225,52 @@ int RunQuantize(const QuantizeFlags& f) {
   } else if (f.auto_mixed) {
     return Fail(InvalidArgument("--auto-mixed needs --gate: it raises layers until the gate holds"));
   }
-  o.int8_alternatives = f.auto_mixed;
+  std::optional<size_t> max_size;
+  if (!f.max_size.empty()) {
+    auto b = ParseSize(f.max_size);
+    if (!b.ok()) return Fail(b.status());
+    if (f.auto_mixed) return Fail(InvalidArgument("--max-size and --auto-mixed both choose the tensors to raise: use one"));
+    max_size = *b;
+  }
+  o.int8_alternatives = f.auto_mixed || max_size.has_value();
   if (!f.quiet) o.progress = ProgressPrinter();
   auto m = QuantizeModel(o);
   if (!m.ok()) return Fail(m.status());
   const QuantizedModel& qm = **m;
+  const SizeSummary base = qm.Size();
+  // --max-size: the most sensitive INT4 tensors go to INT8 while the tensor data still fits.
+  std::set<std::string> raised;
+  if (max_size) {
+    if (base.bytes > *max_size) {
+      char msg[256];
+      std::snprintf(msg, sizeof msg, "the quantized tensors take %.2f MB, over --max-size %s: choose a smaller recipe",
+                    static_cast<double>(base.bytes) / 1e6, f.max_size.c_str());
+      return Fail(InvalidArgument(msg));
+    }
+    raised = qm.RaiseWithin(*max_size);
+  }
+  auto add_max_size = [&](nlohmann::json& j) {
+    if (!max_size) return;
+    j["max_size"] = {{"bytes_allowed", *max_size}, {"bytes_before", base.bytes}, {"bytes", qm.Size(raised).bytes},
+                     {"raised", std::vector<std::string>(raised.begin(), raised.end())}};
+  };
+  auto print_raised = [&](const char* why) {
+    if (raised.empty()) return;
+    const SizeSummary now = qm.Size(raised);
+    std::printf("%s: raised %zu tensors to INT8 (+%.2f MB, %.3f -> %.3f bits/weight):", why, raised.size(),
+                static_cast<double>(now.bytes - base.bytes) / 1e6, base.bits_per_weight(), now.bits_per_weight());
+    for (const std::string& n : raised) std::printf(" %s", n.c_str());
+    std::printf("\n");
+  };
   if (!gate) {
-    if (Status st = qm.Write(f.output); !st.ok()) return Fail(st);
+    if (Status st = qm.Write(f.output, raised); !st.ok()) return Fail(st);
     if (f.json) {
-      std::printf("%s\n", ReportJson(qm, o, f.output).dump().c_str());
+      nlohmann::json j = ReportJson(qm, o, f.output, raised);
+      add_max_size(j);
+      std::printf("%s\n", j.dump().c_str());
     } else {
-      std::fputs(ReportText(qm, o, f.output).c_str(), stdout);
+      std::fputs(ReportText(qm, o, f.output, raised).c_str(), stdout);
+      print_raised("max-size");
     }
     return 0;
   }
@@ -236,7 +297,6 @@ int RunQuantize(const QuantizeFlags& f) {
   if (!ref.ok()) return Fail(ref.status());
 
   const std::string candidate = f.output + ".candidate";
-  std::set<std::string> raised;
   const std::vector<std::string> order = qm.RaiseCandidates();
   nlohmann::json steps = nlohmann::json::array();
   EvalReport report;
@@ -273,9 +333,10 @@ int RunQuantize(const QuantizeFlags& f) {
   } else {
     std::remove(candidate.c_str());
   }
-  const SizeSummary base = qm.Size(), final_size = qm.Size(raised);
+  const SizeSummary final_size = qm.Size(raised);
   if (f.json) {
-    nlohmann::json j = ReportJson(qm, o, passed ? f.output : "");
+    nlohmann::json j = ReportJson(qm, o, passed ? f.output : "", raised);
+    add_max_size(j);
     j["eval"] = frugal::ReportJson(report);
     nlohmann::json fails = nlohmann::json::array();
     for (const GateFailure& g : failures) fails.push_back(g.message);
@@ -286,15 +347,9 @@ int RunQuantize(const QuantizeFlags& f) {
     }
     std::printf("%s\n", j.dump().c_str());
   } else {
-    if (passed) std::fputs(ReportText(qm, o, f.output).c_str(), stdout);
+    if (passed) std::fputs(ReportText(qm, o, f.output, raised).c_str(), stdout);
     std::fputs(FormatReport(report).c_str(), stdout);
-    if (f.auto_mixed && !raised.empty()) {
-      std::printf("auto-mixed: raised %zu tensors to INT8 (+%.2f MB, %.3f -> %.3f bits/weight):", raised.size(),
-                  static_cast<double>(final_size.bytes - base.bytes) / 1e6, base.bits_per_weight(),
-                  final_size.bits_per_weight());
-      for (const std::string& n : raised) std::printf(" %s", n.c_str());
-      std::printf("\n");
-    }
+    print_raised(f.auto_mixed ? "auto-mixed" : "max-size");
     if (passed) {
       std::printf("gate %s: passed\n", f.gate.c_str());
     } else {
@@ -334,6 +389,8 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
   cmd->add_option("--eval-max-tokens", f->eval_max_tokens, "held-out tokens the gate scores (default 2048)")->check(CLI::Range(16, 1 << 20));
   cmd->add_flag("--auto-mixed", f->auto_mixed, "with --gate: raise the INT4 tensors with the largest output error to INT8, "
                 "one at a time, until the gate holds");
+  cmd->add_option("--max-size", f->max_size, "a size for the tensor data, e.g. 104MB or 52GB: raise the INT4 tensors "
+                  "with the largest output error to INT8 while it fits (with or without --gate)");
   cmd->add_option("--auto-mixed-max", f->auto_mixed_max, "most tensors --auto-mixed may raise (default 16)")->check(CLI::Range(1, 10000));
   cmd->add_flag("--json", f->json, "print the report as one JSON object");
   cmd->add_flag("-q,--quiet", f->quiet, "no progress on stderr");

@@ -216,15 +216,32 @@ StatusOr<std::vector<std::vector<int32_t>>> LoadCalibration(Engine& engine, cons
   return out;
 }
 
-std::vector<std::string> QuantizedModel::RaiseCandidates() const {
+std::vector<const TensorReport*> QuantizedModel::ByError() const {
   std::vector<const TensorReport*> c;
   for (const TensorReport& r : reports_) {
     if (r.has_int8_alternative) c.push_back(&r);
   }
   std::stable_sort(c.begin(), c.end(), [](const TensorReport* a, const TensorReport* b) { return a->rel_error > b->rel_error; });
+  return c;
+}
+
+std::vector<std::string> QuantizedModel::RaiseCandidates() const {
   std::vector<std::string> names;
-  for (const TensorReport* r : c) names.push_back(r->name);
+  for (const TensorReport* r : ByError()) names.push_back(r->name);
   return names;
+}
+
+std::set<std::string> QuantizedModel::RaiseWithin(size_t max_bytes) const {
+  std::set<std::string> raised;
+  size_t bytes = Size().bytes;
+  for (const TensorReport* r : ByError()) {
+    const size_t grown = bytes - r->bytes + r->alt_bytes;
+    if (grown <= max_bytes) {
+      raised.insert(r->name);
+      bytes = grown;
+    }
+  }
+  return raised;
 }
 
 SizeSummary QuantizedModel::Size(const std::set<std::string>& raise) const {
@@ -555,6 +572,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
           }
           alternatives[name] = {std::move(d8), t8};
           rep.has_int8_alternative = true;
+          rep.alt_type = t8;
+          rep.alt_bytes = alternatives[name].first.size();
         }
       } else {
         // F16 / F32 (or a kept tensor that AWQ rescaled: stored as F16).

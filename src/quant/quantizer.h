@@ -68,6 +68,16 @@ struct TensorReport {
   double rel_error = -1;     // ||(Wq - W) X||^2 / ||W X||^2 on sampled calibration inputs; -1 n/a
   double awq_alpha = -1;     // the AWQ exponent chosen for the group this matrix is in; -1 n/a
   bool has_int8_alternative = false;
+  TensorType alt_type = TensorType::kF32;  // the INT8 alternative's type and bytes, when made
+  size_t alt_bytes = 0;
+
+  // The type and bytes the tensor is written with when `raise` names it.
+  TensorType TypeIn(const std::set<std::string>& raise) const {
+    return has_int8_alternative && raise.count(name) ? alt_type : type;
+  }
+  size_t BytesIn(const std::set<std::string>& raise) const {
+    return has_int8_alternative && raise.count(name) ? alt_bytes : bytes;
+  }
 };
 
 struct SizeSummary {
@@ -82,6 +92,9 @@ class QuantizedModel {
   const std::vector<TensorReport>& tensors() const { return reports_; }
   // INT4 tensors that have an INT8 alternative, largest relative output error first.
   std::vector<std::string> RaiseCandidates() const;
+  // The most sensitive INT4 tensors (RaiseCandidates' order) that can be raised to INT8 with
+  // the tensor data staying within max_bytes: each in turn is raised if it still fits.
+  std::set<std::string> RaiseWithin(size_t max_bytes) const;
   SizeSummary Size(const std::set<std::string>& raise = {}) const;
   // Writes the GGUF file, with the tensors in `raise` in their INT8 alternative.
   Status Write(const std::string& path, const std::set<std::string>& raise = {}) const;
@@ -92,6 +105,8 @@ class QuantizedModel {
 
  private:
   friend StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& options);
+  // The reports of the tensors with an INT8 alternative, largest relative output error first.
+  std::vector<const TensorReport*> ByError() const;
   // A Hugging Face source: Llama 3's rope frequency factors become the rope_freqs tensor.
   Status FinishHfExport(const LlamaHParams& hp);
   struct Tensor {

@@ -97,6 +97,30 @@ def test_scale_search_never_loses_to_min_max(frugal, smollm2_gguf, tmp_path):
         assert e_search.sum() < 0.9 * e_minmax.sum(), (name, e_search.sum() / e_minmax.sum())
 
 
+def test_max_size_raises_the_most_sensitive_tensors_that_fit(frugal, smollm2_gguf, tmp_path):
+    base = quantize(frugal, smollm2_gguf, tmp_path / "base.gguf", "--method", "rtn")
+    int4 = sorted((t for t in base["tensors"] if t["type"].startswith("I4")), key=lambda t: -t["rel_error"])
+    budget = base["bytes"] + 1_500_000  # room for about three INT8 raises (~0.42 MB each)
+    out = tmp_path / "fit.gguf"
+    rep = quantize(frugal, smollm2_gguf, out, "--method", "rtn", "--max-size", f"{budget}B")
+    ms = rep["max_size"]
+    raised = ms["raised"]
+    assert rep["bytes"] == ms["bytes"] <= budget and ms["bytes_before"] == base["bytes"]
+    assert len(raised) == 3, raised
+    assert [t["name"] for t in int4[:3]] == sorted(raised, key=[t["name"] for t in int4].index)
+    by_name = {t["name"]: t for t in rep["tensors"]}
+    for n in raised:
+        assert by_name[n]["type"].startswith("I8_") and by_name[n]["raised_from"].startswith("I4A_"), by_name[n]
+    # No further raise would have fitted.
+    deltas = [by_name[n]["bytes"] - {t["name"]: t for t in base["tensors"]}[n]["bytes"] for n in raised]
+    assert budget - rep["bytes"] < min(deltas)
+    inf = info(frugal, out)
+    assert inf["loadable"] and set(inf["quantization"]["raised_to_int8"].split(",")) == set(raised)
+    # The file grew by the tensors' growth plus the metadata naming them.
+    grown = out.stat().st_size - (tmp_path / "base.gguf").stat().st_size
+    assert 0 <= grown - (rep["bytes"] - base["bytes"]) < 4096
+
+
 def test_gptq_file_metadata_and_info(frugal, smollm2_gguf, tmp_path):
     out = tmp_path / "gptq.gguf"
     rep = quantize(frugal, smollm2_gguf, out, "--method", "gptq", "--calib", CALIB, "--calib-samples", "3",
@@ -126,6 +150,10 @@ def test_gptq_file_metadata_and_info(frugal, smollm2_gguf, tmp_path):
     (["--preset", "int3"], "unknown preset"),
     (["--group-size", "48"], "group-size"),
     (["--recipe", "/nonexistent.yaml"], "cannot read recipe"),
+    (["--method", "rtn", "--max-size", "90MB"], "over --max-size 90MB"),
+    (["--method", "rtn", "--max-size", "12parsecs"], "not a size"),
+    (["--method", "rtn", "--max-size", "-5MB"], "not a size"),
+    (["--method", "rtn", "--max-size", "200MB", "--gate", "kld<0.5", "--auto-mixed"], "use one"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(frugal, smollm2_gguf, tmp_path, args, message):
     out = tmp_path / "bad.gguf"
@@ -201,9 +229,10 @@ def test_gate_passes_and_auto_mixed_raises_the_sensitive_layers(frugal, smollm2_
     steps = rep["auto_mixed"]["steps"]
     assert [len(s["raised"]) for s in steps] == [0, 1, 2]
     assert steps[0]["bytes"] < steps[1]["bytes"] < steps[2]["bytes"]
-    int4 = {t["name"]: t for t in rep["tensors"] if t["type"].startswith("I4")}
+    # The report describes the file as last written: raised tensors say what they were.
+    int4 = {t["name"]: t for t in rep["tensors"] if t.get("raised_from", t["type"]).startswith("I4")}
     raised = steps[2]["raised"]
-    assert all(n in int4 for n in raised)
+    assert all(n in int4 and int4[n]["type"].startswith("I8_") for n in raised)
     worst = sorted(int4.values(), key=lambda t: -t["rel_error"])[:2]
     assert set(raised) == {t["name"] for t in worst}
     assert not out.exists()
