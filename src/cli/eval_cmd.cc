@@ -57,6 +57,8 @@ class ProgressPrinter {
   int64_t last_tenth_ = -1;
 };
 
+bool PrintReport(const EvalFlags& f, const EvalReport& report, const Gate* gate);
+
 int RunEval(EvalFlags& f) {
   std::unique_ptr<Gate> gate;
   if (!f.gate.empty()) {
@@ -70,13 +72,23 @@ int RunEval(EvalFlags& f) {
   f.opt.int8_activations = f.activations == "int8";
   auto printer = std::make_shared<ProgressPrinter>();
   if (!f.quiet) f.opt.progress = [printer](std::string_view stage, int64_t done, int64_t total) { (*printer)(stage, done, total); };
-  auto report = Evaluate(f.opt);
-  if (!report.ok()) return Fail(report.status());
+  auto reports = Evaluate(f.opt);
+  if (!reports.ok()) return Fail(reports.status());
+  // Several models: one report each (a JSON object per line with --json), in the order given;
+  // the gate must hold for every one.
+  bool all_passed = true;
+  for (const EvalReport& report : *reports) {
+    if (!PrintReport(f, report, gate.get())) all_passed = false;
+  }
+  return all_passed ? 0 : 3;
+}
 
+// Prints one model's report and its gate; false when the gate failed.
+bool PrintReport(const EvalFlags& f, const EvalReport& report, const Gate* gate) {
   std::vector<GateFailure> failures;
-  if (gate) failures = CheckGate(*report, *gate);
+  if (gate) failures = CheckGate(report, *gate);
   if (f.json) {
-    nlohmann::json j = ReportJson(*report);
+    nlohmann::json j = ReportJson(report);
     if (gate) {
       nlohmann::json failed = nlohmann::json::array();
       for (const auto& x : failures) {
@@ -90,7 +102,7 @@ int RunEval(EvalFlags& f) {
     }
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::string out = FormatReport(*report);
+    std::string out = FormatReport(report);
     if (gate) {
       out += "gate " + f.gate + ": " + (failures.empty() ? "passed" : "FAILED") + "\n";
       for (const auto& x : failures) out += "  failed " + x.message + "\n";
@@ -101,10 +113,10 @@ int RunEval(EvalFlags& f) {
   if (!failures.empty()) {
     std::string msg;
     for (const auto& x : failures) msg += (msg.empty() ? "" : "; ") + x.message;
-    std::fprintf(stderr, "frugal: gate failed: %s\n", msg.c_str());
-    return 3;
+    std::fprintf(stderr, "frugal: gate failed: %s (%s)\n", msg.c_str(), report.model.c_str());
+    return false;
   }
-  return 0;
+  return true;
 }
 
 }  // namespace
@@ -114,7 +126,8 @@ void AddEvalCommand(CLI::App& app, Commands& out) {
   EvalOptions& o = f->opt;
   o.text_path = "models/text/alice-wonderland-ch1-3.txt";
   auto* cmd = app.add_subcommand("eval", "quality of a (quantized) model against its reference: perplexity, KL divergence, top-1 agreement, numeric fidelity; --gate checks limits (exit 3 when they fail)");
-  cmd->add_option("-m,--model", o.model, "the model to evaluate: a .gguf file or a Hugging Face folder")->required();
+  cmd->add_option("-m,--model", o.models, "the model to evaluate: a .gguf file or a Hugging Face folder; repeat it to "
+                  "evaluate several against one run of the reference (one report each, a JSON object per line)")->required();
   cmd->add_option("--ref", o.ref, "the reference model (e.g. the unquantized one); must share the tokenizer")->required();
   cmd->add_option("--text", o.text_path, "text scored for perplexity, KL divergence and top-1 (default models/text/alice-wonderland-ch1-3.txt)");
   cmd->add_option("--probes", o.probes_path, "JSONL, one {\"prompt\": ...} or {\"messages\": [...]} per line (optional \"id\"), answered greedily by both models for numeric fidelity (default: none)");

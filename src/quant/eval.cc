@@ -509,14 +509,16 @@ StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptio
   return r;
 }
 
-StatusOr<EvalReport> Evaluate(const EvalOptions& o) {
-  if (o.model.empty()) return InvalidArgument("no model given");
+StatusOr<std::vector<EvalReport>> Evaluate(const EvalOptions& o) {
+  if (o.models.empty()) return InvalidArgument("no model given");
   if (o.ref.empty()) return InvalidArgument("no reference model given");
   if (o.text_path.empty()) return InvalidArgument("no text given");
   // Fail on a missing model now, not after the reference's run.
-  for (const std::string* p : {&o.model, &o.ref}) {
+  std::vector<std::string> paths = o.models;
+  paths.push_back(o.ref);
+  for (const std::string& p : paths) {
     std::error_code ec;
-    if (!std::filesystem::exists(*p, ec)) return NotFound(*p + ": no such file or folder");
+    if (p.empty() || !std::filesystem::exists(p, ec)) return NotFound(p + ": no such file or folder");
   }
   EvalReferenceOptions ro;
   FRUGAL_ASSIGN_OR_RETURN(ro.text, ReadFileToString(o.text_path));
@@ -532,9 +534,14 @@ StatusOr<EvalReport> Evaluate(const EvalOptions& o) {
   ro.max_batch = o.max_batch;
   ro.progress = o.progress;
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<EvalReference> ref, EvalReference::Build(ro));
-  EngineOptions mo = ro.engine;
-  mo.model_path = o.model;
-  return EvaluateAgainst(*ref, mo, o.progress);
+  std::vector<EvalReport> reports;
+  for (const std::string& m : o.models) {
+    EngineOptions mo = ro.engine;
+    mo.model_path = m;
+    FRUGAL_ASSIGN_OR_RETURN(EvalReport r, EvaluateAgainst(*ref, mo, o.progress));
+    reports.push_back(std::move(r));
+  }
+  return reports;
 }
 
 std::string FormatReport(const EvalReport& r) {

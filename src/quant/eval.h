@@ -186,7 +186,8 @@ StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptio
                                      const EvalProgress& progress = {});
 
 struct EvalOptions {
-  std::string model, ref;
+  std::vector<std::string> models;  // each evaluated against the one reference run
+  std::string ref;
   std::string text_path;            // required
   std::string probes_path;          // "" = no probes (numeric fidelity n/a)
   int64_t chunk = 0;                // 0 = min(context, 512)
@@ -198,8 +199,9 @@ struct EvalOptions {
   EvalProgress progress;
 };
 
-// Reads the files, builds the reference and evaluates the model against it.
-StatusOr<EvalReport> Evaluate(const EvalOptions& options);
+// Reads the files, builds the reference once and evaluates each model against it (reports in
+// the order of `models`).
+StatusOr<std::vector<EvalReport>> Evaluate(const EvalOptions& options);
 
 // A table for people; "n/a" where there is nothing to show (no probes).
 std::string FormatReport(const EvalReport& report);

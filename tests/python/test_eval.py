@@ -167,6 +167,27 @@ def test_variant_differs_and_gate_fails_with_exit_3(variant_run):
     assert "frugal: gate failed: kld<1e-9" in err, err
 
 
+def test_several_models_share_one_reference_run(frugal, model, text, probes, variant, variant_run):
+    """-m twice: the reference runs once, each model gets its own JSON line and gate verdict,
+    and the variant's numbers equal those of its own run."""
+    p = frugal.run("eval", "--max-tokens", MAX_TOKENS, "--max-new-tokens", MAX_NEW, "--json", "-m", model,
+                   "-m", variant, "--ref", model, "--text", text, "--probes", probes, "--activations", "int8",
+                   "--gate", "kld<1e-9,ppl<+1000%", timeout=600)
+    assert p.returncode == 3, p.stderr.decode()[-2000:]
+    lines = [json.loads(l) for l in p.stdout.decode().splitlines() if l.strip()]
+    assert [r["model"] for r in lines] == [str(model), str(variant)]
+    same, other = lines
+    assert same["kld_mean"] < 1e-9 and same["gate"]["passed"] is True
+    want, _ = variant_run
+    for k in ("ppl_ref", "ppl", "kld_mean", "kld_p99", "top1_agreement", "numeric_fidelity", "probes_matched"):
+        assert other[k] == want[k], k
+    assert other["gate"]["passed"] is False
+    err = p.stderr.decode()
+    n = len(PROBES)
+    assert err.count(f"reference probes {n}/{n}") == 1 and err.count(f": probes {n}/{n}") == 2, err
+    assert f"frugal: gate failed: kld<1e-9" in err and str(variant) in err
+
+
 def test_gate_passes_with_exit_0_and_table_says_na_without_probes(frugal, model, text):
     p = frugal.run("eval", "-m", model, "--ref", model, "--text", text, "--max-tokens", 64,
                    "--gate", "ppl<=+0%, kld<1e-9, top1>=1", timeout=300)
