@@ -224,13 +224,24 @@ std::vector<float> Gram(const std::vector<float>& x, int64_t n, int64_t cols) {
   return h;
 }
 
+// A 32 x 256 Gaussian weight matrix and the Hessian of 2048 correlated inputs.
+struct GptqProblem {
+  static constexpr int64_t rows = 32, cols = 256;
+  std::vector<float> w, h;
+  explicit GptqProblem(unsigned seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0, 0.02f);
+    w.resize(static_cast<size_t>(rows * cols));
+    for (float& v : w) v = nd(rng);
+    h = Gram(CorrelatedInputs(2048, cols, rng), 2048, cols);
+  }
+};
+
 TEST(Gptq, LowersTheOutputErrorOfRtn) {
-  std::mt19937 rng(3);
-  std::normal_distribution<float> nd(0, 0.02f);
-  const int64_t rows = 32, cols = 256, n = 2048;
-  std::vector<float> w(static_cast<size_t>(rows * cols));
-  for (float& v : w) v = nd(rng);
-  const std::vector<float> h = Gram(CorrelatedInputs(n, cols, rng), n, cols);
+  const GptqProblem pr(3);
+  const int64_t rows = pr.rows, cols = pr.cols;
+  const std::vector<float>& w = pr.w;
+  const std::vector<float>& h = pr.h;
   for (TensorType t : {TensorType::kI4A_G128, TensorType::kI4S_G64, TensorType::kI8_G64}) {
     const QuantFormat f = *QuantFormat::Of(t, cols);
     const OutputError rtn = MeasureOutputError(w.data(), QuantizeRtn(f, w.data(), rows, cols).Dequantize().data(), rows, cols, h.data());
@@ -336,12 +347,10 @@ TEST(ScaleSearch, RtnOnAPoolEqualsRtnOnOneThread) {
 }
 
 TEST(Gptq, ScaleSearchLowersItsOutputErrorFurther) {
-  std::mt19937 rng(14);
-  std::normal_distribution<float> nd(0, 0.02f);
-  const int64_t rows = 32, cols = 256, n = 2048;
-  std::vector<float> w(static_cast<size_t>(rows * cols));
-  for (float& v : w) v = nd(rng);
-  const std::vector<float> h = Gram(CorrelatedInputs(n, cols, rng), n, cols);
+  const GptqProblem pr(14);
+  const int64_t rows = pr.rows, cols = pr.cols;
+  const std::vector<float>& w = pr.w;
+  const std::vector<float>& h = pr.h;
   for (TensorType t : {TensorType::kI4A_G128, TensorType::kI4S_G64}) {
     const QuantFormat f = *QuantFormat::Of(t, cols);
     GptqOptions o;
