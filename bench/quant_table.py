@@ -45,6 +45,9 @@ FRUGAL_RUNS = [  # (label, preset, method[, extra quantize args])
     # Q5_K_M (112.1 MB) less the 1.8 MB of metadata, as --max-size bounds the tensor data.
     ("mixed GPTQ 103.6MB", "mixed-int4-int8", "gptq", ["--max-size", "103.6MB"]),
     ("mixed GPTQ 110.3MB", "mixed-int4-int8", "gptq", ["--max-size", "110.3MB"]),
+    # g32 everywhere: INT4 g32 asymmetric is the reference's own Q4_1 grid, so the FFN is copied
+    # exactly; this row measures how much the reference's grid favours g32 formats.
+    ("mixed RTN g32", "mixed-int4-int8", "rtn", ["--group-size", "32"]),
 ]
 LLAMA_TYPES = [("Q4_0", 2), ("Q4_K_M", 15), ("Q5_K_M", 17), ("Q8_0", 7)]  # llama_ftype values
 
