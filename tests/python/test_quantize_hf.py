@@ -85,7 +85,10 @@ def test_f32_export_is_the_same_model(frugal, tmp_path, model_type, dtype, tied)
 def test_quantized_hf_export_rtn_and_gptq(frugal, tmp_path):
     """The same weights quantized from the HF folder and from a GGUF (synth's, Q/K permuted by
     llama.cpp's rule): RTN works row by row, so both files must hold the same tensors; GPTQ
-    calibrates in a different rotary layout, so only close."""
+    calibrates in a different rotary layout, so only close. With min-max scales the two GPTQ
+    files agree to 1e-4; with the scale search (the default) near-tied candidates fall either
+    way and GPTQ carries each choice on (measured: 0.08 apart), so there both must be equally
+    good and nearer each other than the float model."""
     dims = dict(n_embd=128, n_head=4, n_head_kv=2, n_ff=256)
     hf = tmp_path / "hf"
     spec = synth.write_hf_llama(str(hf), model_type="llama", dtype="BF16", tied=False, seed=5, **dims)
@@ -95,10 +98,11 @@ def test_quantized_hf_export_rtn_and_gptq(frugal, tmp_path):
     calib = tmp_path / "calib.txt"
     calib.write_text("Order 1299 ships today. The price is $12.50 per item, 3 items in stock.\n" * 40)
     want = frugal.logits(hf, TOKENS, tmp_path)
-    for method in ("rtn", "gptq"):
+    for method, scales in (("rtn", "search"), ("gptq", "minmax"), ("gptq", "search")):
         extra = ["--calib", calib, "--calib-samples", "4", "--seq-len", "32"] if method == "gptq" else []
+        extra += ["--no-scale-search"] if scales == "minmax" else []
         args = ["--preset", "mixed-int4-int8", "--group-size", "32", "--method", method, *extra]
-        out, twin = tmp_path / f"{method}.gguf", tmp_path / f"{method}-from-gguf.gguf"
+        out, twin = tmp_path / f"{method}-{scales}.gguf", tmp_path / f"{method}-{scales}-from-gguf.gguf"
         quantize(frugal, hf, out, *args)
         quantize(frugal, gg, twin, *args)
         info = frugal.ok("info", out, "--tensors").stdout.decode()
@@ -111,8 +115,12 @@ def test_quantized_hf_export_rtn_and_gptq(frugal, tmp_path):
             for t in ("blk.0.attn_q.weight", "blk.1.attn_k.weight", "blk.0.ffn_down.weight", "token_embd.weight"):
                 np.testing.assert_array_equal(frugal.dequant(out, t, tmp_path), frugal.dequant(twin, t, tmp_path), t)
             assert rel_err(got, twin_logits) < 1e-5, rel_err(got, twin_logits)
+        elif scales == "minmax":
+            assert rel_err(got, twin_logits) < 1e-3, rel_err(got, twin_logits)
         else:
-            assert rel_err(got, twin_logits) < 0.05, rel_err(got, twin_logits)
+            twin_err = rel_err(twin_logits, want)
+            assert abs(err - twin_err) < 0.1 * err, (err, twin_err)
+            assert rel_err(got, twin_logits) < 0.6 * err, (rel_err(got, twin_logits), err)
         assert tokenize(frugal, out, TEXTS) == tokenize(frugal, hf, TEXTS)
 
 
