@@ -5,7 +5,6 @@
 #include <chrono>
 #include <fstream>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <cmath>
 #include <cstdio>
@@ -96,9 +95,9 @@ std::function<void(const QuantProgress&)> ProgressPrinter() {
   };
 }
 
-// The reports describe the file as written: `raised` tensors in their INT8 alternative.
+// The reports describe the file as written: `raised` tensors in the alternative it names.
 nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o, const std::string& output,
-                          const std::set<std::string>& raised) {
+                          const Raise& raised) {
   const SizeSummary size = m.Size(raised);
   nlohmann::json j;
   j["output"] = output;
@@ -119,7 +118,14 @@ nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o, con
                      {"elements", t.elements}, {"bytes", t.BytesIn(raised)}};
     if (raised.count(t.name)) e["raised_from"] = TypeName(t.type);
     if (!t.note.empty()) e["note"] = t.note;
-    if (t.rel_error >= 0) e["rel_error"] = t.rel_error;
+    if (t.rel_error >= 0) e["rel_error"] = t.rel_error;  // as quantized to `type` (raised_from when raised)
+    if (!t.alternatives.empty()) {
+      nlohmann::json alts = nlohmann::json::array();
+      for (const TensorReport::Alternative& a : t.alternatives) {
+        alts.push_back({{"type", TypeName(a.type)}, {"bytes", a.bytes}, {"rel_error", a.rel_error}});
+      }
+      e["alternatives"] = std::move(alts);
+    }
     if (t.awq_alpha >= 0) e["awq_alpha"] = t.awq_alpha;
     ts.push_back(std::move(e));
   }
@@ -128,7 +134,7 @@ nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o, con
 }
 
 std::string ReportText(const QuantizedModel& m, const QuantizeOptions& o, const std::string& output,
-                       const std::set<std::string>& raised) {
+                       const Raise& raised) {
   std::string s;
   char buf[512];
   // Tensors by type, then the summary.
@@ -233,13 +239,20 @@ int RunQuantize(const QuantizeFlags& f) {
     max_size = *b;
   }
   o.int8_alternatives = f.auto_mixed || max_size.has_value();
+  o.g32_alternatives = max_size.has_value();  // --auto-mixed raises to INT8 only
   if (!f.quiet) o.progress = ProgressPrinter();
   auto m = QuantizeModel(o);
   if (!m.ok()) return Fail(m.status());
   const QuantizedModel& qm = **m;
   const SizeSummary base = qm.Size();
-  // --max-size: the most sensitive INT4 tensors go to INT8 while the tensor data still fits.
-  std::set<std::string> raised;
+  // --max-size: INT4 tensors go to INT4 g32 or INT8, most error removed per byte first, while
+  // the tensor data still fits.
+  Raise raised;
+  auto names = [](const Raise& r) {
+    std::vector<std::string> n;
+    for (const auto& [name, type] : r) n.push_back(name);
+    return n;
+  };
   if (max_size) {
     if (base.bytes > *max_size) {
       char msg[256];
@@ -252,14 +265,15 @@ int RunQuantize(const QuantizeFlags& f) {
   auto add_max_size = [&](nlohmann::json& j) {
     if (!max_size) return;
     j["max_size"] = {{"bytes_allowed", *max_size}, {"bytes_before", base.bytes}, {"bytes", qm.Size(raised).bytes},
-                     {"raised", std::vector<std::string>(raised.begin(), raised.end())}};
+                     {"raised", names(raised)}};
+    for (const auto& [name, type] : raised) j["max_size"]["raised_to"][name] = TypeName(type);
   };
   auto print_raised = [&](const char* why) {
     if (raised.empty()) return;
     const SizeSummary now = qm.Size(raised);
-    std::printf("%s: raised %zu tensors to INT8 (+%.2f MB, %.3f -> %.3f bits/weight):", why, raised.size(),
+    std::printf("%s: raised %zu INT4 tensors (+%.2f MB, %.3f -> %.3f bits/weight):", why, raised.size(),
                 static_cast<double>(now.bytes - base.bytes) / 1e6, base.bits_per_weight(), now.bits_per_weight());
-    for (const std::string& n : raised) std::printf(" %s", n.c_str());
+    for (const auto& [name, type] : raised) std::printf(" %s->%s", name.c_str(), TypeName(type).c_str());
     std::printf("\n");
   };
   if (!gate) {
@@ -297,7 +311,7 @@ int RunQuantize(const QuantizeFlags& f) {
   if (!ref.ok()) return Fail(ref.status());
 
   const std::string candidate = f.output + ".candidate";
-  const std::vector<std::string> order = qm.RaiseCandidates();
+  const auto order = qm.RaiseCandidates();
   nlohmann::json steps = nlohmann::json::array();
   EvalReport report;
   std::vector<GateFailure> failures;
@@ -315,7 +329,7 @@ int RunQuantize(const QuantizeFlags& f) {
     report = *r;
     failures = CheckGate(report, *gate);
     const SizeSummary size = qm.Size(raised);
-    steps.push_back({{"raised", std::vector<std::string>(raised.begin(), raised.end())}, {"bytes", size.bytes},
+    steps.push_back({{"raised", names(raised)}, {"bytes", size.bytes},
                      {"ppl", report.ppl}, {"kld_mean", report.kld_mean}, {"passed", failures.empty()}});
     if (!f.quiet) {
       std::fprintf(stderr, "gate: %zu raised to INT8, %.2f MB: %s\n", raised.size(), static_cast<double>(size.bytes) / 1e6,
@@ -342,7 +356,7 @@ int RunQuantize(const QuantizeFlags& f) {
     for (const GateFailure& g : failures) fails.push_back(g.message);
     j["gate"] = {{"spec", f.gate}, {"passed", passed}, {"failures", fails}};
     if (f.auto_mixed) {
-      j["auto_mixed"] = {{"raised", std::vector<std::string>(raised.begin(), raised.end())},
+      j["auto_mixed"] = {{"raised", names(raised)},
                          {"bytes", final_size.bytes}, {"bytes_before", base.bytes}, {"steps", steps}};
     }
     std::printf("%s\n", j.dump().c_str());
@@ -389,8 +403,8 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
   cmd->add_option("--eval-max-tokens", f->eval_max_tokens, "held-out tokens the gate scores (default 2048)")->check(CLI::Range(16, 1 << 20));
   cmd->add_flag("--auto-mixed", f->auto_mixed, "with --gate: raise the INT4 tensors with the largest output error to INT8, "
                 "one at a time, until the gate holds");
-  cmd->add_option("--max-size", f->max_size, "a size for the tensor data, e.g. 104MB or 52GB: raise the INT4 tensors "
-                  "with the largest output error to INT8 while it fits (with or without --gate)");
+  cmd->add_option("--max-size", f->max_size, "a size for the tensor data, e.g. 104MB or 52GB: raise INT4 tensors to INT4 g32 or INT8, "
+                  "most output error removed per byte first, while it fits (with or without --gate)");
   cmd->add_option("--auto-mixed-max", f->auto_mixed_max, "most tensors --auto-mixed may raise (default 16)")->check(CLI::Range(1, 10000));
   cmd->add_flag("--json", f->json, "print the report as one JSON object");
   cmd->add_flag("-q,--quiet", f->quiet, "no progress on stderr");

@@ -104,6 +104,7 @@ std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, 
       add(", calibration %s tokens (sha256 %s)", q["calib_tokens"].c_str(), q["calib_sha256"].c_str());
     }
     if (!q["raised_to_int8"].empty()) add(", raised to INT8: %s", q["raised_to_int8"].c_str());
+    if (!q["regrouped_to_g32"].empty()) add(", regrouped to g32: %s", q["regrouped_to_g32"].c_str());
     out += "\n";
   }
   out += "tensor types: ";

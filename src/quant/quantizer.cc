@@ -216,42 +216,81 @@ StatusOr<std::vector<std::vector<int32_t>>> LoadCalibration(Engine& engine, cons
   return out;
 }
 
-std::vector<const TensorReport*> QuantizedModel::ByError() const {
+const TensorReport::Alternative* TensorReport::FindAlternative(TensorType t) const {
+  for (const Alternative& a : alternatives) {
+    if (a.type == t) return &a;
+  }
+  return nullptr;
+}
+
+const TensorReport::Alternative* TensorReport::Int8Alternative() const {
+  for (const Alternative& a : alternatives) {
+    if (GetTypeInfo(a.type)->bits == 8) return &a;
+  }
+  return nullptr;
+}
+
+TensorType TensorReport::TypeIn(const Raise& raise) const {
+  auto r = raise.find(name);
+  return r != raise.end() && FindAlternative(r->second) != nullptr ? r->second : type;
+}
+
+size_t TensorReport::BytesIn(const Raise& raise) const {
+  auto r = raise.find(name);
+  const Alternative* a = r != raise.end() ? FindAlternative(r->second) : nullptr;
+  return a != nullptr ? a->bytes : bytes;
+}
+
+const std::vector<uint8_t>& QuantizedModel::Tensor::DataIn(const Raise& raise) const {
+  auto r = raise.find(name);
+  if (r == raise.end()) return data;
+  auto a = alternatives.find(r->second);
+  return a != alternatives.end() ? a->second : data;
+}
+
+std::vector<std::pair<std::string, TensorType>> QuantizedModel::RaiseCandidates() const {
   std::vector<const TensorReport*> c;
   for (const TensorReport& r : reports_) {
-    if (r.has_int8_alternative) c.push_back(&r);
+    if (r.Int8Alternative() != nullptr) c.push_back(&r);
   }
   std::stable_sort(c.begin(), c.end(), [](const TensorReport* a, const TensorReport* b) { return a->rel_error > b->rel_error; });
-  return c;
+  std::vector<std::pair<std::string, TensorType>> out;
+  for (const TensorReport* r : c) out.emplace_back(r->name, r->Int8Alternative()->type);
+  return out;
 }
 
-std::vector<std::string> QuantizedModel::RaiseCandidates() const {
-  std::vector<std::string> names;
-  for (const TensorReport* r : ByError()) names.push_back(r->name);
-  return names;
-}
-
-std::set<std::string> QuantizedModel::RaiseWithin(size_t max_bytes) const {
-  std::set<std::string> raised;
+Raise QuantizedModel::RaiseWithin(size_t max_bytes) const {
+  Raise raise;
   size_t bytes = Size().bytes;
-  for (const TensorReport* r : ByError()) {
-    const size_t grown = bytes - r->bytes + r->alt_bytes;
-    if (grown <= max_bytes) {
-      raised.insert(r->name);
-      bytes = grown;
+  for (;;) {
+    // The best step: error removed per byte added, among the alternatives that still fit.
+    const TensorReport* best = nullptr;
+    const TensorReport::Alternative* best_alt = nullptr;
+    double best_gain = 0;
+    for (const TensorReport& r : reports_) {
+      const size_t now_bytes = r.BytesIn(raise);
+      const auto cur = raise.find(r.name);
+      const double now_error = cur == raise.end() ? r.rel_error : r.FindAlternative(cur->second)->rel_error;
+      for (const TensorReport::Alternative& a : r.alternatives) {
+        if (a.bytes <= now_bytes || bytes - now_bytes + a.bytes > max_bytes || a.rel_error >= now_error) continue;
+        const double gain = (now_error - a.rel_error) / static_cast<double>(a.bytes - now_bytes);
+        if (gain > best_gain) best = &r, best_alt = &a, best_gain = gain;
+      }
     }
+    if (best == nullptr) return raise;
+    bytes = bytes - best->BytesIn(raise) + best_alt->bytes;
+    raise[best->name] = best_alt->type;
   }
-  return raised;
 }
 
-SizeSummary QuantizedModel::Size(const std::set<std::string>& raise) const {
+SizeSummary QuantizedModel::Size(const Raise& raise) const {
   SizeSummary s;
   for (const Tensor& t : out_) {
     int64_t n = 1;
     for (int64_t d : t.ne) n *= d;
     s.params += n;
     s.f16_bytes += static_cast<size_t>(n) * 2;
-    s.bytes += raise.count(t.name) && !t.alt_data.empty() ? t.alt_data.size() : t.data.size();
+    s.bytes += t.DataIn(raise).size();
   }
   return s;
 }
@@ -278,15 +317,17 @@ Status QuantizedModel::FinishHfExport(const LlamaHParams& hp) {
   return Status::Ok();
 }
 
-Status QuantizedModel::Write(const std::string& path, const std::set<std::string>& raise) const {
+Status QuantizedModel::Write(const std::string& path, const Raise& raise) const {
   GgufWriter w = metadata_;
-  std::vector<std::string> raised;
+  std::vector<std::string> to_int8, to_g32;
   for (const Tensor& t : out_) {
-    const bool up = raise.count(t.name) > 0 && !t.alt_data.empty();
-    if (up) raised.push_back(t.name);
-    FRUGAL_RETURN_IF_ERROR(w.AddTensor(t.name, up ? t.alt_type : t.type, t.ne, up ? t.alt_data : t.data));
+    const std::vector<uint8_t>& data = t.DataIn(raise);
+    const TensorType type = &data == &t.data ? t.type : raise.at(t.name);
+    if (type != t.type) (GetTypeInfo(type)->bits == 8 ? to_int8 : to_g32).push_back(t.name);
+    FRUGAL_RETURN_IF_ERROR(w.AddTensor(t.name, type, t.ne, data));
   }
-  if (!raised.empty()) w.SetStringArray("frugal.quant.raised_to_int8", raised);
+  if (!to_int8.empty()) w.SetStringArray("frugal.quant.raised_to_int8", to_int8);
+  if (!to_g32.empty()) w.SetStringArray("frugal.quant.regrouped_to_g32", to_g32);
   return w.Write(path);
 }
 
@@ -357,7 +398,7 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   const int64_t stride = std::max<int64_t>(1, qm->calib_tokens_ / std::max<int64_t>(1, o.sample_tokens));
 
   std::map<std::string, std::pair<const std::vector<uint8_t>*, TensorType>> done;  // into live_data
-  std::map<std::string, std::pair<std::vector<uint8_t>, TensorType>> alternatives;
+  std::map<std::string, std::map<TensorType, std::vector<uint8_t>>> alternatives;
   std::map<std::string, TensorReport> reports;
   // Quantized weights, which the model runs on from their layer on (stable addresses: the model
   // points into them until it is destroyed).
@@ -562,18 +603,28 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
         if (!qk_order(name).empty()) {
           FRUGAL_ASSIGN_OR_RETURN(export_data[name], PermuteRows(q, qk_order(name)).Pack());
         }
+        // Larger alternatives of an INT4 tensor, smallest first: INT4 g32, then INT8.
         const TypeInfo* ti = GetTypeInfo(c.type);
-        if (o.int8_alternatives && ti->bits == 4) {
-          FRUGAL_ASSIGN_OR_RETURN(const TensorType t8, IntType(WeightKind::kInt8, ti->group_size));
-          FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix q8, quantize(t8));
-          FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> d8, q8.Pack());
-          if (!qk_order(name).empty()) {
-            FRUGAL_ASSIGN_OR_RETURN(d8, PermuteRows(q8, qk_order(name)).Pack());
-          }
-          alternatives[name] = {std::move(d8), t8};
-          rep.has_int8_alternative = true;
-          rep.alt_type = t8;
-          rep.alt_bytes = alternatives[name].first.size();
+        std::vector<TensorType> alt_types;
+        if (ti->bits == 4 && o.g32_alternatives && ti->group_size > 32 && cols % 32 == 0) {
+          FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(c.type, cols));
+          FRUGAL_ASSIGN_OR_RETURN(const TensorType t, IntType(f.kind == QuantFormat::Kind::kInt4Sym ? WeightKind::kInt4Sym : WeightKind::kInt4, 32));
+          alt_types.push_back(t);
+        }
+        if (ti->bits == 4 && o.int8_alternatives) {
+          FRUGAL_ASSIGN_OR_RETURN(const TensorType t, IntType(WeightKind::kInt8, ti->group_size));
+          alt_types.push_back(t);
+        }
+        for (const TensorType t : alt_types) {
+          FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix qa, quantize(t));
+          TensorReport::Alternative alt;
+          alt.type = t;
+          alt.rel_error = in != nullptr ? RelativeOutputError(w[m].data(), qa.Dequantize(), rows, cols, *in, pool)
+                                        : RelativeWeightError(w[m], qa.Dequantize());
+          FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> da, (qk_order(name).empty() ? qa : PermuteRows(qa, qk_order(name))).Pack());
+          alt.bytes = da.size();
+          alternatives[name][t] = std::move(da);
+          rep.alternatives.push_back(alt);
         }
       } else {
         // F16 / F32 (or a kept tensor that AWQ rescaled: stored as F16).
@@ -631,10 +682,7 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       out.data = *d->second.first;
       out.type = d->second.second;
       rep = reports[nt.name];
-      if (auto a = alternatives.find(nt.name); a != alternatives.end()) {
-        out.alt_data = std::move(a->second.first);
-        out.alt_type = a->second.second;
-      }
+      if (auto a = alternatives.find(nt.name); a != alternatives.end()) out.alternatives = std::move(a->second);
     } else {
       const TensorChoice& c = choice[nt.name];
       rep.name = nt.name;

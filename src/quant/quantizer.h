@@ -13,7 +13,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -50,13 +49,19 @@ struct QuantizeOptions {
   GptqOptions gptq;
   AwqOptions awq;
   int threads = 0;
-  // Per-tensor types that override the recipe (auto-mixed raises tensors to INT8 this way).
+  // Per-tensor types that override the recipe.
   std::map<std::string, TensorType> force;
-  // Also quantize every INT4 tensor to INT8 at the same group size, so that tensors can be
-  // raised without another calibration run (QuantizedModel::Write's `raise`).
+  // Also quantize every INT4 tensor in larger formats, so that tensors can be raised without
+  // another calibration run (QuantizedModel::Write's `raise`): INT8 at the same group size, and
+  // INT4 of the same kind with groups of 32 when its groups are larger.
   bool int8_alternatives = false;
+  bool g32_alternatives = false;
   std::function<void(const QuantProgress&)> progress;
 };
+
+// Tensors to write in one of their alternatives (TensorReport::alternatives) instead of the
+// type they were quantized to: name -> the alternative's type.
+using Raise = std::map<std::string, TensorType>;
 
 struct TensorReport {
   std::string name;
@@ -67,17 +72,18 @@ struct TensorReport {
   std::string note;          // e.g. a group size that had to shrink
   double rel_error = -1;     // ||(Wq - W) X||^2 / ||W X||^2 on sampled calibration inputs; -1 n/a
   double awq_alpha = -1;     // the AWQ exponent chosen for the group this matrix is in; -1 n/a
-  bool has_int8_alternative = false;
-  TensorType alt_type = TensorType::kF32;  // the INT8 alternative's type and bytes, when made
-  size_t alt_bytes = 0;
+  struct Alternative {
+    TensorType type = TensorType::kF32;
+    size_t bytes = 0;
+    double rel_error = -1;  // as rel_error above
+  };
+  std::vector<Alternative> alternatives;  // smallest first, each larger than `type`
 
-  // The type and bytes the tensor is written with when `raise` names it.
-  TensorType TypeIn(const std::set<std::string>& raise) const {
-    return has_int8_alternative && raise.count(name) ? alt_type : type;
-  }
-  size_t BytesIn(const std::set<std::string>& raise) const {
-    return has_int8_alternative && raise.count(name) ? alt_bytes : bytes;
-  }
+  // The type and bytes the tensor is written with under `raise`.
+  TensorType TypeIn(const Raise& raise) const;
+  size_t BytesIn(const Raise& raise) const;
+  const Alternative* FindAlternative(TensorType t) const;
+  const Alternative* Int8Alternative() const;
 };
 
 struct SizeSummary {
@@ -90,14 +96,16 @@ struct SizeSummary {
 class QuantizedModel {
  public:
   const std::vector<TensorReport>& tensors() const { return reports_; }
-  // INT4 tensors that have an INT8 alternative, largest relative output error first.
-  std::vector<std::string> RaiseCandidates() const;
-  // The most sensitive INT4 tensors (RaiseCandidates' order) that can be raised to INT8 with
-  // the tensor data staying within max_bytes: each in turn is raised if it still fits.
-  std::set<std::string> RaiseWithin(size_t max_bytes) const;
-  SizeSummary Size(const std::set<std::string>& raise = {}) const;
-  // Writes the GGUF file, with the tensors in `raise` in their INT8 alternative.
-  Status Write(const std::string& path, const std::set<std::string>& raise = {}) const;
+  // INT4 tensors that have an INT8 alternative, largest relative output error first, each
+  // with its INT8 type (what --auto-mixed raises, one at a time).
+  std::vector<std::pair<std::string, TensorType>> RaiseCandidates() const;
+  // Raises that keep the tensor data within max_bytes, chosen greedily: each step takes, among
+  // every tensor's larger alternatives that still fit, the one that removes the most relative
+  // output error per added byte, until none fits or none lowers the error.
+  Raise RaiseWithin(size_t max_bytes) const;
+  SizeSummary Size(const Raise& raise = {}) const;
+  // Writes the GGUF file, with the tensors in `raise` in the alternative it names.
+  Status Write(const std::string& path, const Raise& raise = {}) const;
 
   int64_t calib_tokens() const { return calib_tokens_; }
   const std::string& calib_sha256() const { return calib_sha256_; }
@@ -105,8 +113,6 @@ class QuantizedModel {
 
  private:
   friend StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& options);
-  // The reports of the tensors with an INT8 alternative, largest relative output error first.
-  std::vector<const TensorReport*> ByError() const;
   // A Hugging Face source: Llama 3's rope frequency factors become the rope_freqs tensor.
   Status FinishHfExport(const LlamaHParams& hp);
   struct Tensor {
@@ -114,8 +120,8 @@ class QuantizedModel {
     TensorType type;
     std::vector<int64_t> ne;
     std::vector<uint8_t> data;
-    TensorType alt_type = TensorType::kF32;
-    std::vector<uint8_t> alt_data;  // INT8 alternative, when made
+    std::map<TensorType, std::vector<uint8_t>> alternatives;
+    const std::vector<uint8_t>& DataIn(const Raise& raise) const;
   };
   GgufWriter metadata_;   // metadata only; tensors are added per Write
   std::vector<Tensor> out_;
