@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import frugal_format
+import synth
 from conftest import ROOT
 
 CALIB = ROOT / "tests" / "data" / "calib_cs.jsonl"
@@ -156,6 +157,39 @@ def test_max_size_raises_where_it_removes_the_most_error_per_byte(frugal, smollm
     # The file grew by the tensors' growth plus the metadata naming them.
     grown = out.stat().st_size - (tmp_path / "base.gguf").stat().st_size
     assert 0 <= grown - (rep["bytes"] - base["bytes"]) < 8192
+
+
+def test_max_size_from_int4_g32_everywhere_raises_to_int8_only(frugal, tmp_path):
+    # The recipe docs/quantization.md recommends for a size budget: INT4 g32 has no finer rung,
+    # so INT8 g32 is each tensor's only alternative, attention and feed-forward alike. A random
+    # float model (off every grid; SmolLM2's Q4_1 matrices are INT4 g32 already, which INT8 can
+    # only make worse) with 2 layers of 7 matrices.
+    src = tmp_path / "src.gguf"
+    synth.write_gguf_llama(str(src), tied=False, seed=7, n_embd=128, n_head=4, n_head_kv=2, n_ff=256)
+    args = ("--method", "rtn", "--preset", "all-int4", "--group-size", "32")
+    base = quantize(frugal, src, tmp_path / "base.gguf", *args)
+    base_bytes = {t["name"]: t["bytes"] for t in base["tensors"]}
+    # A budget of exactly the preset's size raises nothing, and reports every alternative.
+    probe = quantize(frugal, src, tmp_path / "probe.gguf", *args, "--max-size", f"{base['bytes']}B")
+    assert probe["bytes"] == base["bytes"] and not probe["max_size"].get("raised_to")
+    int4 = [t for t in probe["tensors"] if t["type"].startswith("I4")]
+    assert len(int4) == 2 * 7 and all(t["type"] == "I4A_G32" for t in int4), probe["tensors"]
+    # Room for about a third of the raises to INT8 (each adds 3.5 bits/weight).
+    all_raises = sum(t["alternatives"][0]["bytes"] - t["bytes"] for t in int4)
+    budget = base["bytes"] + all_raises // 3
+    out = tmp_path / "fit.gguf"
+    rep = quantize(frugal, src, out, *args, "--max-size", f"{budget}B")
+    for t in rep["tensors"]:
+        if t.get("raised_from", t["type"]).startswith("I4"):
+            assert t.get("raised_from", t["type"]) == "I4A_G32", t
+            assert [a["type"] for a in t["alternatives"]] == ["I8_G32"], t
+            assert t["alternatives"][0]["rel_error"] < t["rel_error"], t
+    plan = greedy_raises(rep["tensors"], base_bytes, base["bytes"], budget)
+    ms = rep["max_size"]
+    assert 2 <= len(plan) < len(int4) and ms["raised_to"] == plan and set(plan.values()) == {"I8_G32"}
+    assert base["bytes"] < ms["bytes"] == rep["bytes"] <= budget
+    q = info(frugal, out)["quantization"]
+    assert set(q["raised_to_int8"].split(",")) == set(plan) and not q.get("regrouped_to_g32")
 
 
 def test_gptq_file_metadata_and_info(frugal, smollm2_gguf, tmp_path):
