@@ -13,6 +13,9 @@
    probes (float activations, so only the weights differ).
 Writes results.json, a Markdown table (table.md) and a KLD-vs-size SVG plot.
 Files already in --out-dir are reused, so an interrupted run continues.
+
+--ref PATH starts from another reference, e.g. the dithered one of bench/dither_reference.py
+(weights off every quantization grid), with --out-dir a fresh folder.
 """
 from __future__ import annotations
 
@@ -45,9 +48,14 @@ FRUGAL_RUNS = [  # (label, preset, method[, extra quantize args])
     # Q5_K_M (112.1 MB) less the 1.8 MB of metadata, as --max-size bounds the tensor data.
     ("mixed GPTQ 103.6MB", "mixed-int4-int8", "gptq", ["--max-size", "103.6MB"]),
     ("mixed GPTQ 110.3MB", "mixed-int4-int8", "gptq", ["--max-size", "110.3MB"]),
-    # g32 everywhere: INT4 g32 asymmetric is the reference's own Q4_1 grid, so the FFN is copied
-    # exactly; this row measures how much the reference's grid favours g32 formats.
+    # g32 everywhere: on the Q4_1 reference INT4 g32 asymmetric is the reference's own grid, so
+    # the FFN is copied exactly; this row measures how much that grid favours g32 formats.
     ("mixed RTN g32", "mixed-int4-int8", "rtn", ["--group-size", "32"]),
+    ("mixed GPTQ g32", "mixed-int4-int8", "gptq", ["--group-size", "32"]),
+    # INT4 g32 everywhere (5 bits/weight, attention included, as llama.cpp's K-quant files
+    # store most of SmolLM2's matrices at 5 bits), grown to Q4_K_M's and Q5_K_M's sizes.
+    ("all-INT4 GPTQ g32 103.6MB", "all-int4", "gptq", ["--group-size", "32", "--max-size", "103.6MB"]),
+    ("all-INT4 GPTQ g32 110.3MB", "all-int4", "gptq", ["--group-size", "32", "--max-size", "110.3MB"]),
 ]
 LLAMA_TYPES = [("Q4_0", 2), ("Q4_K_M", 15), ("Q5_K_M", 17), ("Q8_0", 7)]  # llama_ftype values
 
@@ -71,6 +79,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--frugal", default=str(ROOT / "build" / "frugal"))
     ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--ref", default=str(REF), help="the full-precision reference every file starts from and is "
+                    "compared against (default: SmolLM2 Q4_1, dequantized; see bench/dither_reference.py)")
     ap.add_argument("--llama-python", default="", help="a Python with llama-cpp-python (skip llama.cpp when empty)")
     ap.add_argument("--calib-samples", type=int, default=32)
     ap.add_argument("--seq-len", type=int, default=256)
@@ -81,6 +91,7 @@ def main() -> int:
                     help="labels whose numeric fidelity is measured (comma-separated; 'all' or 'none')")
     ap.add_argument("--max-new-tokens", type=int, default=48)
     a = ap.parse_args()
+    ref = Path(a.ref)
     out = Path(a.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.json"
@@ -92,7 +103,7 @@ def main() -> int:
 
     f16 = out / "f16.gguf"
     if not f16.exists():
-        run([a.frugal, "quantize", "-q", "-m", REF, "-o", f16, "--preset", "f16", "--method", "rtn"])
+        run([a.frugal, "quantize", "-q", "-m", ref, "-o", f16, "--preset", "f16", "--method", "rtn"])
     f16_bytes = f16.stat().st_size
 
     files = []  # (label, kind, path)
@@ -101,7 +112,7 @@ def main() -> int:
             continue
         path = out / (re.sub(r"[^A-Za-z0-9_.-]", "", label.replace(" ", "_").replace("+", "p")) + ".gguf")
         if not path.exists() or label not in results:
-            args = [a.frugal, "quantize", "-q", "--json", "-m", REF, "-o", path, "--preset", preset, "--method", method]
+            args = [a.frugal, "quantize", "-q", "--json", "-m", ref, "-o", path, "--preset", preset, "--method", method]
             args += extra[0] if extra else []
             if method != "rtn":
                 args += ["--calib", CALIB, "--calib-samples", a.calib_samples, "--seq-len", a.seq_len]
@@ -128,7 +139,7 @@ def main() -> int:
         """`frugal eval` of several files against one reference run: one JSON line each."""
         if not todo:
             return []
-        args = [a.frugal, "eval", "-q", "--ref", REF, "--text", TEXT, "--json", *extra]
+        args = [a.frugal, "eval", "-q", "--ref", ref, "--text", TEXT, "--json", *extra]
         for _, _, path in todo:
             args += ["-m", path]
         lines = [l for l in run(args, capture_output=True).stdout.decode().splitlines() if l.strip()]
@@ -156,6 +167,7 @@ def main() -> int:
             results[label]["probes"] = ev.get("probes")
         save()
     results["_f16_mb"] = f16_bytes / 1e6
+    results["_ref"] = str(ref)
     save()
     (out / "table.md").write_text(table(results))
     (out / "kld_vs_size.svg").write_text(plot(results))
