@@ -10,12 +10,25 @@ cd "$(dirname "$0")/.."
 echo "== ctest (unit, model, integration)"
 ctest --test-dir build --output-on-failure -j2
 
-echo "== unit tests with kernels forced to the scalar level (the default run used the CPU's best)"
+echo "== unit tests with kernels forced to the scalar and AVX2 levels (the default run used the CPU's best)"
 FRUGAL_CPU=scalar ctest --test-dir build -L unit --output-on-failure -j2
+FRUGAL_CPU=avx2 ctest --test-dir build -L unit --output-on-failure -j2
+
+# The ISA-specific kernel objects must define no weak symbols (src/kernels/x86/x86_variant.h).
+no_weak_symbols() {
+  for o in "$@"; do
+    weak=$(nm -C --defined-only "$o" | awk '$2 ~ /^[WVu]$/')
+    if [ -n "$weak" ]; then echo "$o defines weak symbols (the linker may pick its ISA's copy for any caller):"; echo "$weak"; exit 1; fi
+  done
+}
+echo "== no weak symbols in the x86 kernel objects"
+no_weak_symbols build/CMakeFiles/frugal_core.dir/src/kernels/x86/*.o
 
 echo "== unit tests and the Redis cache tests under ASan+UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFRUGAL_SANITIZE=ON >/dev/null
 ninja -C build-asan -j"$(nproc)" frugal_unit_tests frugal_redis_tests
+# Unoptimized, nothing is inlined: the AVX-512 objects must still define no weak symbols.
+no_weak_symbols build-asan/CMakeFiles/frugal_core.dir/src/kernels/x86/avx512vnni*.o
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -L unit --output-on-failure -j2
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -R '^RedisCacheTest\.' --output-on-failure -j2
 

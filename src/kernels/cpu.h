@@ -1,8 +1,9 @@
 // CPU feature levels and run-time kernel dispatch.
 //
-// The level is detected once by CPUID; the environment variable FRUGAL_CPU (scalar|avx2|...)
-// can force a lower one (never a higher one: the CPU would fault). Kernels of every compiled
-// level stay reachable by explicit level so tests can compare each against the scalar oracle.
+// The level is detected once by CPUID; the environment variable FRUGAL_CPU
+// (scalar|avx2|avx512vnni) can force a lower one (never a higher one: the CPU would fault).
+// Kernels of every compiled level stay reachable by explicit level so tests can compare each
+// against the scalar oracle.
 #pragma once
 
 #include <string>
@@ -13,6 +14,9 @@ namespace frugal {
 enum class CpuLevel : int {
   kScalar = 0,  // plain C++ reference kernels (the oracle)
   kAvx2 = 1,    // AVX2 + FMA + F16C
+  // + AVX-512 F/BW/VL and VNNI: the integer dot products with VPDPBUSD on 256-bit vectors
+  // (kernels/x86/x86_variant.h); the other kernels are AVX2's.
+  kAvx512Vnni = 2,
 };
 
 const char* CpuLevelName(CpuLevel level);

@@ -13,44 +13,18 @@ void RefDotF32x4(const float* w, const float* x, int64_t ldx, int64_t n, float* 
   for (int r = 0; r < 4; ++r) out[r] = RefDotF32(w, x + r * ldx, n);
 }
 
-const KernelTraits* GetAvx2KernelTraits(TensorType type) {
-#if defined(__x86_64__)
-  if (IsFrugalType(type)) return avx2::GetAvx2FrugalTraits(type);
-  static const KernelTraits kF16{avx2::DequantF16};
-  static const KernelTraits kBF16{avx2::DequantBF16};
-  static const KernelTraits kQ4_0{avx2::DequantQ4_0, avx2::DotQ8Q4_0};
-  static const KernelTraits kQ4_1{avx2::DequantQ4_1, avx2::DotQ8Q4_1};
-  static const KernelTraits kQ8_0{avx2::DequantQ8_0, avx2::DotQ8Q8_0};
-  static const KernelTraits kQ4_K{avx2::DequantQ4_K, avx2::DotQ8Q4_K};
-  static const KernelTraits kQ6_K{avx2::DequantQ6_K, avx2::DotQ8Q6_K};
-  switch (type) {
-    case TensorType::kF32: return GetScalarKernelTraits(type);  // nothing to convert
-    // No AVX2 kernels yet: the scalar dequantizers, multiversioned, are compiled for AVX2 too.
-    case TensorType::kQ5_0:
-    case TensorType::kQ5_1:
-    case TensorType::kQ5_K: return GetScalarKernelTraits(type);
-    case TensorType::kF16: return &kF16;
-    case TensorType::kBF16: return &kBF16;
-    case TensorType::kQ4_0: return &kQ4_0;
-    case TensorType::kQ4_1: return &kQ4_1;
-    case TensorType::kQ8_0: return &kQ8_0;
-    case TensorType::kQ4_K: return &kQ4_K;
-    case TensorType::kQ6_K: return &kQ6_K;
-    default: break;
-  }
-#else
-  (void)type;
-#endif
-  return nullptr;
-}
-
 }  // namespace
 
 const KernelTraits* GetKernelTraits(TensorType type, CpuLevel level) {
   if (static_cast<int>(level) > static_cast<int>(DetectedCpuLevel())) return nullptr;
   switch (level) {
     case CpuLevel::kScalar: return GetScalarKernelTraits(type);
-    case CpuLevel::kAvx2: return GetAvx2KernelTraits(type);
+#if defined(__x86_64__)
+    case CpuLevel::kAvx2: return avx2::GetTraits(type);
+    case CpuLevel::kAvx512Vnni: return avx512vnni::GetTraits(type);
+#else
+    default: break;
+#endif
   }
   return nullptr;
 }
@@ -61,11 +35,11 @@ const KernelTraits* GetKernelTraits(TensorType type) {
 
 const F32Kernels& GetF32Kernels(CpuLevel level) {
   static const F32Kernels kScalar{RefDotF32, RefDotF32x4};
+  if (static_cast<int>(level) > static_cast<int>(DetectedCpuLevel())) return kScalar;
 #if defined(__x86_64__)
-  static const F32Kernels kAvx2{avx2::DotF32, avx2::DotF32x4};
-  if (level == CpuLevel::kAvx2 && DetectedCpuLevel() >= CpuLevel::kAvx2) return kAvx2;
+  if (level == CpuLevel::kAvx2) return avx2::GetF32Kernels();
+  if (level == CpuLevel::kAvx512Vnni) return avx512vnni::GetF32Kernels();
 #endif
-  (void)level;
   return kScalar;
 }
 

@@ -233,6 +233,57 @@ TEST(FrugalFormatsTest, Int8ActivationDotsWithinBudgetAtEveryLevel) {
   }
 }
 
+// The AVX-512 VNNI level sums the same integers as AVX2 (kernels/x86/x86_variant.h), so its dot
+// products equal AVX2's bit for bit: at random values, and at the extremes where AVX2's int16
+// pair sums come closest to saturating (the largest |q| everywhere, activations of +-127 with
+// the weights' sign, so no product cancels another).
+TEST(FrugalFormatsTest, Avx512VnniEqualsAvx2BitForBit) {
+  if (DetectedCpuLevel() < CpuLevel::kAvx512Vnni) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  std::mt19937 rng(8);
+  std::normal_distribution<float> nd;
+  for (TensorType type : kFrugalTypes) {
+    const int64_t cols = 7 * Group(type);
+    const bool int4 = GetTypeInfo(type)->bits == 4;
+    for (bool extreme : {false, true}) {
+      Quantized p = RandomPacked(type, kTileRows, cols, rng);
+      std::vector<BlockQ8Act> xq(static_cast<size_t>(4 * cols / kQK));
+      if (extreme) {
+        for (size_t i = 0; i < p.q.size(); ++i) p.q[i] = static_cast<int8_t>(int4 ? 15 : (i % static_cast<size_t>(cols) % 3 == 0 ? -127 : 127));
+        ASSERT_TRUE(PackRows(type, kTileRows, cols, p.q.data(), p.d.data(), p.m.empty() ? nullptr : p.m.data(),
+                             p.bytes.data()).ok());
+        for (size_t b = 0; b < xq.size(); ++b) {  // every row's weights share row 0's signs
+          xq[b].d = 0.01f;
+          int sum = 0;
+          for (int j = 0; j < kQK; ++j) {
+            const int8_t w0 = p.q[static_cast<size_t>(b % static_cast<size_t>(cols / kQK)) * kQK + static_cast<size_t>(j)];
+            xq[b].qs[j] = static_cast<int8_t>(w0 < 0 ? -127 : 127);
+            sum += xq[b].qs[j];
+          }
+          xq[b].s = xq[b].d * static_cast<float>(sum);
+        }
+      } else {
+        std::vector<float> x(static_cast<size_t>(cols));
+        for (int i = 0; i < 4; ++i) {
+          for (auto& v : x) v = nd(rng);
+          QuantizeRowQ8Act(x.data(), &xq[static_cast<size_t>(i * cols / kQK)], cols);
+        }
+      }
+      const KernelTraits* avx2 = GetKernelTraits(type, CpuLevel::kAvx2);
+      const KernelTraits* vnni = GetKernelTraits(type, CpuLevel::kAvx512Vnni);
+      float a[4 * kTileRows], v[4 * kTileRows];
+      avx2->dot_q8_tile(p.bytes.data(), xq.data(), cols, a);
+      vnni->dot_q8_tile(p.bytes.data(), xq.data(), cols, v);
+      ASSERT_EQ(0, std::memcmp(a, v, kTileRows * sizeof(float))) << TypeName(type) << " extreme=" << extreme;
+      for (int m = 2; m <= 4; ++m) {
+        avx2->dot_q8_tiles(p.bytes.data(), xq.data(), cols / kQK, m, cols, a);
+        vnni->dot_q8_tiles(p.bytes.data(), xq.data(), cols / kQK, m, cols, v);
+        ASSERT_EQ(0, std::memcmp(a, v, static_cast<size_t>(m) * kTileRows * sizeof(float)))
+            << TypeName(type) << " extreme=" << extreme << " m=" << m;
+      }
+    }
+  }
+}
+
 // The multi-row kernels (several activation rows per weight unpacking) equal one-row calls bit
 // for bit, so a sequence's logits never depend on the batch it was decoded in.
 TEST(FrugalFormatsTest, MultiRowDotsEqualOneRowDotsBitForBit) {

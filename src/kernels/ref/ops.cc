@@ -267,7 +267,8 @@ const OpsKernels& GetOpsKernels(CpuLevel level) {
 #if defined(__x86_64__)
   static const OpsKernels kAvx2{avx2::QuantizeRowQ8Act, avx2::RmsNorm, avx2::SoftmaxInPlace, avx2::SwiGlu,
                                 avx2::Axpy, avx2::AttentionHead, avx2::Gelu};
-  if (level == CpuLevel::kAvx2 && DetectedCpuLevel() >= CpuLevel::kAvx2) return kAvx2;
+  // The AVX-512 VNNI level differs in its integer dot products only (x86/x86_variant.h).
+  if (level >= CpuLevel::kAvx2 && DetectedCpuLevel() >= level) return kAvx2;
 #endif
   (void)level;
   return kScalar;

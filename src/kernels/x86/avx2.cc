@@ -1,5 +1,6 @@
 // AVX2 + FMA + F16C kernels. Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt) and reached
-// only through dispatch when the CPU supports them.
+// only through dispatch when the CPU supports them; compiled again for AVX-512 VNNI through
+// avx512vnni.cc (x86_variant.h: the integer dot products use VPDPBUSD, with the same results).
 //
 // Dequantization reproduces the scalar oracle bit for bit (same operations, no fused
 // multiply-add), so a model's weights mean the same thing at every level. Dot products use FMA
@@ -13,8 +14,13 @@
 
 #include "kernels/kernels.h"
 #include "kernels/x86/avx2.h"
+#include "kernels/x86/x86_variant.h"
 
-namespace frugal::avx2 {
+namespace frugal {
+const KernelTraits* GetScalarKernelTraits(TensorType type);  // kernels/ref/dequantize.cc
+}
+
+namespace frugal::FRUGAL_X86_NS {
 namespace {
 
 inline float Half(uint16_t h) { return _cvtsh_ss(h); }
@@ -77,9 +83,10 @@ inline __m256i Q4Bytes(const uint8_t* qs) {  // 32 nibbles as bytes, in element 
 }
 
 // Sum of u8 x s8 products of 32 bytes, as 8 int32 lanes converted to float.
+// Every caller passes u <= 128 (nibbles, or |w| of an int8 w), so |pair sums| <= 2 * 128 * 127
+// fit int16 (x86_variant.h).
 inline __m256 DotU8S8(__m256i u, __m256i s) {
-  const __m256i p16 = _mm256_maddubs_epi16(u, s);  // |pair sums| <= 2 * 255 * 128 fits int16
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+  return _mm256_cvtepi32_ps(AddDotU8S8(_mm256_setzero_si256(), u, s));
 }
 
 }  // namespace
@@ -181,7 +188,6 @@ float DotQ8Q4_K(const void* row, const BlockQ8Act* x, int64_t n) {
 float DotQ8Q6_K(const void* row, const BlockQ8Act* x, int64_t n) {
   const auto* b = static_cast<const BlockQ6_K*>(row);
   const __m256i low4 = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(3), bias = _mm256_set1_epi8(32);
-  const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   for (int64_t i = 0; i < n / kQKK; ++i) {
     const float d = Half(b[i].d);
@@ -201,7 +207,7 @@ float DotQ8Q6_K(const void* row, const BlockQ8Act* x, int64_t n) {
         const BlockQ8Act& xa = x[i * (kQKK / kQK) + half * 4 + k];
         const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xa.qs));
         // lanes 0-3: elements 0..15 (scale sc[2k]); lanes 4-7: elements 16..31 (sc[2k + 1]).
-        const __m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(y, q)), ones);
+        const __m256i s32 = AddDotU8S8(_mm256_setzero_si256(), _mm256_sign_epi8(q, q), _mm256_sign_epi8(y, q));
         const float dd = d * xa.d;
         const __m256 scale = _mm256_setr_m128(_mm_set1_ps(dd * static_cast<float>(sc[2 * k])),
                                               _mm_set1_ps(dd * static_cast<float>(sc[2 * k + 1])));
@@ -349,5 +355,36 @@ void DequantQ6_K(const void* __restrict src, float* __restrict dst, int64_t n) {
   }
 }
 
-}  // namespace frugal::avx2
+const KernelTraits* GetTraits(TensorType type) {
+  if (const KernelTraits* t = GetFrugalTraits(type)) return t;
+  static const KernelTraits kF16{DequantF16};
+  static const KernelTraits kBF16{DequantBF16};
+  static const KernelTraits kQ4_0{DequantQ4_0, DotQ8Q4_0};
+  static const KernelTraits kQ4_1{DequantQ4_1, DotQ8Q4_1};
+  static const KernelTraits kQ8_0{DequantQ8_0, DotQ8Q8_0};
+  static const KernelTraits kQ4_K{DequantQ4_K, DotQ8Q4_K};
+  static const KernelTraits kQ6_K{DequantQ6_K, DotQ8Q6_K};
+  switch (type) {
+    case TensorType::kF32: return GetScalarKernelTraits(type);  // nothing to convert
+    // No SIMD kernels yet: the scalar dequantizers, multiversioned, are compiled for AVX2 too.
+    case TensorType::kQ5_0:
+    case TensorType::kQ5_1:
+    case TensorType::kQ5_K: return GetScalarKernelTraits(type);
+    case TensorType::kF16: return &kF16;
+    case TensorType::kBF16: return &kBF16;
+    case TensorType::kQ4_0: return &kQ4_0;
+    case TensorType::kQ4_1: return &kQ4_1;
+    case TensorType::kQ8_0: return &kQ8_0;
+    case TensorType::kQ4_K: return &kQ4_K;
+    case TensorType::kQ6_K: return &kQ6_K;
+    default: return nullptr;
+  }
+}
+
+const F32Kernels& GetF32Kernels() {
+  static const F32Kernels k{DotF32, DotF32x4};
+  return k;
+}
+
+}  // namespace frugal::FRUGAL_X86_NS
 #endif  // __x86_64__

@@ -1,4 +1,4 @@
-// AVX2 kernel entry points (see avx2.cc). Call only when DetectedCpuLevel() >= kAvx2.
+// x86 kernel entry points. Call only when DetectedCpuLevel() is at least the namespace's level.
 #pragma once
 
 #include <cstdint>
@@ -7,32 +7,31 @@
 
 namespace frugal {
 struct KernelTraits;
+struct F32Kernels;
 struct KvBlocks;
 void RefAttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
                       float* scores, float* out);
 }
 
+// avx2.cc and avx2_tiles.cc are compiled once per namespace below (x86_variant.h); each
+// namespace has the same three entry points.
+namespace frugal::avx2 {
+// The traits of every type with AVX2 kernels; null for others.
+const KernelTraits* GetTraits(TensorType type);
+// The tiled Frugal formats (avx2_tiles.cc); null for other types.
+const KernelTraits* GetFrugalTraits(TensorType type);
+const F32Kernels& GetF32Kernels();
+}  // namespace frugal::avx2
+
+namespace frugal::avx512vnni {  // avx512vnni.cc, avx512vnni_tiles.cc
+const KernelTraits* GetTraits(TensorType type);
+const KernelTraits* GetFrugalTraits(TensorType type);
+const F32Kernels& GetF32Kernels();
+}  // namespace frugal::avx512vnni
+
 namespace frugal::avx2 {
 
-// The tiled Frugal formats (avx2_tiles.cc); null for other types.
-const KernelTraits* GetAvx2FrugalTraits(TensorType type);
-
-float DotF32(const float* a, const float* b, int64_t n);
-float DotQ8Q4_0(const void* row, const BlockQ8Act* x, int64_t n);
-float DotQ8Q4_1(const void* row, const BlockQ8Act* x, int64_t n);
-float DotQ8Q8_0(const void* row, const BlockQ8Act* x, int64_t n);
-float DotQ8Q4_K(const void* row, const BlockQ8Act* x, int64_t n);
-float DotQ8Q6_K(const void* row, const BlockQ8Act* x, int64_t n);
-void DotF32x4(const float* w, const float* x, int64_t ldx, int64_t n, float* out);
-void DequantF16(const void* __restrict src, float* __restrict dst, int64_t n);
-void DequantBF16(const void* __restrict src, float* __restrict dst, int64_t n);
-void DequantQ8_0(const void* __restrict src, float* __restrict dst, int64_t n);
-void DequantQ4_0(const void* __restrict src, float* __restrict dst, int64_t n);
-void DequantQ4_1(const void* __restrict src, float* __restrict dst, int64_t n);
-void DequantQ4_K(const void* __restrict src, float* __restrict dst, int64_t n);
-void DequantQ6_K(const void* __restrict src, float* __restrict dst, int64_t n);
-
-// Element-wise ops (avx2_ops.cc).
+// Element-wise ops (avx2_ops.cc; the AVX-512 VNNI level uses them too).
 void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n);
 void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps);
 void SoftmaxInPlace(float* x, int64_t n);

@@ -1,23 +1,25 @@
 // AVX2 kernels for Frugal's tiled formats (docs/formats.md). Compiled with -mavx2 -mfma -mf16c
-// and reached only through dispatch. Dequantization reproduces the scalar oracle
+// and reached only through dispatch; compiled again for AVX-512 VNNI through
+// avx512vnni_tiles.cc (x86_variant.h: VPDPBUSD, with the same results). Dequantization reproduces the scalar oracle
 // (kernels/ref/frugal_types.cc) bit for bit; the dot products sum in another order and are held
 // to the error budgets of tests/unit/kernels_simd_test.cc.
 //
 // Dot products: a chunk step holds 4 bytes of each of the 8 rows, so 4 activations broadcast
-// to every 32-bit lane meet all 8 rows in one maddubs, and each row's integer sum builds up in
-// its own lane: no horizontal adds; scaled and accumulated in float per chunk. With up to 4
-// activation rows per call (batches, prefill), a chunk is loaded and unpacked once for all.
+// to every 32-bit lane meet all 8 rows in one u8 x s8 multiply-add, and each row's integer sum
+// builds up in its own lane: no horizontal adds; scaled and accumulated in float per chunk.
+// With up to 4 activation rows per call (batches, prefill), a chunk is loaded and unpacked once
+// for all.
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#include <iterator>
 #include <cstring>
 #include <type_traits>
 
 #include "kernels/kernels.h"
 #include "kernels/x86/avx2.h"
+#include "kernels/x86/x86_variant.h"
 
-namespace frugal::avx2 {
+namespace frugal::FRUGAL_X86_NS {
 namespace {
 
 constexpr int kR = kTileRows;
@@ -110,38 +112,62 @@ inline __m256i Broadcast4(const int8_t* x) {
 // same 4 broadcast activations. The weights are loaded and made unsigned once for all R rows.
 template <int R>
 inline void ChunkSumsI8(const int8_t (*chunk)[kTileRows][kStepBytes], const int8_t* const* xq, __m256i* sum) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  for (int i = 0; i < R; ++i) sum[i] = _mm256_setzero_si256();
+  // Even and odd steps in two sums, so that consecutive steps do not wait on each other
+  // (VPDPBUSD adds into its accumulator: a chain of 8 would be latency-bound).
+  __m256i even[R], odd[R];
+  for (int i = 0; i < R; ++i) even[i] = odd[i] = _mm256_setzero_si256();
   for (int k = 0; k < kQK / kStepBytes; ++k) {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk[k]));
     const __m256i aw = _mm256_sign_epi8(w, w);
     for (int i = 0; i < R; ++i) {
       // |w| (unsigned) times x with w's sign; |pair sums| <= 2 * 127 * 127 fits int16.
       const __m256i x = _mm256_sign_epi8(Broadcast4(xq[i] + kStepBytes * k), w);
-      sum[i] = _mm256_add_epi32(sum[i], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, x), ones));
+      if (k % 2 == 0) {
+        even[i] = AddDotU8S8(even[i], aw, x);
+      } else {
+        odd[i] = AddDotU8S8(odd[i], aw, x);
+      }
     }
   }
+  for (int i = 0; i < R; ++i) sum[i] = _mm256_add_epi32(even[i], odd[i]);
 }
 
-// The same for an INT4 chunk. The int16 pair sums of all four steps stay below
-// 4 * 2 * 2 * 15 * 127 = 30480, so they are widened once per chunk.
+// The same for an INT4 chunk. With AVX2 the int16 pair sums of all four steps stay below
+// 4 * 2 * 2 * 15 * 127 = 30480, so they are added in int16 and widened once per chunk; VNNI
+// adds each step to int32 directly. The same integers either way.
+inline __m256i AddStepI4(__m256i acc, __m256i u, __m256i s) {
+#if defined(FRUGAL_X86_VNNI)
+  return _mm256_dpbusd_epi32(acc, u, s);
+#else
+  return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, s));
+#endif
+}
+inline __m256i WidenI4(__m256i acc) {
+#if defined(FRUGAL_X86_VNNI)
+  return acc;
+#else
+  return _mm256_madd_epi16(acc, _mm256_set1_epi16(1));
+#endif
+}
+
 template <int R>
 inline void ChunkSumsI4(const uint8_t (*chunk)[kTileRows][kStepBytes], const int8_t* const* xq, __m256i* sum) {
   constexpr int kSteps = kQK / 2 / kStepBytes;
   const __m256i mask = _mm256_set1_epi8(0x0f);
   if constexpr (R == 1) {  // decode: step by step, as the weights stream in
-    __m256i sum16 = _mm256_setzero_si256();
+    // Low and high nibbles in two sums: two chains of 4 instead of one of 8 (ChunkSumsI8).
+    __m256i acc_lo = _mm256_setzero_si256(), acc_hi = _mm256_setzero_si256();
     for (int k = 0; k < kSteps; ++k) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk[k]));
       const __m256i lo = _mm256_and_si256(v, mask), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-      sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(lo, Broadcast4(xq[0] + kStepBytes * k)));
-      sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(hi, Broadcast4(xq[0] + 16 + kStepBytes * k)));
+      acc_lo = AddStepI4(acc_lo, lo, Broadcast4(xq[0] + kStepBytes * k));
+      acc_hi = AddStepI4(acc_hi, hi, Broadcast4(xq[0] + 16 + kStepBytes * k));
     }
-    sum[0] = _mm256_madd_epi16(sum16, _mm256_set1_epi16(1));
+    sum[0] = _mm256_add_epi32(WidenI4(acc_lo), WidenI4(acc_hi));
     return;
   }
   // Several rows: the chunk's nibbles unpacked once (8 registers), then each activation row
-  // runs through them with its own int16 accumulator.
+  // runs through them with its own accumulator.
   __m256i lo[kSteps], hi[kSteps];
   for (int k = 0; k < kSteps; ++k) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk[k]));
@@ -149,12 +175,12 @@ inline void ChunkSumsI4(const uint8_t (*chunk)[kTileRows][kStepBytes], const int
     hi[k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
   }
   for (int i = 0; i < R; ++i) {
-    __m256i sum16 = _mm256_setzero_si256();
+    __m256i acc = _mm256_setzero_si256();
     for (int k = 0; k < kSteps; ++k) {
-      sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(lo[k], Broadcast4(xq[i] + kStepBytes * k)));
-      sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(hi[k], Broadcast4(xq[i] + 16 + kStepBytes * k)));
+      acc = AddStepI4(acc, lo[k], Broadcast4(xq[i] + kStepBytes * k));
+      acc = AddStepI4(acc, hi[k], Broadcast4(xq[i] + 16 + kStepBytes * k));
     }
-    sum[i] = _mm256_madd_epi16(sum16, _mm256_set1_epi16(1));
+    sum[i] = WidenI4(acc);
   }
 }
 
@@ -275,7 +301,7 @@ void DotTilesI4(const void* t, const BlockQ8Act* x, int64_t ldx, int m, int64_t 
 
 }  // namespace
 
-const KernelTraits* GetAvx2FrugalTraits(TensorType type) {
+const KernelTraits* GetFrugalTraits(TensorType type) {
   // In type id order, kI8_C (1024) .. kI4A_G128 (1033).
   static const KernelTraits kTable[] = {
       {.dequantize_tile = DequantTileI8C, .dot_q8_tile = DotTileI8COne, .dot_q8_tiles = DotTilesI8C},
@@ -290,8 +316,9 @@ const KernelTraits* GetAvx2FrugalTraits(TensorType type) {
       {.dequantize_tile = DequantTileI4<128, true>, .dot_q8_tile = DotTileI4One<128, true>, .dot_q8_tiles = DotTilesI4<128, true>},
   };
   const uint32_t i = static_cast<uint32_t>(type) - static_cast<uint32_t>(TensorType::kI8_C);
-  return i < std::size(kTable) ? &kTable[i] : nullptr;
+  // Not std::size: a template instance would be a weak symbol (x86_variant.h).
+  return i < sizeof(kTable) / sizeof(kTable[0]) ? &kTable[i] : nullptr;
 }
 
-}  // namespace frugal::avx2
+}  // namespace frugal::FRUGAL_X86_NS
 #endif  // __x86_64__

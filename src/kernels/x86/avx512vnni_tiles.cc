@@ -1,0 +1,4 @@
+// avx2_tiles.cc compiled again for AVX-512 VNNI (see x86_variant.h): Frugal's tiled formats
+// with VPDPBUSD.
+#define FRUGAL_X86_VNNI 1
+#include "kernels/x86/avx2_tiles.cc"  // NOLINT(bugprone-suspicious-include): one source, two ISAs
