@@ -1,8 +1,8 @@
 // AVX2 kernels for Frugal's tiled formats (docs/formats.md). Compiled with -mavx2 -mfma -mf16c
 // and reached only through dispatch; compiled again for AVX-512 VNNI through
-// avx512vnni_tiles.cc (x86_variant.h: VPDPBUSD, with the same results). Dequantization reproduces the scalar oracle
-// (kernels/ref/frugal_types.cc) bit for bit; the dot products sum in another order and are held
-// to the error budgets of tests/unit/kernels_simd_test.cc.
+// avx512vnni_tiles.cc (x86_variant.h: VPDPBUSD, with the same results). Dequantization
+// reproduces the scalar oracle (kernels/ref/frugal_types.cc) bit for bit; the dot products sum
+// in another order and are held to the error budgets of tests/unit/kernels_simd_test.cc.
 //
 // Dot products: a chunk step holds 4 bytes of each of the 8 rows, so 4 activations broadcast
 // to every 32-bit lane meet all 8 rows in one u8 x s8 multiply-add, and each row's integer sum
