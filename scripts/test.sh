@@ -10,9 +10,12 @@ cd "$(dirname "$0")/.."
 echo "== ctest (unit, model, integration)"
 ctest --test-dir build --output-on-failure -j2
 
-echo "== unit tests with kernels forced to the scalar and AVX2 levels (the default run used the CPU's best)"
-FRUGAL_CPU=scalar ctest --test-dir build -L unit --output-on-failure -j2
-FRUGAL_CPU=avx2 ctest --test-dir build -L unit --output-on-failure -j2
+echo "== unit tests with kernels forced to each lower level (the default run used the CPU's best)"
+# A level above what this CPU has is refused with a warning and the CPU's best runs instead.
+for level in scalar avx2 avx512bw; do
+  echo "-- FRUGAL_CPU=$level"
+  FRUGAL_CPU=$level ctest --test-dir build -L unit --output-on-failure -j2
+done
 
 # The ISA-specific kernel objects must define no weak symbols (src/kernels/x86/x86_variant.h).
 no_weak_symbols() {
@@ -28,7 +31,7 @@ echo "== unit tests and the Redis cache tests under ASan+UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFRUGAL_SANITIZE=ON >/dev/null
 ninja -C build-asan -j"$(nproc)" frugal_unit_tests frugal_redis_tests
 # Unoptimized, nothing is inlined: the AVX-512 objects must still define no weak symbols.
-no_weak_symbols build-asan/CMakeFiles/frugal_core.dir/src/kernels/x86/avx512vnni*.o
+no_weak_symbols build-asan/CMakeFiles/frugal_core.dir/src/kernels/x86/avx512*.o
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -L unit --output-on-failure -j2
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -R '^RedisCacheTest\.' --output-on-failure -j2
 

@@ -14,6 +14,7 @@ const char* CpuLevelName(CpuLevel level) {
   switch (level) {
     case CpuLevel::kScalar: return "scalar";
     case CpuLevel::kAvx2: return "avx2";
+    case CpuLevel::kAvx512Bw: return "avx512bw";
     case CpuLevel::kAvx512Vnni: return "avx512vnni";
   }
   return "?";
@@ -37,12 +38,13 @@ bool HasAvx2FmaF16c() {
   return (ebx >> 5) & 1;  // AVX2
 }
 
-// AVX-512 F, BW, VL and VNNI, and the OS saves the opmask and ZMM registers (XCR0 bits 5-7).
-bool HasAvx512Vnni() {
+// AVX-512 F, BW and VL, and the OS saves the opmask and ZMM registers (XCR0 bits 5-7); with
+// `vnni`, VNNI too.
+bool HasAvx512(bool vnni) {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  const bool f = (ebx >> 16) & 1, bw = (ebx >> 30) & 1, vl = (ebx >> 31) & 1, vnni = (ecx >> 11) & 1;
-  if (!(f && bw && vl && vnni)) return false;
+  const bool f = (ebx >> 16) & 1, bw = (ebx >> 30) & 1, vl = (ebx >> 31) & 1, has_vnni = (ecx >> 11) & 1;
+  if (!(f && bw && vl) || (vnni && !has_vnni)) return false;
   unsigned xcr0_lo = 0, xcr0_hi = 0;
   __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
   return (xcr0_lo & 0xe0) == 0xe0;
@@ -54,7 +56,10 @@ bool HasAvx512Vnni() {
 CpuLevel DetectedCpuLevel() {
   static const CpuLevel level = [] {
 #if defined(__x86_64__)
-    if (HasAvx2FmaF16c()) return HasAvx512Vnni() ? CpuLevel::kAvx512Vnni : CpuLevel::kAvx2;
+    if (HasAvx2FmaF16c()) {
+      if (HasAvx512(/*vnni=*/true)) return CpuLevel::kAvx512Vnni;
+      return HasAvx512(/*vnni=*/false) ? CpuLevel::kAvx512Bw : CpuLevel::kAvx2;
+    }
 #endif
     return CpuLevel::kScalar;
   }();
@@ -66,7 +71,7 @@ CpuLevel ActiveCpuLevel() {
     const CpuLevel detected = DetectedCpuLevel();
     const char* env = std::getenv("FRUGAL_CPU");
     if (env == nullptr || *env == '\0') return detected;
-    for (CpuLevel l : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512Vnni}) {
+    for (CpuLevel l : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512Bw, CpuLevel::kAvx512Vnni}) {
       if (std::strcmp(env, CpuLevelName(l)) == 0) {
         if (static_cast<int>(l) > static_cast<int>(detected)) {
           std::fprintf(stderr, "frugal: warning: FRUGAL_CPU=%s is not supported by this CPU; using %s\n",
@@ -76,7 +81,7 @@ CpuLevel ActiveCpuLevel() {
         return l;
       }
     }
-    std::fprintf(stderr, "frugal: warning: unknown FRUGAL_CPU=%s (scalar|avx2|avx512vnni); using %s\n", env,
+    std::fprintf(stderr, "frugal: warning: unknown FRUGAL_CPU=%s (scalar|avx2|avx512bw|avx512vnni); using %s\n", env,
                  CpuLevelName(detected));
     return detected;
   }();

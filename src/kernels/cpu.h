@@ -1,7 +1,7 @@
 // CPU feature levels and run-time kernel dispatch.
 //
 // The level is detected once by CPUID; the environment variable FRUGAL_CPU
-// (scalar|avx2|avx512vnni) can force a lower one (never a higher one: the CPU would fault).
+// (scalar|avx2|avx512bw|avx512vnni) can force a lower one (never a higher one: the CPU would fault).
 // Kernels of every compiled level stay reachable by explicit level so tests can compare each
 // against the scalar oracle.
 #pragma once
@@ -14,9 +14,12 @@ namespace frugal {
 enum class CpuLevel : int {
   kScalar = 0,  // plain C++ reference kernels (the oracle)
   kAvx2 = 1,    // AVX2 + FMA + F16C
-  // + AVX-512 F/BW/VL and VNNI: the integer dot products with VPDPBUSD on 256-bit vectors
-  // (kernels/x86/x86_variant.h); the other kernels are AVX2's.
-  kAvx512Vnni = 2,
+  // + AVX-512 F/BW/VL: the tiled formats' dot products take two tiles (16 rows) per 512-bit
+  // vector (kernels/x86/avx512_pairs.h); the other kernels are AVX2's, compiled again.
+  kAvx512Bw = 2,
+  // + VNNI: the integer multiply-adds are VPDPBUSD, on 256- and 512-bit vectors
+  // (kernels/x86/x86_variant.h).
+  kAvx512Vnni = 3,
 };
 
 const char* CpuLevelName(CpuLevel level);

@@ -21,6 +21,7 @@ const KernelTraits* GetKernelTraits(TensorType type, CpuLevel level) {
     case CpuLevel::kScalar: return GetScalarKernelTraits(type);
 #if defined(__x86_64__)
     case CpuLevel::kAvx2: return avx2::GetTraits(type);
+    case CpuLevel::kAvx512Bw: return avx512bw::GetTraits(type);
     case CpuLevel::kAvx512Vnni: return avx512vnni::GetTraits(type);
 #else
     default: break;
@@ -38,6 +39,7 @@ const F32Kernels& GetF32Kernels(CpuLevel level) {
   if (static_cast<int>(level) > static_cast<int>(DetectedCpuLevel())) return kScalar;
 #if defined(__x86_64__)
   if (level == CpuLevel::kAvx2) return avx2::GetF32Kernels();
+  if (level == CpuLevel::kAvx512Bw) return avx512bw::GetF32Kernels();
   if (level == CpuLevel::kAvx512Vnni) return avx512vnni::GetF32Kernels();
 #endif
   return kScalar;

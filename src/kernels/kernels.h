@@ -8,6 +8,7 @@
 // are bit-identical across thread counts.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -44,6 +45,12 @@ struct KernelTraits {
   // are loaded and unpacked once for all m.
   void (*dot_q8_tiles)(const void* tile, const BlockQ8Act* x, int64_t ldx, int m, int64_t n,
                        float* out) = nullptr;
+  // Optional (AVX-512 levels): dot_q8_tiles for two adjacent tiles at once, the second at
+  // tile + tile_bytes, in 512-bit vectors; row r < 16 of the pair (the second tile's rows from
+  // 8) and activation row i at out[2 * kTileRows * i + r]. Equal bit for bit to dot_q8_tiles on
+  // each tile.
+  void (*dot_q8_tile_pair)(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t ldx,
+                           int m, int64_t n, float* out) = nullptr;
 
   int tile_rows() const { return dequantize_tile != nullptr ? kTileRows : 1; }
 };

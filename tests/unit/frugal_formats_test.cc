@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "common/fp16.h"
 #include "formats/gguf.h"
@@ -233,23 +234,26 @@ TEST(FrugalFormatsTest, Int8ActivationDotsWithinBudgetAtEveryLevel) {
   }
 }
 
-// The AVX-512 VNNI level sums the same integers as AVX2 (kernels/x86/x86_variant.h), so its dot
-// products equal AVX2's bit for bit: at random values, and at the extremes where AVX2's int16
-// pair sums come closest to saturating (the largest |q| everywhere, activations of +-127 with
-// the weights' sign, so no product cancels another).
-TEST(FrugalFormatsTest, Avx512VnniEqualsAvx2BitForBit) {
-  if (DetectedCpuLevel() < CpuLevel::kAvx512Vnni) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+// The AVX-512 levels sum the same integers as AVX2 and scale them with the same float operations
+// (kernels/x86/x86_variant.h), so their dot products, the 512-bit two-tile kernels among them,
+// equal AVX2's bit for bit: at random values, and at the extremes where AVX2's int16 pair sums
+// come closest to saturating and VNNI's unsigned offset is largest (the largest |q| everywhere,
+// activations of +-127 with the weights' sign, so no product cancels another).
+TEST(FrugalFormatsTest, Avx512LevelsEqualAvx2BitForBit) {
+  if (DetectedCpuLevel() < CpuLevel::kAvx512Bw) GTEST_SKIP() << "this CPU has no AVX-512";
   std::mt19937 rng(8);
   std::normal_distribution<float> nd;
+  constexpr int kRows = 2 * kTileRows;  // a tile pair
+  int pairs_checked = 0;
   for (TensorType type : kFrugalTypes) {
     const int64_t cols = 7 * Group(type);
     const bool int4 = GetTypeInfo(type)->bits == 4;
     for (bool extreme : {false, true}) {
-      Quantized p = RandomPacked(type, kTileRows, cols, rng);
+      Quantized p = RandomPacked(type, kRows, cols, rng);
       std::vector<BlockQ8Act> xq(static_cast<size_t>(4 * cols / kQK));
       if (extreme) {
         for (size_t i = 0; i < p.q.size(); ++i) p.q[i] = static_cast<int8_t>(int4 ? 15 : (i % static_cast<size_t>(cols) % 3 == 0 ? -127 : 127));
-        ASSERT_TRUE(PackRows(type, kTileRows, cols, p.q.data(), p.d.data(), p.m.empty() ? nullptr : p.m.data(),
+        ASSERT_TRUE(PackRows(type, kRows, cols, p.q.data(), p.d.data(), p.m.empty() ? nullptr : p.m.data(),
                              p.bytes.data()).ok());
         for (size_t b = 0; b < xq.size(); ++b) {  // every row's weights share row 0's signs
           xq[b].d = 0.01f;
@@ -268,19 +272,84 @@ TEST(FrugalFormatsTest, Avx512VnniEqualsAvx2BitForBit) {
           QuantizeRowQ8Act(x.data(), &xq[static_cast<size_t>(i * cols / kQK)], cols);
         }
       }
+      const size_t tile_bytes = p.bytes.size() / 2;
       const KernelTraits* avx2 = GetKernelTraits(type, CpuLevel::kAvx2);
-      const KernelTraits* vnni = GetKernelTraits(type, CpuLevel::kAvx512Vnni);
-      float a[4 * kTileRows], v[4 * kTileRows];
-      avx2->dot_q8_tile(p.bytes.data(), xq.data(), cols, a);
-      vnni->dot_q8_tile(p.bytes.data(), xq.data(), cols, v);
-      ASSERT_EQ(0, std::memcmp(a, v, kTileRows * sizeof(float))) << TypeName(type) << " extreme=" << extreme;
-      for (int m = 2; m <= 4; ++m) {
-        avx2->dot_q8_tiles(p.bytes.data(), xq.data(), cols / kQK, m, cols, a);
-        vnni->dot_q8_tiles(p.bytes.data(), xq.data(), cols / kQK, m, cols, v);
-        ASSERT_EQ(0, std::memcmp(a, v, static_cast<size_t>(m) * kTileRows * sizeof(float)))
-            << TypeName(type) << " extreme=" << extreme << " m=" << m;
+      for (CpuLevel level : {CpuLevel::kAvx512Bw, CpuLevel::kAvx512Vnni}) {
+        if (level > DetectedCpuLevel()) continue;
+        const KernelTraits* t = GetKernelTraits(type, level);
+        const std::string what = std::string(CpuLevelName(level)) + " " + TypeName(type) + " extreme=" + (extreme ? "1" : "0");
+        for (int tile = 0; tile < 2; ++tile) {
+          const uint8_t* tp = p.bytes.data() + tile * tile_bytes;
+          float a[4 * kTileRows], v[4 * kTileRows];
+          avx2->dot_q8_tile(tp, xq.data(), cols, a);
+          t->dot_q8_tile(tp, xq.data(), cols, v);
+          ASSERT_EQ(0, std::memcmp(a, v, kTileRows * sizeof(float))) << what;
+          for (int m = 2; m <= 4; ++m) {
+            avx2->dot_q8_tiles(tp, xq.data(), cols / kQK, m, cols, a);
+            t->dot_q8_tiles(tp, xq.data(), cols / kQK, m, cols, v);
+            ASSERT_EQ(0, std::memcmp(a, v, static_cast<size_t>(m) * kTileRows * sizeof(float))) << what << " m=" << m;
+          }
+        }
+        ASSERT_NE(t->dot_q8_tile_pair, nullptr) << what;
+        for (int m = 1; m <= 4; ++m) {
+          float pair[4 * kRows], a[4 * kTileRows];
+          t->dot_q8_tile_pair(p.bytes.data(), tile_bytes, xq.data(), cols / kQK, m, cols, pair);
+          for (int tile = 0; tile < 2; ++tile) {
+            avx2->dot_q8_tiles(p.bytes.data() + tile * tile_bytes, xq.data(), cols / kQK, m, cols, a);
+            for (int i = 0; i < m; ++i) {
+              ASSERT_EQ(0, std::memcmp(a + i * kTileRows, pair + i * kRows + tile * kTileRows, kTileRows * sizeof(float)))
+                  << what << " pair m=" << m << " tile " << tile << " row " << i;
+            }
+          }
+          ++pairs_checked;
+        }
       }
     }
+  }
+  EXPECT_GT(pairs_checked, 0);
+}
+
+// The two-tile kernels equal the one-tile kernels of their own level bit for bit, at awkward
+// sizes and every row count, so MatMul's results do not depend on how its rows were paired
+// (which follows the thread split).
+TEST(FrugalFormatsTest, TilePairsEqualTileDotsBitForBit) {
+  std::mt19937 rng(12);
+  std::normal_distribution<float> nd;
+  int checked = 0;
+  for (TensorType type : kFrugalTypes) {
+    for (int64_t blocks : {1, 7, 31, 33, 129}) {
+      const int64_t cols = blocks * Group(type);
+      if (cols > 129 * 64) continue;
+      const Quantized p = RandomPacked(type, 2 * kTileRows, cols, rng);
+      const size_t tile_bytes = p.bytes.size() / 2;
+      const int64_t ldx = cols / kQK + 5;
+      std::vector<float> x(static_cast<size_t>(cols));
+      std::vector<BlockQ8Act> xq(static_cast<size_t>(4 * ldx));
+      for (int i = 0; i < 4; ++i) {
+        for (auto& v : x) v = nd(rng) * static_cast<float>(2 * i + 1);
+        QuantizeRowQ8Act(x.data(), &xq[static_cast<size_t>(i * ldx)], cols);
+      }
+      for (CpuLevel level : SupportedCpuLevels()) {
+        const KernelTraits* t = GetKernelTraits(type, level);
+        if (t->dot_q8_tile_pair == nullptr) continue;
+        for (int m = 1; m <= 4; ++m) {
+          float pair[4 * 2 * kTileRows], one[4 * kTileRows];
+          t->dot_q8_tile_pair(p.bytes.data(), tile_bytes, xq.data(), ldx, m, cols, pair);
+          for (int tile = 0; tile < 2; ++tile) {
+            t->dot_q8_tiles(p.bytes.data() + tile * tile_bytes, xq.data(), ldx, m, cols, one);
+            for (int i = 0; i < m; ++i) {
+              ASSERT_EQ(0, std::memcmp(one + i * kTileRows, pair + i * 2 * kTileRows + tile * kTileRows, kTileRows * sizeof(float)))
+                  << CpuLevelName(level) << " " << TypeName(type) << " cols=" << cols << " m=" << m << " tile " << tile
+                  << " row " << i;
+            }
+          }
+        }
+        ++checked;
+      }
+    }
+  }
+  if (DetectedCpuLevel() >= CpuLevel::kAvx512Bw) {
+    EXPECT_GT(checked, 0);
   }
 }
 

@@ -147,6 +147,7 @@ TEST(CpuLevelTest, LevelsAreOrderedAndNamed) {
   EXPECT_EQ(levels.back(), DetectedCpuLevel());
   EXPECT_LE(static_cast<int>(ActiveCpuLevel()), static_cast<int>(DetectedCpuLevel()));
   EXPECT_STREQ(CpuLevelName(CpuLevel::kAvx2), "avx2");
+  EXPECT_STREQ(CpuLevelName(CpuLevel::kAvx512Bw), "avx512bw");
   EXPECT_STREQ(CpuLevelName(CpuLevel::kAvx512Vnni), "avx512vnni");
 }
 
@@ -210,7 +211,7 @@ TEST(Int8ActivationTest, IntegerDotsWithinBudgetAtEveryLevel) {
         const float simd = GetKernelTraits(type, level)->dot_q8(row.data(), xq.data(), n);
         EXPECT_LE(std::fabs(static_cast<long double>(simd) - ref), 1e-5L * (magnitude + rounding) + 1e-6L)
             << CpuLevelName(level) << " " << TypeName(type) << " n=" << n;
-        if (level == CpuLevel::kAvx512Vnni) {  // the same integers as AVX2 (x86/x86_variant.h)
+        if (level >= CpuLevel::kAvx512Bw) {  // the same integers as AVX2 (x86/x86_variant.h)
           EXPECT_EQ(simd, GetKernelTraits(type, CpuLevel::kAvx2)->dot_q8(row.data(), xq.data(), n))
               << TypeName(type) << " n=" << n;
         }

@@ -79,19 +79,36 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
   const int64_t rows = j.rows, blocks = k / kQK;
   float* y = j.y;
   if (j.int8 && t.dot_q8_tile != nullptr) {
-    float out[4 * kTileRows];
-    const uint8_t* tile = w.data + j.row_bytes * static_cast<size_t>(r0);
-    int64_t b = 0;
-    if (t.dot_q8_tiles != nullptr && batch > 1) {
-      for (; b < batch; b += 4) {
-        const int m = static_cast<int>(std::min<int64_t>(4, batch - b));
-        t.dot_q8_tiles(tile, xq + b * blocks, blocks, m, k, out);
-        for (int i = 0; i < m; ++i) std::copy_n(out + i * kTileRows, kTileRows, y + (b + i) * rows + r0);
+    float out[4 * 2 * kTileRows];
+    int64_t r = r0;
+    // Two tiles per call where the level has 512-bit kernels (the same results as one by one),
+    // for batches: arithmetic-bound, they run at up to twice the rate. A single row waits on
+    // memory, and the 256-bit kernel, one stream per tile, reads it faster (docs/benchmarks.md).
+    if (t.dot_q8_tile_pair != nullptr && batch > 1) {
+      const size_t tile_bytes = j.row_bytes * static_cast<size_t>(kTileRows);
+      for (; r + 2 * kTileRows <= r1; r += 2 * kTileRows) {
+        const uint8_t* tile = w.data + j.row_bytes * static_cast<size_t>(r);
+        for (int64_t b = 0; b < batch; b += 4) {
+          const int m = static_cast<int>(std::min<int64_t>(4, batch - b));
+          t.dot_q8_tile_pair(tile, tile_bytes, xq + b * blocks, blocks, m, k, out);
+          for (int i = 0; i < m; ++i) std::copy_n(out + i * 2 * kTileRows, 2 * kTileRows, y + (b + i) * rows + r);
+        }
       }
     }
-    for (; b < batch; ++b) {
-      t.dot_q8_tile(tile, xq + b * blocks, k, out);
-      std::copy_n(out, kTileRows, y + b * rows + r0);
+    for (; r < r1; r += kTileRows) {
+      const uint8_t* tile = w.data + j.row_bytes * static_cast<size_t>(r);
+      int64_t b = 0;
+      if (t.dot_q8_tiles != nullptr && batch > 1) {
+        for (; b < batch; b += 4) {
+          const int m = static_cast<int>(std::min<int64_t>(4, batch - b));
+          t.dot_q8_tiles(tile, xq + b * blocks, blocks, m, k, out);
+          for (int i = 0; i < m; ++i) std::copy_n(out + i * kTileRows, kTileRows, y + (b + i) * rows + r);
+        }
+      }
+      for (; b < batch; ++b) {
+        t.dot_q8_tile(tile, xq + b * blocks, k, out);
+        std::copy_n(out, kTileRows, y + b * rows + r);
+      }
     }
     return;
   }
@@ -103,32 +120,35 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
     return;
   }
   thread_local std::vector<float> buf;
-  const float* wrows;
-  if (w.type == TensorType::kF32) {
-    wrows = reinterpret_cast<const float*>(w.data + j.row_bytes * static_cast<size_t>(r0));
-  } else {
-    buf.resize(static_cast<size_t>(kTileRows * k));
-    if (t.dequantize_tile != nullptr) {
-      t.dequantize_tile(w.data + j.row_bytes * static_cast<size_t>(r0), buf.data(), k);
+  for (int64_t u0 = r0; u0 < r1; u0 += kUnitRows) {
+    const int64_t u1 = std::min(r1, u0 + kUnitRows);
+    const float* wrows;
+    if (w.type == TensorType::kF32) {
+      wrows = reinterpret_cast<const float*>(w.data + j.row_bytes * static_cast<size_t>(u0));
     } else {
-      for (int64_t r = r0; r < r1; ++r) {
-        t.dequantize_row(w.data + j.row_bytes * static_cast<size_t>(r), buf.data() + (r - r0) * k, k);
+      buf.resize(static_cast<size_t>(kTileRows * k));
+      if (t.dequantize_tile != nullptr) {
+        t.dequantize_tile(w.data + j.row_bytes * static_cast<size_t>(u0), buf.data(), k);
+      } else {
+        for (int64_t r = u0; r < u1; ++r) {
+          t.dequantize_row(w.data + j.row_bytes * static_cast<size_t>(r), buf.data() + (r - u0) * k, k);
+        }
+      }
+      wrows = buf.data();
+    }
+    // Activation rows four at a time against all the unit's weight rows: both stay in L1, where
+    // a loop over the whole batch per weight row would stream the batch from L2/L3 eight times.
+    float out4[4];
+    int64_t b = 0;
+    for (; b + 4 <= batch; b += 4) {
+      for (int64_t r = u0; r < u1; ++r) {
+        f32.dot4(wrows + (r - u0) * k, x + b * k, k, k, out4);
+        for (int i = 0; i < 4; ++i) y[(b + i) * rows + r] = out4[i];
       }
     }
-    wrows = buf.data();
-  }
-  // Activation rows four at a time against all the unit's weight rows: both stay in L1, where
-  // a loop over the whole batch per weight row would stream the batch from L2/L3 eight times.
-  float out4[4];
-  int64_t b = 0;
-  for (; b + 4 <= batch; b += 4) {
-    for (int64_t r = r0; r < r1; ++r) {
-      f32.dot4(wrows + (r - r0) * k, x + b * k, k, k, out4);
-      for (int i = 0; i < 4; ++i) y[(b + i) * rows + r] = out4[i];
+    for (; b < batch; ++b) {
+      for (int64_t r = u0; r < u1; ++r) y[b * rows + r] = f32.dot(wrows + (r - u0) * k, x + b * k, k);
     }
-  }
-  for (; b < batch; ++b) {
-    for (int64_t r = r0; r < r1; ++r) y[b * rows + r] = f32.dot(wrows + (r - r0) * k, x + b * k, k);
   }
 }
 
@@ -164,12 +184,16 @@ void MatMulMulti(std::span<const MatMulOutput> outs, const float* x, int64_t bat
   }
   const BlockQ8Act* xq_data = xq.data();
   pool.ParallelFor(units, [&](int64_t u0, int64_t u1) {
+    // The range's units of each job in one call, so that neighbouring tiles can go together.
     size_t ji = 0;
-    for (int64_t u = u0; u < u1; ++u) {
+    for (int64_t u = u0; u < u1;) {
       while (ji + 1 < jobs.size() && jobs[ji + 1].first_unit <= u) ++ji;
       const Job& j = jobs[ji];
-      const int64_t r0 = (u - j.first_unit) * kUnitRows;
-      RunRows(j, r0, std::min(j.rows, r0 + kUnitRows), x, xq_data, batch, k);
+      const int64_t job_end = ji + 1 < jobs.size() ? jobs[ji + 1].first_unit : units;
+      const int64_t end = std::min(u1, job_end);
+      RunRows(j, (u - j.first_unit) * kUnitRows, std::min(j.rows, (end - j.first_unit) * kUnitRows), x, xq_data,
+              batch, k);
+      u = end;
     }
   }, /*grain=*/2);
 }

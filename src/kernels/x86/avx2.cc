@@ -1,6 +1,7 @@
 // AVX2 + FMA + F16C kernels. Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt) and reached
-// only through dispatch when the CPU supports them; compiled again for AVX-512 VNNI through
-// avx512vnni.cc (x86_variant.h: the integer dot products use VPDPBUSD, with the same results).
+// only through dispatch when the CPU supports them; compiled again for AVX-512 BW and VNNI
+// through avx512bw.cc and avx512vnni.cc (x86_variant.h: with VNNI the integer dot products use
+// VPDPBUSD, with the same results).
 //
 // Dequantization reproduces the scalar oracle bit for bit (same operations, no fused
 // multiply-add), so a model's weights mean the same thing at every level. Dot products use FMA

@@ -23,6 +23,12 @@ const KernelTraits* GetFrugalTraits(TensorType type);
 const F32Kernels& GetF32Kernels();
 }  // namespace frugal::avx2
 
+namespace frugal::avx512bw {  // avx512bw.cc, avx512bw_tiles.cc
+const KernelTraits* GetTraits(TensorType type);
+const KernelTraits* GetFrugalTraits(TensorType type);
+const F32Kernels& GetF32Kernels();
+}  // namespace frugal::avx512bw
+
 namespace frugal::avx512vnni {  // avx512vnni.cc, avx512vnni_tiles.cc
 const KernelTraits* GetTraits(TensorType type);
 const KernelTraits* GetFrugalTraits(TensorType type);
@@ -31,7 +37,7 @@ const F32Kernels& GetF32Kernels();
 
 namespace frugal::avx2 {
 
-// Element-wise ops (avx2_ops.cc; the AVX-512 VNNI level uses them too).
+// Element-wise ops (avx2_ops.cc; the AVX-512 levels use them too).
 void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n);
 void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps);
 void SoftmaxInPlace(float* x, int64_t n);

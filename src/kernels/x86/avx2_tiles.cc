@@ -1,6 +1,7 @@
 // AVX2 kernels for Frugal's tiled formats (docs/formats.md). Compiled with -mavx2 -mfma -mf16c
-// and reached only through dispatch; compiled again for AVX-512 VNNI through
-// avx512vnni_tiles.cc (x86_variant.h: VPDPBUSD, with the same results). Dequantization
+// and reached only through dispatch; compiled again for AVX-512 BW and VNNI through
+// avx512bw_tiles.cc and avx512vnni_tiles.cc (x86_variant.h: VPDPBUSD, and the 512-bit two-tile
+// kernels of avx512_pairs.h, with the same results). Dequantization
 // reproduces the scalar oracle (kernels/ref/frugal_types.cc) bit for bit; the dot products sum
 // in another order and are held to the error budgets of tests/unit/kernels_simd_test.cc.
 //
@@ -107,6 +108,18 @@ inline __m256i Broadcast4(const int8_t* x) {
   return _mm256_set1_epi32(v);
 }
 
+// Asks for the same block of the next tile (tile_bytes on) while this one is computed, for
+// several activation rows: they spend long enough on a tile that its weights would otherwise
+// arrive late (docs/benchmarks.md). A prefetch never faults, so the one past a matrix's last tile
+// is harmless. One row streams fast enough for the hardware prefetcher alone.
+template <int R, class Block>
+inline void PrefetchNextTile(const Block* blk, size_t tile_bytes) {
+  if constexpr (R > 1) {
+    const auto* p = reinterpret_cast<const char*>(blk) + tile_bytes;
+    for (size_t o = 0; o < sizeof(Block); o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+  }
+}
+
 // Integer sums of the 8 rows of one INT8 chunk with R activation blocks (xq[i], one per
 // activation row), one weight row per lane: each step multiplies 4 inputs of every row by the
 // same 4 broadcast activations. The weights are loaded and made unsigned once for all R rows.
@@ -192,7 +205,9 @@ void DotTileI8(const void* tile, const BlockQ8Act* x, int64_t ldx, int64_t n, fl
   const auto* b = static_cast<const BlockI8<G>*>(tile);
   __m256 acc[R];
   for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  const size_t tile_bytes = static_cast<size_t>(n / G) * sizeof(BlockI8<G>);
   for (int64_t g = 0; g < n / G; ++g) {
+    PrefetchNextTile<R>(b + g, tile_bytes);
     const __m256 d = LoadHalf8(b[g].d);
     for (int c = 0; c < G / kQK; ++c) {
       const BlockQ8Act* xb[R];
@@ -215,7 +230,9 @@ void DotTileI8C(const void* tile, const BlockQ8Act* x, int64_t ldx, int64_t n, f
   __m256 acc0[R], acc1[R];  // even, odd chunks
   for (int i = 0; i < R; ++i) acc0[i] = acc1[i] = _mm256_setzero_ps();
   const int64_t nb = n / kQK;
+  const size_t tile_bytes = sizeof(TileI8CHeader) + static_cast<size_t>(nb) * sizeof(BlockI8C);
   auto chunk = [&](int64_t k, __m256* acc) {
+    PrefetchNextTile<R>(b + k, tile_bytes);
     const int8_t* xq[R];
     for (int i = 0; i < R; ++i) xq[i] = x[i * ldx + k].qs;
     __m256i sum[R];
@@ -239,7 +256,9 @@ void DotTileI4(const void* tile, const BlockQ8Act* x, int64_t ldx, int64_t n, fl
   const auto* b = static_cast<const Block*>(tile);
   __m256 acc[R], corr[R];  // corr: sum over groups of (d or m) * sum(x)
   for (int i = 0; i < R; ++i) acc[i] = corr[i] = _mm256_setzero_ps();
+  const size_t tile_bytes = static_cast<size_t>(n / G) * sizeof(Block);
   for (int64_t g = 0; g < n / G; ++g) {
+    PrefetchNextTile<R>(b + g, tile_bytes);
     const __m256 d = LoadHalf8(b[g].d);
     float xs[R] = {};
     for (int c = 0; c < G / kQK; ++c) {
@@ -299,26 +318,34 @@ void DotTilesI4(const void* t, const BlockQ8Act* x, int64_t ldx, int m, int64_t 
   WithRows(m, [&](auto r) { DotTileI4<G, kAsym, decltype(r)::value>(t, x, ldx, n, out); });
 }
 
+#if defined(FRUGAL_X86_AVX512)
+#include "kernels/x86/avx512_pairs.h"  // NOLINT(build/include): its kernels live in this namespace
+#define FRUGAL_PAIR(...) , .dot_q8_tile_pair = __VA_ARGS__
+#else
+#define FRUGAL_PAIR(...)
+#endif
+
 }  // namespace
 
 const KernelTraits* GetFrugalTraits(TensorType type) {
   // In type id order, kI8_C (1024) .. kI4A_G128 (1033).
   static const KernelTraits kTable[] = {
-      {.dequantize_tile = DequantTileI8C, .dot_q8_tile = DotTileI8COne, .dot_q8_tiles = DotTilesI8C},
-      {.dequantize_tile = DequantTileI8<32>, .dot_q8_tile = DotTileI8One<32>, .dot_q8_tiles = DotTilesI8<32>},
-      {.dequantize_tile = DequantTileI8<64>, .dot_q8_tile = DotTileI8One<64>, .dot_q8_tiles = DotTilesI8<64>},
-      {.dequantize_tile = DequantTileI8<128>, .dot_q8_tile = DotTileI8One<128>, .dot_q8_tiles = DotTilesI8<128>},
-      {.dequantize_tile = DequantTileI4<32, false>, .dot_q8_tile = DotTileI4One<32, false>, .dot_q8_tiles = DotTilesI4<32, false>},
-      {.dequantize_tile = DequantTileI4<64, false>, .dot_q8_tile = DotTileI4One<64, false>, .dot_q8_tiles = DotTilesI4<64, false>},
-      {.dequantize_tile = DequantTileI4<128, false>, .dot_q8_tile = DotTileI4One<128, false>, .dot_q8_tiles = DotTilesI4<128, false>},
-      {.dequantize_tile = DequantTileI4<32, true>, .dot_q8_tile = DotTileI4One<32, true>, .dot_q8_tiles = DotTilesI4<32, true>},
-      {.dequantize_tile = DequantTileI4<64, true>, .dot_q8_tile = DotTileI4One<64, true>, .dot_q8_tiles = DotTilesI4<64, true>},
-      {.dequantize_tile = DequantTileI4<128, true>, .dot_q8_tile = DotTileI4One<128, true>, .dot_q8_tiles = DotTilesI4<128, true>},
+      {.dequantize_tile = DequantTileI8C, .dot_q8_tile = DotTileI8COne, .dot_q8_tiles = DotTilesI8C FRUGAL_PAIR(DotPairsI8C)},
+      {.dequantize_tile = DequantTileI8<32>, .dot_q8_tile = DotTileI8One<32>, .dot_q8_tiles = DotTilesI8<32> FRUGAL_PAIR(DotPairsI8<32>)},
+      {.dequantize_tile = DequantTileI8<64>, .dot_q8_tile = DotTileI8One<64>, .dot_q8_tiles = DotTilesI8<64> FRUGAL_PAIR(DotPairsI8<64>)},
+      {.dequantize_tile = DequantTileI8<128>, .dot_q8_tile = DotTileI8One<128>, .dot_q8_tiles = DotTilesI8<128> FRUGAL_PAIR(DotPairsI8<128>)},
+      {.dequantize_tile = DequantTileI4<32, false>, .dot_q8_tile = DotTileI4One<32, false>, .dot_q8_tiles = DotTilesI4<32, false> FRUGAL_PAIR(DotPairsI4<32, false>)},
+      {.dequantize_tile = DequantTileI4<64, false>, .dot_q8_tile = DotTileI4One<64, false>, .dot_q8_tiles = DotTilesI4<64, false> FRUGAL_PAIR(DotPairsI4<64, false>)},
+      {.dequantize_tile = DequantTileI4<128, false>, .dot_q8_tile = DotTileI4One<128, false>, .dot_q8_tiles = DotTilesI4<128, false> FRUGAL_PAIR(DotPairsI4<128, false>)},
+      {.dequantize_tile = DequantTileI4<32, true>, .dot_q8_tile = DotTileI4One<32, true>, .dot_q8_tiles = DotTilesI4<32, true> FRUGAL_PAIR(DotPairsI4<32, true>)},
+      {.dequantize_tile = DequantTileI4<64, true>, .dot_q8_tile = DotTileI4One<64, true>, .dot_q8_tiles = DotTilesI4<64, true> FRUGAL_PAIR(DotPairsI4<64, true>)},
+      {.dequantize_tile = DequantTileI4<128, true>, .dot_q8_tile = DotTileI4One<128, true>, .dot_q8_tiles = DotTilesI4<128, true> FRUGAL_PAIR(DotPairsI4<128, true>)},
   };
   const uint32_t i = static_cast<uint32_t>(type) - static_cast<uint32_t>(TensorType::kI8_C);
   // Not std::size: a template instance would be a weak symbol (x86_variant.h).
   return i < sizeof(kTable) / sizeof(kTable[0]) ? &kTable[i] : nullptr;
 }
+#undef FRUGAL_PAIR
 
 }  // namespace frugal::FRUGAL_X86_NS
 #endif  // __x86_64__

@@ -1,10 +1,15 @@
 // Which x86 variant a kernel translation unit builds. avx2.cc and avx2_tiles.cc are compiled
-// twice: as they are (namespace frugal::avx2, -mavx2 -mfma -mf16c) and through avx512vnni.cc /
-// avx512vnni_tiles.cc with FRUGAL_X86_VNNI defined (namespace frugal::avx512vnni, AVX-512 VNNI
-// flags; CMakeLists.txt). The one difference in the source is AddDotU8S8: one VPDPBUSD instead
-// of VPMADDUBSW + VPMADDWD + VPADDD. Every caller keeps its pair sums within int16 (where
-// VPMADDUBSW would saturate), so both variants compute the same integers and results are bit
-// for bit the same at both levels.
+// three times (CMakeLists.txt):
+//  - as they are: namespace frugal::avx2, -mavx2 -mfma -mf16c;
+//  - through avx512bw.cc / avx512bw_tiles.cc with FRUGAL_X86_AVX512 defined: namespace
+//    frugal::avx512bw, AVX-512 F/BW/VL flags. The tiled formats gain the 512-bit two-tile
+//    kernels of avx512_pairs.h; everything else is the AVX2 source;
+//  - through avx512vnni.cc / avx512vnni_tiles.cc with FRUGAL_X86_AVX512 and FRUGAL_X86_VNNI
+//    defined: namespace frugal::avx512vnni, + VNNI. The u8 x s8 multiply-add with a 4-way sum is
+//    one VPDPBUSD instead of VPMADDUBSW + VPMADDWD + VPADDD.
+// Every caller keeps its pair sums within int16 where VPMADDUBSW would saturate, or corrects an
+// unsigned offset exactly in int32, so every variant computes the same integers, and with the
+// same float operations per output, results are bit for bit the same at every x86 level.
 //
 // The x86 kernel files must not define weak symbols (an inline or template function that is
 // not inlined, shared with other translation units): the linker keeps one copy, maybe the
@@ -14,8 +19,14 @@
 
 #include <immintrin.h>
 
+#if defined(FRUGAL_X86_VNNI) && !defined(FRUGAL_X86_AVX512)
+#error "FRUGAL_X86_VNNI needs FRUGAL_X86_AVX512"
+#endif
+
 #if defined(FRUGAL_X86_VNNI)
 #define FRUGAL_X86_NS avx512vnni
+#elif defined(FRUGAL_X86_AVX512)
+#define FRUGAL_X86_NS avx512bw
 #else
 #define FRUGAL_X86_NS avx2
 #endif
