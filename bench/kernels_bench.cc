@@ -1,5 +1,6 @@
 // Kernel micro-benchmarks: weight bytes/s for dequantization and matrix x vector (decode),
-// FLOP/s for matrix x matrix (prefill) and float dot products, at every CPU level.
+// FLOP/s for the batch kernels (4 activation rows per call), matrix x matrix (prefill) and float
+// dot products, at every CPU level.
 //
 //   build/bench/kernels_bench --benchmark_filter=MatVec
 //
@@ -145,6 +146,60 @@ void BM_DotQ8(benchmark::State& state) {
   state.SetLabel(std::string(TypeName(type)) + "/" + CpuLevelName(level));
 }
 
+// The batch kernels: 4 INT8 activation rows against one 576 x 1536 matrix of a tiled type on one
+// thread, a tile at a time (dot_q8_tiles) or, at the AVX-512 levels, two tiles at a time
+// (dot_q8_tile_pair). FLOP/s (2 per multiply-add, all 4 rows) and weight bytes/s.
+void BM_DotQ8Rows(benchmark::State& state) {
+  const auto type = static_cast<TensorType>(state.range(0));
+  const auto level = static_cast<CpuLevel>(state.range(1));
+  const bool pairs = state.range(2) != 0;
+  const KernelTraits* traits = GetKernelTraits(type, level);
+  if (traits == nullptr || traits->dot_q8_tiles == nullptr || (pairs && traits->dot_q8_tile_pair == nullptr)) {
+    state.SkipWithError("no such kernel at this level");
+    return;
+  }
+  constexpr int kRows = 4;
+  const int64_t k = 1536, rows = 576, blocks = k / kQK;
+  const auto w = RandomWeights(type, k, rows);
+  std::vector<float> x(static_cast<size_t>(k));
+  std::vector<BlockQ8Act> xq(static_cast<size_t>(kRows * blocks));
+  for (int i = 0; i < kRows; ++i) {
+    for (size_t j = 0; j < x.size(); ++j) x[j] = static_cast<float>((j * (i + 3)) % 17) - 8.0f;
+    QuantizeRowQ8Act(x.data(), &xq[static_cast<size_t>(i * blocks)], k);
+  }
+  const size_t tile_bytes = w.size() / static_cast<size_t>(rows / kTileRows);
+  float sink = 0;
+  float out[kRows * 2 * kTileRows];
+  for (auto _ : state) {
+    if (pairs) {
+      for (int64_t t = 0; t < rows / kTileRows; t += 2) {
+        traits->dot_q8_tile_pair(w.data() + t * tile_bytes, tile_bytes, xq.data(), blocks, kRows, k, out);
+        sink += out[0];
+      }
+    } else {
+      for (int64_t t = 0; t < rows / kTileRows; ++t) {
+        traits->dot_q8_tiles(w.data() + t * tile_bytes, xq.data(), blocks, kRows, k, out);
+        sink += out[0];
+      }
+    }
+    benchmark::DoNotOptimize(sink);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
+  state.counters["FLOPS"] = benchmark::Counter(2.0 * static_cast<double>(k * rows * kRows) * static_cast<double>(state.iterations()),
+                                               benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(TypeName(type)) + "/4 rows/" + (pairs ? "tile pairs/" : "tiles/") + CpuLevelName(level));
+}
+
+void DotQ8RowsArgs(benchmark::internal::Benchmark* b) {
+  for (TensorType t : {TensorType::kI8_C, TensorType::kI8_G64, TensorType::kI4S_G64, TensorType::kI4A_G64}) {
+    for (CpuLevel l : SupportedCpuLevels()) {
+      if (l == CpuLevel::kScalar) continue;
+      b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l), 0});
+      if (l >= CpuLevel::kAvx512Bw) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l), 1});
+    }
+  }
+}
+
 void DotQ8Args(benchmark::internal::Benchmark* b) {
   for (TensorType t : kInt8Types) {
     for (CpuLevel l : SupportedCpuLevels()) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l)});
@@ -173,6 +228,7 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Dequantize)->Apply(DequantArgs);
 BENCHMARK(BM_DotF32)->Apply(DotArgs);
 BENCHMARK(BM_DotQ8)->Apply(DotQ8Args);
+BENCHMARK(BM_DotQ8Rows)->Apply(DotQ8RowsArgs);
 BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime();
 
 }  // namespace
