@@ -234,6 +234,23 @@ TEST(FrugalFormatsTest, Int8ActivationDotsWithinBudgetAtEveryLevel) {
   }
 }
 
+// pairs.dot_q8_tile_pair on two adjacent tiles equals tiles.dot_q8_tiles on each, bit for bit,
+// for 1..4 activation rows (row i at xq + i * ldx).
+void ExpectPairEqualsTiles(const KernelTraits& pairs, const KernelTraits& tiles, const uint8_t* bytes,
+                           size_t tile_bytes, const BlockQ8Act* xq, int64_t ldx, int64_t cols, const std::string& what) {
+  for (int m = 1; m <= 4; ++m) {
+    float pair[4 * 2 * kTileRows], one[4 * kTileRows];
+    pairs.dot_q8_tile_pair(bytes, tile_bytes, xq, ldx, m, cols, pair);
+    for (int tile = 0; tile < 2; ++tile) {
+      tiles.dot_q8_tiles(bytes + tile * tile_bytes, xq, ldx, m, cols, one);
+      for (int i = 0; i < m; ++i) {
+        ASSERT_EQ(0, std::memcmp(one + i * kTileRows, pair + i * 2 * kTileRows + tile * kTileRows, kTileRows * sizeof(float)))
+            << what << " m=" << m << " tile " << tile << " row " << i;
+      }
+    }
+  }
+}
+
 // The AVX-512 levels sum the same integers as AVX2 and scale them with the same float operations
 // (kernels/x86/x86_variant.h), so their dot products, the 512-bit two-tile kernels among them,
 // equal AVX2's bit for bit: at random values, and at the extremes where AVX2's int16 pair sums
@@ -291,18 +308,9 @@ TEST(FrugalFormatsTest, Avx512LevelsEqualAvx2BitForBit) {
           }
         }
         ASSERT_NE(t->dot_q8_tile_pair, nullptr) << what;
-        for (int m = 1; m <= 4; ++m) {
-          float pair[4 * kRows], a[4 * kTileRows];
-          t->dot_q8_tile_pair(p.bytes.data(), tile_bytes, xq.data(), cols / kQK, m, cols, pair);
-          for (int tile = 0; tile < 2; ++tile) {
-            avx2->dot_q8_tiles(p.bytes.data() + tile * tile_bytes, xq.data(), cols / kQK, m, cols, a);
-            for (int i = 0; i < m; ++i) {
-              ASSERT_EQ(0, std::memcmp(a + i * kTileRows, pair + i * kRows + tile * kTileRows, kTileRows * sizeof(float)))
-                  << what << " pair m=" << m << " tile " << tile << " row " << i;
-            }
-          }
-          ++pairs_checked;
-        }
+        ExpectPairEqualsTiles(*t, *avx2, p.bytes.data(), tile_bytes, xq.data(), cols / kQK, cols, what);
+        if (::testing::Test::HasFatalFailure()) return;
+        ++pairs_checked;
       }
     }
   }
@@ -332,18 +340,9 @@ TEST(FrugalFormatsTest, TilePairsEqualTileDotsBitForBit) {
       for (CpuLevel level : SupportedCpuLevels()) {
         const KernelTraits* t = GetKernelTraits(type, level);
         if (t->dot_q8_tile_pair == nullptr) continue;
-        for (int m = 1; m <= 4; ++m) {
-          float pair[4 * 2 * kTileRows], one[4 * kTileRows];
-          t->dot_q8_tile_pair(p.bytes.data(), tile_bytes, xq.data(), ldx, m, cols, pair);
-          for (int tile = 0; tile < 2; ++tile) {
-            t->dot_q8_tiles(p.bytes.data() + tile * tile_bytes, xq.data(), ldx, m, cols, one);
-            for (int i = 0; i < m; ++i) {
-              ASSERT_EQ(0, std::memcmp(one + i * kTileRows, pair + i * 2 * kTileRows + tile * kTileRows, kTileRows * sizeof(float)))
-                  << CpuLevelName(level) << " " << TypeName(type) << " cols=" << cols << " m=" << m << " tile " << tile
-                  << " row " << i;
-            }
-          }
-        }
+        ExpectPairEqualsTiles(*t, *t, p.bytes.data(), tile_bytes, xq.data(), ldx, cols,
+                              std::string(CpuLevelName(level)) + " " + TypeName(type) + " cols=" + std::to_string(cols));
+        if (::testing::Test::HasFatalFailure()) return;
         ++checked;
       }
     }
