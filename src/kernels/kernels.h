@@ -48,7 +48,7 @@ struct KernelTraits {
   // Optional (AVX-512 levels): dot_q8_tiles for two adjacent tiles at once, the second at
   // tile + tile_bytes, in 512-bit vectors; row r < 16 of the pair (the second tile's rows from
   // 8) and activation row i at out[2 * kTileRows * i + r]. Equal bit for bit to dot_q8_tiles on
-  // each tile.
+  // each tile. Prefetches the next pair (tile + 2 * tile_bytes) as it goes; it never reads it.
   void (*dot_q8_tile_pair)(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t ldx,
                            int m, int64_t n, float* out) = nullptr;
 

@@ -8,6 +8,7 @@
 //    dequantized weights; SIMD within 1e-5 x (sum|w x| + rounding) of the oracle.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -234,6 +235,19 @@ TEST(FrugalFormatsTest, Int8ActivationDotsWithinBudgetAtEveryLevel) {
   }
 }
 
+// Four activation rows of `cols` Gaussian values, row i scaled by scale[i], quantized at xq + i * ldx
+// (the blocks between rows are padding).
+std::vector<BlockQ8Act> QuantizedRows(int64_t cols, int64_t ldx, const std::array<float, 4>& scale, std::mt19937& rng) {
+  std::normal_distribution<float> nd;
+  std::vector<float> x(static_cast<size_t>(cols));
+  std::vector<BlockQ8Act> xq(static_cast<size_t>(4 * ldx));
+  for (int i = 0; i < 4; ++i) {
+    for (auto& v : x) v = nd(rng) * scale[static_cast<size_t>(i)];
+    QuantizeRowQ8Act(x.data(), &xq[static_cast<size_t>(i * ldx)], cols);
+  }
+  return xq;
+}
+
 // pairs.dot_q8_tile_pair on two adjacent tiles equals tiles.dot_q8_tiles on each, bit for bit,
 // for 1..4 activation rows (row i at xq + i * ldx).
 void ExpectPairEqualsTiles(const KernelTraits& pairs, const KernelTraits& tiles, const uint8_t* bytes,
@@ -322,7 +336,6 @@ TEST(FrugalFormatsTest, Avx512LevelsEqualAvx2BitForBit) {
 // (which follows the thread split).
 TEST(FrugalFormatsTest, TilePairsEqualTileDotsBitForBit) {
   std::mt19937 rng(12);
-  std::normal_distribution<float> nd;
   int checked = 0;
   for (TensorType type : kFrugalTypes) {
     for (int64_t blocks : {1, 7, 31, 33, 129}) {
@@ -331,12 +344,7 @@ TEST(FrugalFormatsTest, TilePairsEqualTileDotsBitForBit) {
       const Quantized p = RandomPacked(type, 2 * kTileRows, cols, rng);
       const size_t tile_bytes = p.bytes.size() / 2;
       const int64_t ldx = cols / kQK + 5;
-      std::vector<float> x(static_cast<size_t>(cols));
-      std::vector<BlockQ8Act> xq(static_cast<size_t>(4 * ldx));
-      for (int i = 0; i < 4; ++i) {
-        for (auto& v : x) v = nd(rng) * static_cast<float>(2 * i + 1);
-        QuantizeRowQ8Act(x.data(), &xq[static_cast<size_t>(i * ldx)], cols);
-      }
+      const std::vector<BlockQ8Act> xq = QuantizedRows(cols, ldx, {1, 3, 5, 7}, rng);
       for (CpuLevel level : SupportedCpuLevels()) {
         const KernelTraits* t = GetKernelTraits(type, level);
         if (t->dot_q8_tile_pair == nullptr) continue;
@@ -356,7 +364,6 @@ TEST(FrugalFormatsTest, TilePairsEqualTileDotsBitForBit) {
 // for bit, so a sequence's logits never depend on the batch it was decoded in.
 TEST(FrugalFormatsTest, MultiRowDotsEqualOneRowDotsBitForBit) {
   std::mt19937 rng(6);
-  std::normal_distribution<float> nd;
   int checked = 0;
   for (TensorType type : kFrugalTypes) {
     for (int64_t blocks : {1, 7, 33, 129}) {
@@ -364,12 +371,7 @@ TEST(FrugalFormatsTest, MultiRowDotsEqualOneRowDotsBitForBit) {
       if (cols > 129 * 64) continue;
       const Quantized p = RandomPacked(type, kTileRows, cols, rng);
       const int64_t ldx = cols / kQK + 3;  // activation rows with padding between them
-      std::vector<float> x(static_cast<size_t>(cols));
-      std::vector<BlockQ8Act> xq(static_cast<size_t>(4 * ldx));
-      for (int i = 0; i < 4; ++i) {
-        for (auto& v : x) v = nd(rng) * static_cast<float>(i + 1);
-        QuantizeRowQ8Act(x.data(), &xq[static_cast<size_t>(i * ldx)], cols);
-      }
+      const std::vector<BlockQ8Act> xq = QuantizedRows(cols, ldx, {1, 2, 3, 4}, rng);
       for (CpuLevel level : SupportedCpuLevels()) {
         const KernelTraits* t = GetKernelTraits(type, level);
         if (t->dot_q8_tiles == nullptr) continue;
