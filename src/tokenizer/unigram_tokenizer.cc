@@ -238,8 +238,29 @@ class UnigramTokenizer final : public Tokenizer {
 
   // --- Normalizers and pre-tokenizer.
 
+  // The code point map: each character's replacement or the character; invalid bytes pass.
+  std::string ApplyCodepointMap(std::string_view s) const {
+    std::string out;
+    out.reserve(s.size());
+    for (size_t pos = 0; pos < s.size();) {
+      const Utf8Char c = DecodeUtf8(s, pos);
+      if (c.status == Utf8Status::kComplete) {
+        if (auto it = spec_.codepoint_map.find(c.cp); it != spec_.codepoint_map.end()) {
+          out.append(it->second);
+          pos += c.len;
+          continue;
+        }
+      }
+      out.append(s.substr(pos, c.len));
+      pos += c.len;
+    }
+    return out;
+  }
+
   std::string NormalizeSegment(std::string_view text) const {
-    std::string s = units_.empty() ? std::string(text) : ApplyCharsmap(text);
+    std::string s = !units_.empty()                  ? ApplyCharsmap(text)
+                    : !spec_.codepoint_map.empty() ? ApplyCodepointMap(text)
+                                                   : std::string(text);
     if (normal_form_ != NormalForm::kNone) s = Normalize(s, normal_form_);
     if (spec_.strip_left || spec_.strip_right) {
       size_t b = 0, e = s.size();
