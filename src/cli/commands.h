@@ -45,5 +45,6 @@ void AddLoadgenCommand(CLI::App& app, Commands& out);   // loadgen_cmd.cc
 void AddGatewayCommands(CLI::App& app, Commands& out);  // gateway_cmd.cc: gateway, up
 void AddQuantizeCommand(CLI::App& app, Commands& out);  // quantize_cmd.cc
 void AddEvalCommand(CLI::App& app, Commands& out);  // eval_cmd.cc
+void AddCacheEvalCommand(CLI::App& app, Commands& out);  // cache_eval_cmd.cc
 
 }  // namespace frugal::cli

@@ -48,8 +48,9 @@ struct GatewayFlags {
         ->check(CLI::Range(int64_t{10}, int64_t{3'600'000}));
     cmd->add_option("--max-retries", max_retries, "other workers tried after a failure before the first byte (default 2)")->check(CLI::Range(0, 10));
     cmd->add_flag("--no-cache", no_cache, "no semantic cache");
-    cmd->add_option("--cache-model", cache_model, "embedding model of the cache (default models/all-minilm-l6-v2)");
-    cmd->add_option("--cache-threshold", cache_threshold, "cosine for a cache hit (default 0.92)")->check(CLI::Range(0.01, 1.0));
+    cmd->add_option("--cache-model", cache_model, "embedding model of the cache (default models/multilingual-e5-small/e5-small-q4.bin)");
+    cmd->add_option("--cache-threshold", cache_threshold, "candidate cosine of the cache (default: the embedder's calibrated one; 0.92 without)")
+        ->check(CLI::Range(0.01, 1.0));
     cmd->add_option("--cache-snapshot", cache_snapshot, "file the cache is saved to (periodically and on exit) and reloaded from");
     cmd->add_option("--cache-redis", cache_redis, "share the cache through this Redis with RediSearch (host:port or redis://host:port)");
     cmd->add_option("--admin-token", admin_token, "token of the admin API (default: the config's; none = admin API off)");
@@ -94,15 +95,10 @@ struct GatewayFlags {
 StatusOr<std::unique_ptr<gateway::Gateway>> StartGateway(const GatewayConfig& c) {
   std::shared_ptr<cache::Embedder> embedder;
   if (c.cache.enabled) {
-    EngineOptions eo;
-    eo.model_path = c.cache.model;
-    eo.threads = c.cache.threads;
-    auto engine = Engine::Open(eo);
-    if (!engine.ok()) {
-      return InvalidArgument("the cache's embedding model: " + engine.status().message() + " (run scripts/get-models.sh, or --no-cache)");
+    auto e = cache::OpenEngineEmbedder(c.cache.model, c.cache.threads);
+    if (!e.ok()) {
+      return InvalidArgument("the cache's embedding model: " + e.status().message() + " (run scripts/get-models.sh, or --no-cache)");
     }
-    auto e = cache::NewEngineEmbedder(std::shared_ptr<Engine>(std::move(engine).value()));
-    if (!e.ok()) return e.status();
     embedder = std::move(e).value();
   }
   return gateway::Gateway::Start(c, std::move(embedder));

@@ -26,7 +26,6 @@
 #include "kernels/kernels.h"
 #include "models/describe.h"
 #include "models/model_source.h"
-#include "gateway/cache/eval.h"
 #include "engine/simulate.h"
 #include "server/worker.h"
 #include "tokenizer/tokenize_jsonl.h"
@@ -108,12 +107,14 @@ int RunGenerate(const CommonModelFlags& mf, const std::string& prompt_arg, const
   return 0;
 }
 
-int RunEmbed(const CommonModelFlags& mf, const std::vector<std::string>& texts) {
+int RunEmbed(const CommonModelFlags& mf, const std::vector<std::string>& texts, bool query, bool whole) {
   if (texts.empty()) return Fail(frugal::InvalidArgument("give at least one text to embed"));
   auto engine = mf.Open();
   if (!engine.ok()) return Fail(engine.status());
+  frugal::EmbedOptions eo;
+  eo.whole_text = whole;
   for (const auto& t : texts) {
-    auto v = (*engine)->Embed(t);
+    auto v = (*engine)->Embed(query ? (*engine)->info().query_prefix + t : t, eo);
     if (!v.ok()) return Fail(v.status());
     std::string line = "[";
     char buf[32];
@@ -322,58 +323,6 @@ int RunServe(ServeFlags f) {
   return 0;
 }
 
-// Precision and recall of cache hits on labelled pairs, per threshold, with and without the guard.
-int RunCacheEval(const CommonModelFlags& mf, const std::string& pairs_path, bool json, bool by_kind) {
-  auto pairs = frugal::cache::LoadPairs(pairs_path);
-  if (!pairs.ok()) return Fail(pairs.status());
-  auto engine = mf.Open();
-  if (!engine.ok()) return Fail(engine.status());
-  auto embedder = frugal::cache::NewEngineEmbedder(std::shared_ptr<frugal::Engine>(std::move(engine).value()));
-  if (!embedder.ok()) return Fail(embedder.status());
-  frugal::cache::NumberNegationGuard guard;
-  auto scores = frugal::cache::ScorePairs(**embedder, guard, *pairs);
-  if (!scores.ok()) return Fail(scores.status());
-  std::vector<float> thresholds;
-  for (int t = 80; t <= 98; ++t) thresholds.push_back(static_cast<float>(t) / 100.0f);
-  const auto rows = frugal::cache::Evaluate(*pairs, *scores, thresholds);
-  if (json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : rows) {
-      out.push_back({{"threshold", std::round(r.threshold * 100) / 100}, {"guard", r.guard}, {"precision", r.precision},
-                     {"recall", r.recall}, {"tp", r.tp}, {"fp", r.fp}, {"fn", r.fn}, {"tn", r.tn}});
-    }
-    std::printf("%s\n", out.dump().c_str());
-    return 0;
-  }
-  std::printf("%zu pairs from %s; embedder %s\n", pairs->size(), pairs_path.c_str(), mf.model.c_str());
-  std::printf("threshold  guard  precision  recall   tp   fp   fn\n");
-  for (const auto& r : rows) {
-    std::printf("%9.2f  %5s  %9.4f  %6.4f %4lld %4lld %4lld\n", r.threshold, r.guard ? "on" : "off", r.precision, r.recall,
-                static_cast<long long>(r.tp), static_cast<long long>(r.fp), static_cast<long long>(r.fn));
-  }
-  if (by_kind) {
-    // Which kinds of pairs the default setting (0.92, guard on) gets wrong.
-    std::map<std::string, std::pair<int, int>> wrong;  // kind/lang -> (wrong, total)
-    for (size_t i = 0; i < pairs->size(); ++i) {
-      const auto& p = (*pairs)[i];
-      const bool hit = (*scores)[i].similarity >= 0.92f && (*scores)[i].guard_accepts;
-      auto& w = wrong[p.kind + "/" + p.lang];
-      w.first += hit != p.same;
-      w.second += 1;
-    }
-    std::printf("\nat 0.92 with the guard, wrong decisions by kind/lang:\n");
-    for (const auto& [k, w] : wrong) std::printf("  %-22s %3d of %3d\n", k.c_str(), w.first, w.second);
-    std::printf("\nfalse hits at 0.92 with the guard (the harmful errors):\n");
-    for (size_t i = 0; i < pairs->size(); ++i) {
-      const auto& p = (*pairs)[i];
-      if (!p.same && (*scores)[i].similarity >= 0.92f && (*scores)[i].guard_accepts) {
-        std::printf("  %.3f  %s  |  %s\n", (*scores)[i].similarity, p.a.c_str(), p.b.c_str());
-      }
-    }
-  }
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -410,6 +359,9 @@ int main(int argc, char** argv) {
   auto* emb = app.add_subcommand("embed", "print sentence embeddings, one JSON array per text");
   emb_mf.Add(emb, false);
   emb->add_option("texts", emb_texts, "texts to embed");
+  bool emb_query = false, emb_whole = false;
+  emb->add_flag("--query", emb_query, "put the model's query prefix in front (\"query: \" for multilingual-e5), as the cache does");
+  emb->add_flag("--whole", emb_whole, "embed a text longer than the window whole, in windows (as the cache does), not truncated");
 
   // perplexity
   CommonModelFlags ppl_mf;
@@ -499,23 +451,12 @@ int main(int argc, char** argv) {
                                   "(overrides --max-batch), jitter (step time x uniform [1-j, 1+j], default 0), seed; '' = defaults")
                      ->type_name("SPEC");
 
-  // cache-eval
-  CommonModelFlags ce_mf;
-  ce_mf.model = "models/all-minilm-l6-v2";
-  std::string ce_pairs = "tests/data/cache_pairs.jsonl";
-  bool ce_json = false, ce_by_kind = false;
-  auto* ce = app.add_subcommand("cache-eval", "precision/recall of semantic-cache hits on labelled query pairs (thresholds 0.80-0.98, guard on/off)");
-  ce->add_option("-m,--model", ce_mf.model, "embedding model (default models/all-minilm-l6-v2)");
-  ce->add_option("-t,--threads", ce_mf.threads, "compute threads (default: all CPUs)")->check(CLI::Range(0, 1024));
-  ce->add_option("--pairs", ce_pairs, "JSONL of {\"a\", \"b\", \"same\"} (default tests/data/cache_pairs.jsonl)");
-  ce->add_flag("--json", ce_json, "one JSON array of {threshold, guard, precision, recall, tp, fp, fn, tn}");
-  ce->add_flag("--by-kind", ce_by_kind, "also list wrong decisions at 0.92 (guard on) by the pairs' kind and language");
-
   frugal::cli::Commands commands;
   frugal::cli::AddLoadgenCommand(app, commands);
   frugal::cli::AddGatewayCommands(app, commands);
   frugal::cli::AddQuantizeCommand(app, commands);
   frugal::cli::AddEvalCommand(app, commands);
+  frugal::cli::AddCacheEvalCommand(app, commands);
 
   try {
     app.parse(argc, argv);
@@ -538,9 +479,8 @@ int main(int argc, char** argv) {
     if (*cmd) return run();
   }
   if (*serve) return RunServe(sv);
-  if (*ce) return RunCacheEval(ce_mf, ce_pairs, ce_json, ce_by_kind);
   if (*gen) return RunGenerate(gen_mf, gen_prompt, gen_file, gen_chat, gen_system, gen_req, gen_verbose);
-  if (*emb) return RunEmbed(emb_mf, emb_texts);
+  if (*emb) return RunEmbed(emb_mf, emb_texts, emb_query, emb_whole);
   if (*ppl) return RunPerplexity(ppl_mf, ppl_file, ppl_chunk, ppl_max, ppl_json);
   if (*info) return RunInfo(info_model, info_json, info_tensors);
   if (*bench) return RunBench(bench_mf, bench_prompt, bench_decode, bench_reps, bench_json);

@@ -154,7 +154,7 @@ Status ValidateGatewayConfig(const GatewayConfig& c) {
   if (c.max_retries < 0 || c.max_retries > 10) return InvalidArgument("retries.max must be 0..10");
   if (c.retry_backoff_ms < 0) return InvalidArgument("retries.backoff_ms must be >= 0");
   if (c.default_max_tokens < 1) return InvalidArgument("default_max_tokens must be >= 1");
-  if (!(c.cache.threshold > 0 && c.cache.threshold <= 1)) return InvalidArgument("cache.threshold must be in (0, 1]");
+  if (!(c.cache.threshold >= 0 && c.cache.threshold <= 1)) return InvalidArgument("cache.threshold must be in [0, 1] (0: the embedder's calibrated one)");
   for (const auto& [ns, t] : c.cache.namespace_threshold) {
     if (!(t > 0 && t <= 1)) return InvalidArgument("cache.namespace_thresholds." + ns + " must be in (0, 1]");
   }

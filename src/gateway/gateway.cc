@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -156,6 +157,16 @@ struct Gateway::Impl {
   std::thread timer_thread;
   std::unique_ptr<net::steady_timer> health_timer;
   std::unique_ptr<net::thread_pool> cache_pool;
+  // POST /admin/cache/rotate runs here, one at a time; GET /admin/cache/rotation reports it.
+  struct Rotation {
+    std::string state = "idle";  // idle, running, done, failed
+    std::string model, error;
+    double seconds = 0;
+    int64_t started_unix = 0;
+  };
+  std::mutex rotation_mu;
+  Rotation rotation;             // guarded by rotation_mu
+  std::thread rotation_thread;   // joined at shutdown
   std::atomic<bool> stopped{false};
   std::mutex rng_mu;
   std::mt19937_64 rng{42};  // guarded by rng_mu
@@ -166,6 +177,8 @@ struct Gateway::Impl {
   void Handle(const http::Request& req, std::shared_ptr<http::Responder> out);
   void HandleCompletion(const http::Request& req, std::shared_ptr<http::Responder> out, bool chat);
   void HandleAdmin(const http::Request& req, const std::shared_ptr<http::Responder>& out);
+  void StartRotation(const std::string& body, const std::shared_ptr<http::Responder>& out);
+  json RotationJson() const;  // with rotation_mu held
   void SendModels(const std::shared_ptr<http::Responder>& out);
   json WorkerJson(const WorkerInfo& w, const std::map<std::string, double>& shares) const;
   std::string RenderMetrics();
@@ -829,9 +842,105 @@ void Gateway::Impl::HandleAdmin(const http::Request& req, const std::shared_ptr<
       return;
     }
     reply(Status::Ok(), 200, {{"invalidated", n}});
+  } else if (p == "/admin/cache/rotate" && req.method == "POST") {
+    StartRotation(req.body, out);
+  } else if (p == "/admin/cache/rotation" && req.method == "GET") {
+    std::lock_guard<std::mutex> l(rotation_mu);
+    reply(Status::Ok(), 200, RotationJson());
   } else {
     out->Send(404, "application/json", ErrorBody(404, "unknown admin route " + req.method + " " + p, "not_found"));
   }
+}
+
+json Gateway::Impl::RotationJson() const {
+  json j = {{"state", rotation.state}, {"rotations", cache ? cache->rotations() : 0}};
+  if (!rotation.model.empty()) j["model"] = rotation.model;
+  if (rotation.started_unix > 0) j["started"] = rotation.started_unix;
+  if (rotation.state == "done" || rotation.state == "failed") j["seconds"] = rotation.seconds;
+  if (!rotation.error.empty()) j["error"] = rotation.error;
+  return j;
+}
+
+// {"model": PATH} moves the cache to another embedding model (every stored query embedded
+// again), {"hnsw": {"m", "ef_construction", "ef_search"}} rebuilds with new index parameters,
+// {} compacts. Lookups and inserts go on throughout (cache.h, Rotate); 202 at once, then
+// GET /admin/cache/rotation until "done".
+void Gateway::Impl::StartRotation(const std::string& body, const std::shared_ptr<http::Responder>& out) {
+  if (!cache) {
+    out->Send(400, "application/json", ErrorBody(400, "the cache is off"));
+    return;
+  }
+  json j = json::parse(body.empty() ? "{}" : body, nullptr, false);
+  if (!j.is_object()) {
+    out->Send(400, "application/json", ErrorBody(400, "send {\"model\": PATH} and/or {\"hnsw\": {\"m\", \"ef_construction\", \"ef_search\"}}"));
+    return;
+  }
+  std::string model;
+  if (j.contains("model")) {
+    if (!j["model"].is_string() || j["model"].get<std::string>().empty()) {
+      out->Send(400, "application/json", ErrorBody(400, "\"model\" must be the path of an embedding model"));
+      return;
+    }
+    model = j["model"].get<std::string>();
+    std::error_code ec;
+    if (!std::filesystem::exists(model, ec)) {
+      out->Send(400, "application/json", ErrorBody(400, "no embedding model at " + model));
+      return;
+    }
+  }
+  std::optional<cache::HnswParams> hnsw;
+  if (j.contains("hnsw")) {
+    const json& h = j["hnsw"];
+    if (!h.is_object()) {
+      out->Send(400, "application/json", ErrorBody(400, "\"hnsw\" must be an object"));
+      return;
+    }
+    cache::HnswParams hp;
+    hp.m = static_cast<size_t>(cfg.cache.hnsw_m);
+    hp.ef_construction = static_cast<size_t>(cfg.cache.hnsw_ef_construction);
+    hp.ef_search = static_cast<size_t>(cfg.cache.hnsw_ef_search);
+    for (auto [key, field] : {std::pair<const char*, size_t*>{"m", &hp.m}, {"ef_construction", &hp.ef_construction}, {"ef_search", &hp.ef_search}}) {
+      if (!h.contains(key)) continue;
+      if (!h[key].is_number_integer() || h[key].get<int64_t>() < 2 || h[key].get<int64_t>() > 4096) {
+        out->Send(400, "application/json", ErrorBody(400, std::string("hnsw.") + key + " must be an integer in [2, 4096]"));
+        return;
+      }
+      *field = static_cast<size_t>(h[key].get<int64_t>());
+    }
+    hnsw = hp;
+  }
+  std::lock_guard<std::mutex> l(rotation_mu);
+  if (rotation.state == "running") {
+    out->Send(409, "application/json", ErrorBody(409, "a rotation is running (GET /admin/cache/rotation)"));
+    return;
+  }
+  if (rotation_thread.joinable()) rotation_thread.join();  // the previous one has finished
+  rotation = {};
+  rotation.state = "running";
+  rotation.model = model;
+  rotation.started_unix = static_cast<int64_t>(UnixNow());
+  rotation_thread = std::thread([this, model, hnsw] {
+    const auto t0 = Clock::now();
+    Status st = Status::Ok();
+    cache::RotateOptions ro;
+    ro.hnsw = hnsw;
+    if (!model.empty()) {
+      auto e = cache::OpenEngineEmbedder(model, cfg.cache.threads);
+      if (e.ok()) {
+        ro.embedder = std::move(e).value();
+      } else {
+        st = e.status();
+      }
+    }
+    if (st.ok()) st = cache->Rotate(ro);
+    std::lock_guard<std::mutex> l2(rotation_mu);
+    rotation.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    rotation.state = st.ok() ? "done" : "failed";
+    if (!st.ok()) rotation.error = st.message();
+    std::fprintf(stderr, "frugal gateway: cache rotation %s in %.2f s%s%s\n", rotation.state.c_str(), rotation.seconds,
+                 st.ok() ? "" : ": ", st.ok() ? "" : st.message().c_str());
+  });
+  out->Send(202, "application/json", RotationJson().dump());
 }
 
 std::string Gateway::Impl::RenderMetrics() {
@@ -932,7 +1041,9 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config, std::sha
       if (!c.ok()) return c.status();
       g.cache = std::move(c).value();
     }
-    g.cache_pool = std::make_unique<net::thread_pool>(static_cast<size_t>(g.cfg.cache.threads));
+    // Two lanes per embedding thread: a long query (its own engine, cache/embedder.h) never
+    // takes the thread a short one waits for.
+    g.cache_pool = std::make_unique<net::thread_pool>(static_cast<size_t>(2 * std::max(1, g.cfg.cache.threads)));
   }
   g.requests = &g.metrics.AddCounter("frugal_gateway_requests", "completion requests accepted, by route", "route");
   g.responses = &g.metrics.AddCounter("frugal_gateway_responses", "completion responses, by HTTP status (499: client left)", "code");
@@ -994,6 +1105,7 @@ void Gateway::Shutdown(std::chrono::milliseconds grace) {
   // Lookups still queued may dispatch: the upstream client stays until they are done. Then
   // whatever is still in flight is cancelled; its Responders go before the server does.
   if (g.cache_pool) g.cache_pool->join();
+  if (g.rotation_thread.joinable()) g.rotation_thread.join();
   g.upstream.reset();
   g.checker.reset();
   g.cache.reset();  // snapshots, when configured

@@ -785,7 +785,6 @@ TEST(ConfigTest, BadValuesAreRefused) {
   ExpectRefused("workers:\n  - name: a\n    url: http://h:0\n", "http://h:0");
   ExpectRefused("workers:\n  - name: a\n    url: http://h:1\n    weight: 0\n", "weight");
   ExpectRefused("workers: http://h:1\n", "workers");
-  ExpectRefused("cache:\n  threshold: 0\n", "threshold");
   ExpectRefused("cache:\n  threshold: 1.5\n", "threshold");
   ExpectRefused("cache:\n  threshold: -0.2\n", "threshold");
   ExpectRefused("cache:\n  redis: redis://h:99999\n", "cache.redis");

@@ -161,31 +161,84 @@ TEST(SemanticCacheTest, GuardRejectsOtherNumbersAndNegation) {
   EXPECT_TRUE(r->hit) << "without the guard the near-duplicate is a (false) hit; similarity " << r->similarity;
 }
 
-TEST(GuardTest, NumbersAndNegations) {
-  using G = NumberNegationGuard;
-  EXPECT_EQ(G::Numbers("price $1,299.00 for order #A-10432 on 2024-03-05"),
-            (std::vector<std::string>{"10432", "1299", "2024-03-05"}));
-  EXPECT_EQ(G::Numbers("24.90 or 024.9"), (std::vector<std::string>{"24.9", "24.9"}));
-  EXPECT_EQ(G::Numbers("no numbers here"), std::vector<std::string>{});
-  EXPECT_EQ(G::Negations("I didn't get it, not once"), 2);
-  EXPECT_EQ(G::Negations("I did get it"), 0);
-  EXPECT_EQ(G::Negations("这个不能退货"), 1);
-  EXPECT_EQ(G::Negations("服务不错"), 0);
-  G g;
-  EXPECT_TRUE(g.Accept("price of item 1299", "how much is item 1299"));
-  EXPECT_FALSE(g.Accept("price of item 1299", "price of item 1300"));
-  EXPECT_FALSE(g.Accept("2 pairs of socks", "3 pairs of socks"));
-  EXPECT_FALSE(g.Accept("is shipping free", "is shipping not free"));
-  EXPECT_FALSE(g.Accept("可以退货吗", "不可以退货吗"));
-  EXPECT_TRUE(g.Accept("can't log in", "cannot log in"));
-  EXPECT_FALSE(g.Accept("Is the gift card refundable?", "Is the gift card non-refundable?"));
-  EXPECT_FALSE(g.Accept("Is the hoodie in stock?", "Is the hoodie out of stock?"));
-  // Substitutions: another product is refused; typos, inflections and added politeness are not.
-  EXPECT_FALSE(g.Accept("How do I wash the wool sweater?", "How do I wash the cotton sweater?"));
-  EXPECT_TRUE(g.Accept("how long do refuns take", "how long do refunds take"));
-  EXPECT_TRUE(g.Accept("hi, could you please tell me how long refunds take", "how long do refunds take"));
-  EXPECT_EQ(CanonicalText("退款 24.99元？ Hello,  World!"), "退款24.99元helloworld");
-  EXPECT_NE(CanonicalText("退款24.99元"), CanonicalText("退款249.9元"));
+// A verifier that takes its time on one query: the cache must not hold a lock meanwhile.
+class SlowVerifier : public HitVerifier {
+ public:
+  Verdict Verify(std::string_view query, std::string_view, float, Embedder&) const override {
+    if (query.find("slow") != std::string_view::npos) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    Verdict v;
+    v.accept = true;
+    return v;
+  }
+  const char* name() const override { return "slow"; }
+};
+
+TEST(SemanticCacheTest, VerifierRunsOutsideTheLocks) {
+  Fixture f;
+  auto o = f.Options();
+  o.verifier = std::make_shared<SlowVerifier>();
+  auto c = f.Open(o);
+  const std::string other = ScopeKey({"other", "m", "", ""});
+  ASSERT_TRUE(c->Insert(kScope, "shop", "a slow question about returns", "A").ok());
+  ASSERT_TRUE(c->Insert(other, "other", "store hours on sunday", "10-16").ok());
+  std::thread slow([&] { EXPECT_TRUE(c->Lookup(kScope, "shop", "A slow question about returns!")->hit); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the slow one is verifying now
+  const auto t0 = std::chrono::steady_clock::now();
+  auto quick = c->Lookup(other, "other", "Store hours on Sunday?");
+  ASSERT_TRUE(c->Insert(other, "other", "is parking free", "Yes").ok());
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  slow.join();
+  ASSERT_TRUE(quick.ok());
+  EXPECT_TRUE(quick->hit);
+  EXPECT_LT(ms, 200.0) << "a lookup and an insert waited for another lookup's verification";
+}
+
+TEST(SemanticCacheTest, QueryLongerThanTheVerifierReadsIsNeverEmbeddedNorCached) {
+  Fixture f;
+  auto c = f.Open(f.Options());
+  const std::string huge(1 << 20, 'x');
+  ASSERT_TRUE(c->Insert(kScope, "shop", "store hours on sunday", "10-16").ok());
+  const int calls = f.emb->calls.load();
+  std::atomic<bool> done{false};
+  // A stream of 1 MB lookups and inserts next to short lookups: the short ones keep their pace.
+  std::thread big([&] {
+    while (!done.load()) {
+      auto r = c->Lookup(kScope, "shop", huge);
+      EXPECT_TRUE(r.ok() && !r->hit && r->too_long);
+      EXPECT_TRUE(c->Insert(kScope, "shop", huge, "no").ok());
+    }
+  });
+  double worst = 0;
+  for (int i = 0; i < 200; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = c->Lookup(kScope, "shop", "Store hours on Sunday?");
+    worst = std::max(worst, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->hit);
+  }
+  done = true;
+  big.join();
+  EXPECT_EQ(c->size(), 1u) << "the 1 MB query is not cached";
+  EXPECT_EQ(f.emb->calls.load(), calls + 200) << "only the short lookups were embedded";
+  EXPECT_LT(worst, 50.0) << "a short lookup waited behind a 1 MB one";
+  EXPECT_NE(c->metrics().Render().find("frugal_cache_too_long_total"), std::string::npos);
+}
+
+TEST(SemanticCacheTest, CalibratedThresholdAndVerifierFollowTheEmbedder) {
+  Fixture f;
+  auto c = f.Open(f.Options());
+  // The bag-of-words embedder has no calibration: 0.92 and the strict rule.
+  CacheOptions o;
+  EXPECT_FLOAT_EQ(ThresholdFor(o, "any", *f.emb), 0.92f);
+  o.threshold = 0.8f;
+  o.namespace_threshold["t"] = 0.95f;
+  EXPECT_FLOAT_EQ(ThresholdFor(o, "any", *f.emb), 0.8f);
+  EXPECT_FLOAT_EQ(ThresholdFor(o, "t", *f.emb), 0.95f);
+  EXPECT_STREQ(DefaultVerifier(*f.emb)->name(), "strict");
+  ASSERT_TRUE(c->Insert(kScope, "shop", "how is shipping charged", "By weight.").ok());
+  auto r = c->Lookup(kScope, "shop", "How is shipping charged?");  // not the same text: through the verifier
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->hit) << r->similarity;
 }
 
 TEST(SemanticCacheTest, EntriesExpireAfterTheirTtl) {

@@ -8,6 +8,14 @@
 
 namespace frugal::cache {
 
+std::string DetectLang(const std::string& a, const std::string& b) {
+  for (const std::string* s : {&a, &b}) {
+    const TextSignals t = AnalyzeText(std::string_view(*s).substr(0, std::min<size_t>(s->size(), 4096)));
+    if (t.has_han) return "zh";
+  }
+  return "en";
+}
+
 StatusOr<std::vector<LabelledPair>> LoadPairs(const std::string& path) {
   std::ifstream f(path);
   if (!f) return NotFound("cannot open " + path);
@@ -28,26 +36,48 @@ StatusOr<std::vector<LabelledPair>> LoadPairs(const std::string& path) {
     p.same = j["same"].get<bool>();
     if (j.contains("kind") && j["kind"].is_string()) p.kind = j["kind"].get<std::string>();
     if (j.contains("lang") && j["lang"].is_string()) p.lang = j["lang"].get<std::string>();
+    if (p.lang.empty()) p.lang = DetectLang(p.a, p.b);
     out.push_back(std::move(p));
   }
   if (out.empty()) return InvalidArgument(path + " holds no pairs");
   return out;
 }
 
-StatusOr<std::vector<PairScore>> ScorePairs(Embedder& embedder, const HitVerifier& verifier,
+StatusOr<std::vector<PairScore>> ScorePairs(Embedder& embedder, const PairVerifier& verifier,
                                             const std::vector<LabelledPair>& pairs, double max_unknown_share) {
   std::vector<PairScore> out;
   out.reserve(pairs.size());
   for (const auto& p : pairs) {
+    PairScore s;
+    // As the cache: a text over the verifier's cap is never embedded.
+    if (p.a.size() > kMaxSignalBytes || p.b.size() > kMaxSignalBytes) {
+      s.features.veto = "too_long";
+      s.verdict = verifier.Decide(s.features);
+      out.push_back(std::move(s));
+      continue;
+    }
     FRUGAL_ASSIGN_OR_RETURN(std::vector<float> a, embedder.Embed(p.a));
     FRUGAL_ASSIGN_OR_RETURN(std::vector<float> b, embedder.Embed(p.b));
-    const bool opaque = embedder.UnknownShare(p.b) > max_unknown_share;
-    out.push_back({Similarity(a, b), VerifyHit(verifier, opaque, p.b, p.a)});
+    s.similarity = Similarity(a, b);
+    s.opaque = embedder.UnknownShare(p.b) > max_unknown_share;
+    s.features = ComputePairFeatures(p.b, p.a, s.similarity);
+    if (s.opaque) {
+      s.verdict.accept = CanonicalText(p.a) == CanonicalText(p.b);
+      s.verdict.reason = s.verdict.accept ? "" : "opaque";
+    } else {
+      s.verdict = verifier.Decide(s.features);
+    }
+    out.push_back(std::move(s));
   }
   return out;
 }
 
-std::vector<EvalRow> Evaluate(const std::vector<LabelledPair>& pairs, const std::vector<PairScore>& scores,
+bool WouldHit(const PairScore& s, float threshold, bool verifier) {
+  if (s.features.veto != nullptr && std::string_view(s.features.veto) == "too_long") return false;
+  return s.similarity >= threshold && (!verifier || s.verdict.accept);
+}
+
+std::vector<EvalRow> Evaluate(const std::vector<PairScore>& scores, const std::vector<LabelledPair>& pairs,
                               const std::vector<float>& thresholds) {
   std::vector<EvalRow> rows;
   for (float t : thresholds) {
@@ -55,16 +85,7 @@ std::vector<EvalRow> Evaluate(const std::vector<LabelledPair>& pairs, const std:
       EvalRow r;
       r.threshold = t;
       r.guard = guard;
-      for (size_t i = 0; i < pairs.size(); ++i) {
-        const bool hit = scores[i].similarity >= t && (!guard || scores[i].guard_accepts);
-        if (hit) {
-          (pairs[i].same ? r.tp : r.fp) += 1;
-        } else {
-          (pairs[i].same ? r.fn : r.tn) += 1;
-        }
-      }
-      r.precision = r.tp + r.fp > 0 ? static_cast<double>(r.tp) / static_cast<double>(r.tp + r.fp) : 1.0;
-      r.recall = r.tp + r.fn > 0 ? static_cast<double>(r.tp) / static_cast<double>(r.tp + r.fn) : 0.0;
+      for (size_t i = 0; i < pairs.size(); ++i) r.c.Add(WouldHit(scores[i], t, guard), pairs[i].same);
       rows.push_back(r);
     }
   }

@@ -1,6 +1,8 @@
-// Quality of cache hits on labelled query pairs (`frugal cache-eval`): for each threshold, with
-// and without the hit verifier, how many of the hits a cache would serve are right (precision)
-// and how many of the same-intent pairs it would serve (recall).
+// Quality of cache hits on labelled query pairs (`frugal cache-eval`): how many of the hits a
+// cache would serve are right (precision) and how many of the same-intent pairs it would serve
+// (recall), for the shipped decision (the embedder's recall threshold + its calibrated
+// verifier), by language and kind, and for a sweep of cosine thresholds with and without the
+// verifier.
 #pragma once
 
 #include <string>
@@ -8,36 +10,48 @@
 
 #include "frugal/status.h"
 #include "gateway/cache/embedder.h"
-#include "gateway/cache/guard.h"
+#include "gateway/cache/verifier.h"
 
 namespace frugal::cache {
 
 // One line of a pairs file: {"a": ..., "b": ..., "same": true|false} (+ optional "kind", "lang").
+// b is the lookup, a the cached query. A missing lang is detected from the text (DetectLang).
 struct LabelledPair {
   std::string a, b;
   bool same = false;
   std::string kind, lang;
 };
 StatusOr<std::vector<LabelledPair>> LoadPairs(const std::string& path);
+// "zh" when either text has a Chinese character, else "en".
+std::string DetectLang(const std::string& a, const std::string& b);
+
+struct PairScore {
+  float similarity = 0;
+  PairFeatures features;  // the verifier's inputs (for training: `cache-eval --features`)
+  Verdict verdict;        // the verifier's decision, whatever the cosine
+  bool opaque = false;    // the lookup has too many tokens the embedder cannot see
+};
+
+// Embeds both sides of every pair and asks the verifier, as SemanticCache::Lookup does.
+StatusOr<std::vector<PairScore>> ScorePairs(Embedder& embedder, const PairVerifier& verifier,
+                                            const std::vector<LabelledPair>& pairs, double max_unknown_share = 0.1);
+
+struct Confusion {
+  int64_t tp = 0, fp = 0, fn = 0, tn = 0;
+  double precision() const { return tp + fp > 0 ? static_cast<double>(tp) / static_cast<double>(tp + fp) : 1.0; }
+  double recall() const { return tp + fn > 0 ? static_cast<double>(tp) / static_cast<double>(tp + fn) : 0.0; }
+  void Add(bool hit, bool same) { (hit ? (same ? tp : fp) : (same ? fn : tn)) += 1; }
+};
+
+// Whether the cache would serve pair i: cosine >= threshold and (verifier off or it accepts).
+bool WouldHit(const PairScore& s, float threshold, bool verifier);
 
 struct EvalRow {
   float threshold = 0;
   bool guard = false;
-  double precision = 0;  // hits that were right / hits (1 when there are no hits)
-  double recall = 0;     // same-intent pairs served / same-intent pairs
-  int64_t tp = 0, fp = 0, fn = 0, tn = 0;
+  Confusion c;
 };
-
-struct PairScore {
-  float similarity = 0;
-  bool guard_accepts = false;
-};
-
-// Embeds both sides of every pair (b is the lookup, a the cached query) and scores them the way
-// SemanticCache::Lookup decides a hit.
-StatusOr<std::vector<PairScore>> ScorePairs(Embedder& embedder, const HitVerifier& verifier,
-                                            const std::vector<LabelledPair>& pairs, double max_unknown_share = 0.1);
-std::vector<EvalRow> Evaluate(const std::vector<LabelledPair>& pairs, const std::vector<PairScore>& scores,
+std::vector<EvalRow> Evaluate(const std::vector<PairScore>& scores, const std::vector<LabelledPair>& pairs,
                               const std::vector<float>& thresholds);
 
 }  // namespace frugal::cache

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <unordered_map>
 
 namespace frugal::cache {
 namespace {
@@ -106,7 +107,10 @@ struct RedisCache::Impl {
   // rotation switches models only with none in flight, so no operation searches one model's
   // field on the other's index.
   SwitchGate gate;
-  std::shared_ptr<const HitVerifier> verifier;
+  // Verifiers by embedder (each embedder has its own calibration); the options' verifier, when
+  // set, serves every model.
+  std::mutex verifier_mu;
+  std::unordered_map<std::string, std::shared_ptr<const HitVerifier>> verifiers;  // guarded by verifier_mu; by fingerprint
   mutable RedisClient redis;
   std::atomic<bool> ready{false};  // the meta check passed and the alias exists
   std::mutex ensure_mu;
@@ -125,6 +129,14 @@ struct RedisCache::Impl {
   MetricsRegistry::Counter* backend_errors = nullptr;
 
   explicit Impl(RedisCacheOptions o) : opt(std::move(o)), redis(opt.redis), hnsw(opt.cache.hnsw) {}
+
+  std::shared_ptr<const HitVerifier> VerifierFor(const std::shared_ptr<Embedder>& e) {
+    if (opt.cache.verifier) return opt.cache.verifier;
+    std::lock_guard<std::mutex> l(verifier_mu);
+    auto& v = verifiers[e->fingerprint()];
+    if (!v) v = DefaultVerifier(*e);
+    return v;
+  }
 
   std::string Key(const std::string& scope, std::string_view query) const {
     std::string k = scope;
@@ -339,7 +351,7 @@ RedisCache::~RedisCache() = default;
 StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder> embedder, RedisCacheOptions options) {
   if (!embedder) return InvalidArgument("the semantic cache needs an embedder");
   const CacheOptions& co = options.cache;
-  if (co.threshold <= 0 || co.threshold > 1) return InvalidArgument("the cache threshold must be in (0, 1]");
+  if (co.threshold < 0 || co.threshold > 1) return InvalidArgument("the cache threshold must be in [0, 1] (0: calibrated)");
   if (co.candidates == 0) return InvalidArgument("the cache must check at least one candidate");
   if (co.ttl.count() < 1) return InvalidArgument("the cache TTL must be at least one second");
   if (!(options.range_epsilon > 0 && options.range_epsilon <= 10)) return InvalidArgument("the Redis range epsilon must be in (0, 10]");
@@ -348,7 +360,6 @@ StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder>
   }
   auto impl = std::make_unique<Impl>(std::move(options));
   impl->model.embedder = std::move(embedder);
-  impl->verifier = impl->opt.cache.verifier ? impl->opt.cache.verifier : std::make_shared<NumberNegationGuard>();
   auto cache = std::unique_ptr<RedisCache>(new RedisCache(std::move(impl)));
   Impl& m = *cache->impl_;
   MetricsRegistry& r = cache->metrics_;
@@ -377,7 +388,7 @@ StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder>
 
 StatusOr<LookupResult> RedisCache::Impl::Search(const Model& md, const std::string& scope, std::string_view ns,
                                                 std::string_view query, LookupResult r) {
-  const float threshold = ThresholdFor(opt.cache, ns);
+  const float threshold = ThresholdFor(opt.cache, ns, *md.embedder);
   char radius[32];
   std::snprintf(radius, sizeof radius, "%.9g", 1.0 - static_cast<double>(threshold));
   const std::string k = std::to_string(opt.cache.candidates);
@@ -410,7 +421,8 @@ StatusOr<LookupResult> RedisCache::Impl::Search(const Model& md, const std::stri
     cands.push_back({similarity, cq->str, cr->str});
   }
   const bool opaque = opt.cache.guard && !cands.empty() && md.embedder->UnknownShare(query) > opt.cache.max_unknown_share;
-  PickHit(cands, opt.cache.guard ? verifier.get() : nullptr, opaque, query, &r);
+  const std::shared_ptr<const HitVerifier> verifier = VerifierFor(md.embedder);
+  PickHit(cands, opt.cache.guard ? verifier.get() : nullptr, *md.embedder, opaque, query, &r);
   return r;
 }
 
@@ -419,7 +431,13 @@ StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_
   m.cm.lookups->Add(1);
   m.cm.lookups_seen.fetch_add(1);
   LookupResult r;
-  if (m.opt.cache.exact_match && ThresholdFor(m.opt.cache, ns) <= 1.0f) {
+  if (query.size() > m.opt.cache.max_semantic_bytes) {
+    // Longer than the verifier reads: never embedded and never cached (Insert skips it).
+    r.too_long = true;
+    m.cm.Counted(r);
+    return r;
+  }
+  if (m.opt.cache.exact_match) {
     // The very same text in the same scope is its own key: one HMGET, no embedding.
     auto same = m.redis.Command({"HMGET", m.Key(scope, query), "query", "response"});
     if (!same.ok()) {
@@ -463,6 +481,7 @@ StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_
 Status RedisCache::Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
                           const LookupResult* looked_up) {
   Impl& m = *impl_;
+  if (query.size() > m.opt.cache.max_semantic_bytes) return Status::Ok();  // not cached (Lookup never embeds it either)
   SwitchGate::Pass pass(m.gate);
   Impl::Model md;
   std::optional<Impl::Model> next;

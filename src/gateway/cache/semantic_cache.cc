@@ -40,6 +40,7 @@ struct Partition {
 // The indexes of one embedding model: what a rotation replaces as a whole.
 struct Generation {
   std::shared_ptr<Embedder> embedder;
+  std::shared_ptr<const HitVerifier> verifier;  // the embedder's, unless the options name one
   HnswParams hnsw;
   mutable std::shared_mutex mu;
   std::unordered_map<std::string, std::unique_ptr<Partition>> parts;  // guarded by mu
@@ -82,25 +83,31 @@ std::string HashHex(std::string_view s) {
   return buf;
 }
 
-float ThresholdFor(const CacheOptions& options, std::string_view ns) {
+float ThresholdFor(const CacheOptions& options, std::string_view ns, const Embedder& embedder) {
   auto it = options.namespace_threshold.find(std::string(ns));
-  return it == options.namespace_threshold.end() ? options.threshold : it->second;
+  if (it != options.namespace_threshold.end()) return it->second;
+  return options.threshold > 0 ? options.threshold : RecallThreshold(embedder, 0.92f);
 }
 
-int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, bool opaque, std::string_view query,
-            LookupResult* r) {
+int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, Embedder& embedder, bool opaque,
+            std::string_view query, LookupResult* r) {
   for (size_t i = 0; i < candidates.size(); ++i) {
     const HitCandidate& c = candidates[i];
     if (r->cached_query.empty()) {
       r->similarity = c.similarity;
       r->cached_query = std::string(c.query);
     }
-    if (guard != nullptr && !VerifyHit(*guard, opaque, query, c.query)) {
-      r->rejected_by_guard = true;
-      continue;
+    if (guard != nullptr) {
+      const Verdict v = VerifyHit(*guard, opaque, query, c.query, c.similarity, embedder);
+      if (!v.accept) {
+        r->rejected_by_guard = true;
+        if (*r->refusal == '\0') r->refusal = v.reason;
+        continue;
+      }
     }
     r->hit = true;
     r->rejected_by_guard = false;
+    r->refusal = "";
     r->similarity = c.similarity;
     r->cached_query = std::string(c.query);
     r->response = std::string(c.response);
@@ -114,7 +121,11 @@ void CacheMetrics::Register(MetricsRegistry& r, std::function<double()> entries,
   hits = &r.AddCounter("frugal_cache_hits", "Lookups answered from the cache");
   exact_hits = &r.AddCounter("frugal_cache_exact_hits", "Hits on the very same query text, answered without embedding");
   misses = &r.AddCounter("frugal_cache_misses", "Lookups not answered from the cache");
-  rejected = &r.AddCounter("frugal_cache_rejected_by_guard", "Candidate hits refused by the verifier (numbers, negation)");
+  rejected = &r.AddCounter("frugal_cache_rejected_by_guard", "Lookups whose candidates the verifier all refused");
+  refusals = &r.AddCounter("frugal_cache_verifier_refusals",
+                           "Lookups the verifier refused, by the first candidate's reason (numbers, negation, opposite, score, ...)",
+                           "reason");
+  too_long = &r.AddCounter("frugal_cache_too_long", "Queries over the verifier's length cap: not embedded, not cached");
   insertions = &r.AddCounter("frugal_cache_insertions", "Entries written");
   evictions = &r.AddCounter("frugal_cache_evictions", "Entries removed, by reason", "reason");
   rotations_total = &r.AddCounter("frugal_cache_rotations", "Index rotations completed");
@@ -136,13 +147,24 @@ void CacheMetrics::Counted(const LookupResult& r) {
     hits_seen.fetch_add(1);
   } else {
     misses->Add(1);
-    if (r.rejected_by_guard) rejected->Add(1);
+    if (r.rejected_by_guard) {
+      rejected->Add(1);
+      refusals->Add(1, r.refusal);
+    }
+    if (r.too_long) too_long->Add(1);
   }
 }
 
-bool VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query, std::string_view cached_query) {
-  if (opaque) return CanonicalText(query) == CanonicalText(cached_query);
-  return verifier.Accept(query, cached_query);
+Verdict VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query, std::string_view cached_query,
+                  float cosine, Embedder& embedder) {
+  if (opaque) {
+    Verdict v;
+    v.accept = CanonicalText(query) == CanonicalText(cached_query);
+    v.p_same = v.accept ? 1 : 0;
+    v.reason = v.accept ? "" : "opaque";
+    return v;
+  }
+  return verifier.Verify(query, cached_query, cosine, embedder);
 }
 
 std::string ScopeKey(const ScopeSpec& s) {
@@ -152,7 +174,6 @@ std::string ScopeKey(const ScopeSpec& s) {
 
 struct SemanticCache::Impl {
   CacheOptions opt;
-  std::shared_ptr<const HitVerifier> verifier;
   std::shared_ptr<Generation> current;  // atomic_load / atomic_store
   std::shared_ptr<Generation> next;     // guarded by mu: being built by a rotation
   std::mutex rotate_mu;                 // one rotation at a time
@@ -284,13 +305,13 @@ SemanticCache::SemanticCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 
 StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::Open(std::shared_ptr<Embedder> embedder, CacheOptions options) {
   if (!embedder) return InvalidArgument("the semantic cache needs an embedder");
-  if (options.threshold <= 0 || options.threshold > 1) return InvalidArgument("the cache threshold must be in (0, 1]");
+  if (options.threshold < 0 || options.threshold > 1) return InvalidArgument("the cache threshold must be in [0, 1] (0: calibrated)");
   if (options.capacity == 0) return InvalidArgument("the cache capacity must be > 0");
   if (options.candidates == 0) return InvalidArgument("the cache must check at least one candidate");
   auto impl = std::make_unique<Impl>();
   impl->opt = std::move(options);
-  impl->verifier = impl->opt.verifier ? impl->opt.verifier : std::make_shared<NumberNegationGuard>();
   auto g = std::make_shared<Generation>();
+  g->verifier = impl->opt.verifier ? impl->opt.verifier : DefaultVerifier(*embedder);
   g->embedder = std::move(embedder);
   g->hnsw = impl->opt.hnsw;
   impl->current = g;
@@ -336,7 +357,15 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   LookupResult r;
   m.cm.lookups->Add(1);
   m.cm.lookups_seen.fetch_add(1);
-  if (m.opt.exact_match && ThresholdFor(m.opt, ns) <= 1.0f) {
+  auto g = m.Current();  // this generation stays alive until the lookup is done
+  if (query.size() > m.opt.max_semantic_bytes) {
+    // Longer than the verifier reads: never embedded, never cached (Insert skips it), so not
+    // even the exact-text table is asked (hashing a megabyte under the lock would stall others).
+    r.too_long = true;
+    m.cm.Counted(r);
+    return r;
+  }
+  if (m.opt.exact_match) {
     // The very same text in the same scope needs neither embedding nor search (and cannot be
     // missed by an approximate index); the guard has nothing to compare.
     std::lock_guard<std::mutex> lock(m.mu);
@@ -354,7 +383,6 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
       }
     }
   }
-  auto g = m.Current();  // this generation stays alive until the lookup is done
   auto t0 = SteadyClock::now();
   FRUGAL_ASSIGN_OR_RETURN(std::vector<float> q, g->embedder->Embed(query));
   r.embed_ms = MsSince(t0);
@@ -369,22 +397,33 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   r.embedded_by = g->embedder;
   m.cm.embed_s->Observe(r.embed_ms / 1e3);
   m.cm.search_s->Observe(r.search_ms / 1e3);
-  const float threshold = ThresholdFor(m.opt, ns);
+  const float threshold = ThresholdFor(m.opt, ns, *g->embedder);
   const int64_t now = m.Now();
-  const bool opaque = m.opt.guard && !found.empty() && found.front().similarity >= threshold &&
-                      g->embedder->UnknownShare(query) > m.opt.max_unknown_share;
-  std::lock_guard<std::mutex> lock(m.mu);
-  std::vector<HitCandidate> cands;
-  std::vector<Entry*> of;  // the entry of each candidate (valid while mu is held)
-  for (const Neighbor& n : found) {
-    if (n.similarity < threshold) break;
-    auto it = m.entries.find(n.label);
-    if (it == m.entries.end() || it->second.expires_ms <= now) continue;
-    cands.push_back({n.similarity, it->second.query, it->second.response});
-    of.push_back(&it->second);
+  // Copies of the candidates: the verifier runs with no lock held, so a slow verification never
+  // holds up another lookup or insert.
+  struct Copy {
+    uint64_t id;
+    float similarity;
+    std::string query, response;
+  };
+  std::vector<Copy> copies;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    for (const Neighbor& n : found) {
+      if (n.similarity < threshold) break;
+      auto it = m.entries.find(n.label);
+      if (it == m.entries.end() || it->second.expires_ms <= now) continue;
+      copies.push_back({n.label, n.similarity, it->second.query, it->second.response});
+    }
   }
-  if (const int hit = PickHit(cands, m.opt.guard ? m.verifier.get() : nullptr, opaque, query, &r); hit >= 0) {
-    m.lru.splice(m.lru.begin(), m.lru, of[static_cast<size_t>(hit)]->lru);
+  const bool opaque = m.opt.guard && !copies.empty() && g->embedder->UnknownShare(query) > m.opt.max_unknown_share;
+  std::vector<HitCandidate> cands;
+  cands.reserve(copies.size());
+  for (const Copy& c : copies) cands.push_back({c.similarity, c.query, c.response});
+  if (const int hit = PickHit(cands, m.opt.guard ? g->verifier.get() : nullptr, *g->embedder, opaque, query, &r); hit >= 0) {
+    std::lock_guard<std::mutex> lock(m.mu);
+    auto it = m.entries.find(copies[static_cast<size_t>(hit)].id);
+    if (it != m.entries.end()) m.lru.splice(m.lru.begin(), m.lru, it->second.lru);
   }
   if (!found.empty() && r.cached_query.empty()) r.similarity = found.front().similarity;
   m.cm.Counted(r);
@@ -394,6 +433,7 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
 Status SemanticCache::Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
                              const LookupResult* looked_up) {
   Impl& m = *impl_;
+  if (query.size() > m.opt.max_semantic_bytes) return Status::Ok();  // not cached (Lookup never embeds it either)
   auto g = m.Current();
   std::vector<float> v;
   if (looked_up && looked_up->embedded_by == g->embedder && !looked_up->embedding.empty()) {
@@ -457,6 +497,7 @@ Status SemanticCache::Rotate(const RotateOptions& o) {
   auto cur = m.Current();
   auto g = std::make_shared<Generation>();
   g->embedder = o.embedder ? o.embedder : cur->embedder;
+  g->verifier = m.opt.verifier ? m.opt.verifier : DefaultVerifier(*g->embedder);
   g->hnsw = o.hnsw ? *o.hnsw : cur->hnsw;
   const bool reembed = g->embedder != cur->embedder;
   std::vector<uint64_t> ids;

@@ -5,9 +5,12 @@
 //   the system prompt and the earlier turns the answer depends on, the sampling parameters). A
 //   lookup only sees its own scope: each scope is its own index partition, searched exactly
 //   while small and through HNSW beyond `exact_max` entries.
-// - A hit needs cosine >= the threshold (per namespace, default 0.92) and the verifier's
-//   consent (NumberNegationGuard by default); a candidate the verifier refuses counts as
-//   rejected_by_guard and is a miss.
+// - A hit is a decision: the index proposes candidates with cosine >= the recall threshold (the
+//   embedder's calibrated one, or per namespace), and the verifier (PairVerifier with the
+//   embedder's calibration, verifier.h) decides; a candidate it refuses counts as
+//   rejected_by_guard and is a miss. The verifier runs outside every lock.
+// - A query longer than max_semantic_bytes is neither embedded nor cached (never a semantic hit
+//   from text the embedder or the verifier did not read).
 // - TTL per entry (default 24 h) and a capacity bound: expired entries go first, then the least
 //   recently used. Invalidation by namespace, by exact query, or everything.
 // - Rotation: Rotate() rebuilds every index (new HNSW parameters, a new embedding model, or just
@@ -36,27 +39,32 @@
 #include "common/metrics.h"
 #include "frugal/status.h"
 #include "gateway/cache/embedder.h"
-#include "gateway/cache/guard.h"
+#include "gateway/cache/verifier.h"
 #include "gateway/cache/vector_index.h"
 
 namespace frugal::cache {
 
 struct CacheOptions {
-  float threshold = 0.92f;                                 // cosine for a hit
+  // Candidates: cosine >= this. 0 = the embedder's calibrated recall threshold
+  // (data/cache_calibration), or 0.92 for an embedder without a calibration (the figure for
+  // bge-m3; RecallThreshold).
+  float threshold = 0;
   std::unordered_map<std::string, float> namespace_threshold;  // overrides by namespace
   std::chrono::seconds ttl{24 * 3600};                     // per entry, from insertion
   size_t capacity = 1'000'000;                             // entries; beyond: evict
   size_t exact_max = 4096;                                 // a scope's entries searched exactly up to this
   HnswParams hnsw;
   size_t candidates = 4;                                   // nearest entries checked per lookup
-  bool guard = true;                                       // verify hits (numbers, negation, substitution)
+  bool guard = true;                                       // verify hits (false: the cosine alone decides)
   // A lookup of a stored query's very same text (in the same scope) hits without embedding or
   // searching; off: every lookup goes through the vectors.
   bool exact_match = true;
   // With the guard: a query with more than this share of tokens the embedder cannot see hits
   // only the same text (Embedder::UnknownShare).
   double max_unknown_share = 0.1;
-  std::shared_ptr<const HitVerifier> verifier;             // null: NumberNegationGuard
+  std::shared_ptr<const HitVerifier> verifier;             // null: the embedder's (DefaultVerifier)
+  // Longer queries (bytes) are not embedded and not cached: the verifier reads this much.
+  size_t max_semantic_bytes = kMaxSignalBytes;
   std::string snapshot_path;                               // "" = no persistence
   std::chrono::seconds snapshot_interval{300};             // 0 = only on shutdown
   // Milliseconds since the Unix epoch; injectable for tests (TTL).
@@ -74,10 +82,12 @@ std::string ScopeKey(const ScopeSpec& s);
 
 // The check a candidate over the threshold must pass (with the guard on): the verifier's, and for
 // a query the embedder cannot see (`opaque`), the same text.
-bool VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query, std::string_view cached_query);
+Verdict VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query, std::string_view cached_query,
+                  float cosine, Embedder& embedder);
 
-// The hit threshold of a namespace (its override, or the default).
-float ThresholdFor(const CacheOptions& options, std::string_view ns);
+// The candidate threshold of a namespace: its override, else the configured one, else the
+// embedder's calibrated one.
+float ThresholdFor(const CacheOptions& options, std::string_view ns, const Embedder& embedder);
 
 
 struct LookupResult {
@@ -86,6 +96,8 @@ struct LookupResult {
   std::string cached_query;      // the query it answered (hit, or the rejected candidate)
   float similarity = 0;          // of the best candidate
   bool rejected_by_guard = false;
+  const char* refusal = "";      // the verifier's reason when rejected_by_guard ("numbers", ...)
+  bool too_long = false;         // over max_semantic_bytes: not embedded
   bool exact = false;  // a hit on the very same query text in the scope: no embedding, no search
   double embed_ms = 0, search_ms = 0;
   // The query's vector and the embedder that made it: a miss answered later is inserted with it
@@ -94,16 +106,17 @@ struct LookupResult {
   std::shared_ptr<Embedder> embedded_by;
 };
 
-// A stored entry over the threshold, as a backend found it.
+// A stored entry over the threshold, as a backend found it (views of copies the caller owns:
+// the verifier runs with no lock held).
 struct HitCandidate {
   float similarity = 0;
   std::string_view query, response;
 };
 // Both backends' choice among candidates (nearest first): the first that `guard` accepts (null:
 // the guard is off) is the hit. Fills r's hit, similarity, cached_query (the hit, or else the
-// nearest candidate), response and rejected_by_guard; returns the hit's index, or -1.
-int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, bool opaque, std::string_view query,
-            LookupResult* r);
+// nearest candidate), response, rejected_by_guard and refusal; returns the hit's index, or -1.
+int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, Embedder& embedder, bool opaque,
+            std::string_view query, LookupResult* r);
 
 struct RotateOptions {
   std::shared_ptr<Embedder> embedder;  // null: keep the current one
@@ -140,7 +153,7 @@ class Cache {
 struct CacheMetrics {
   MetricsRegistry::Counter *lookups = nullptr, *hits = nullptr, *misses = nullptr, *rejected = nullptr,
                            *insertions = nullptr, *evictions = nullptr, *rotations_total = nullptr,
-                           *exact_hits = nullptr;
+                           *exact_hits = nullptr, *refusals = nullptr, *too_long = nullptr;
   MetricsRegistry::Histogram *embed_s = nullptr, *search_s = nullptr, *rotation_s = nullptr;
   std::atomic<int64_t> lookups_seen{0}, hits_seen{0};  // for the hit-ratio gauge
 

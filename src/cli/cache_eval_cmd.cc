@@ -1,0 +1,187 @@
+// `frugal cache-eval`: precision and recall of semantic-cache hits on labelled query pairs, for
+// the shipped decision (the embedder's recall threshold + its calibrated verifier) overall, by
+// language and by kind, plus a sweep of cosine thresholds with and without the verifier.
+// `--features` writes what the verifier saw for each pair (the training input of
+// scripts/train_cache_verifier.py).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/commands.h"
+#include "common/mmap_file.h"
+#include "frugal/engine.h"
+#include "gateway/cache/embedder.h"
+#include "gateway/cache/eval.h"
+#include "gateway/cache/semantic_cache.h"
+
+namespace frugal::cli {
+namespace {
+
+using nlohmann::json;
+
+struct CacheEvalFlags {
+  std::string model = "models/multilingual-e5-small/e5-small-q4.bin";
+  std::string pairs = "tests/data/cache_pairs.jsonl";
+  std::string features_out, calibration_file;
+  int threads = 0;
+  double threshold = 0;
+  bool json_out = false, by_kind = false, strict = false;
+};
+
+json ConfusionJson(const cache::Confusion& c) {
+  return {{"precision", c.precision()}, {"recall", c.recall()}, {"tp", c.tp}, {"fp", c.fp}, {"fn", c.fn}, {"tn", c.tn}};
+}
+
+double Round(double v, double unit) { return std::round(v / unit) * unit; }
+
+int Run(const CacheEvalFlags& f) {
+  auto pairs = cache::LoadPairs(f.pairs);
+  if (!pairs.ok()) return Fail(pairs.status());
+  EngineOptions eo;
+  eo.model_path = f.model;
+  eo.threads = f.threads;
+  auto engine = Engine::Open(eo);
+  if (!engine.ok()) return Fail(engine.status());
+  auto embedder = cache::NewEngineEmbedder(std::shared_ptr<Engine>(std::move(engine).value()));
+  if (!embedder.ok()) return Fail(embedder.status());
+  cache::Embedder& emb = **embedder;
+
+  // The verifier: the embedder's shipped calibration, one from a file, or the strict rule.
+  std::shared_ptr<const cache::VerifierCalibration> cal;
+  if (!f.calibration_file.empty()) {
+    auto text = ReadFileToString(f.calibration_file);
+    if (!text.ok()) return Fail(text.status());
+    auto c = cache::ParseCalibration(*text);
+    if (!c.ok()) return Fail(c.status().WithContext(f.calibration_file));
+    cal = std::make_shared<cache::VerifierCalibration>(std::move(c).value());
+  } else if (!f.strict) {
+    if (const cache::VerifierCalibration* c = cache::FindCalibration(emb.fingerprint())) {
+      cal = std::make_shared<cache::VerifierCalibration>(*c);
+    }
+  }
+  const cache::PairVerifier verifier(cal);
+  const float threshold = f.threshold > 0 ? static_cast<float>(f.threshold) : cal ? cal->recall_threshold : 0.92f;
+
+  auto scores = cache::ScorePairs(emb, verifier, *pairs);
+  if (!scores.ok()) return Fail(scores.status());
+
+  if (!f.features_out.empty()) {
+    std::ofstream out(f.features_out);
+    if (!out) return Fail(IoError("cannot write " + f.features_out));
+    for (size_t i = 0; i < pairs->size(); ++i) {
+      const auto& p = (*pairs)[i];
+      const auto& s = (*scores)[i];
+      json x = json::array();
+      for (double v : s.features.x) x.push_back(v);
+      out << json{{"a", p.a},
+                  {"b", p.b},
+                  {"same", p.same},
+                  {"kind", p.kind},
+                  {"lang", p.lang},
+                  {"cosine", s.similarity},
+                  {"veto", s.features.veto ? s.features.veto : ""},
+                  {"opaque", s.opaque},
+                  {"only_a", s.features.diff.only_a},
+                  {"only_b", s.features.diff.only_b},
+                  {"x", x}}
+                 .dump()
+          << '\n';
+    }
+  }
+
+  cache::Confusion all;
+  std::map<std::string, cache::Confusion> by_lang, by_kind;
+  for (size_t i = 0; i < pairs->size(); ++i) {
+    const auto& p = (*pairs)[i];
+    const bool hit = cache::WouldHit((*scores)[i], threshold, true);
+    all.Add(hit, p.same);
+    by_lang[p.lang].Add(hit, p.same);
+    by_kind[p.kind.empty() ? "-" : p.kind].Add(hit, p.same);
+  }
+  std::vector<float> sweep;
+  for (int t = 80; t <= 98; ++t) sweep.push_back(static_cast<float>(t) / 100.0f);
+  const auto rows = cache::Evaluate(*scores, *pairs, sweep);
+
+  if (f.json_out) {
+    json d = ConfusionJson(all);
+    d["threshold"] = Round(threshold, 1e-4);
+    d["verifier"] = verifier.name();
+    if (cal) {
+      d["calibration"] = {{"embedder", cal->embedder},
+                          {"operating_point", cal->operating_point},
+                          {"target_precision", cal->target_precision}};
+    }
+    d["by_lang"] = json::object();
+    for (const auto& [k, c] : by_lang) d["by_lang"][k] = ConfusionJson(c);
+    d["by_kind"] = json::object();
+    for (const auto& [k, c] : by_kind) d["by_kind"][k] = ConfusionJson(c);
+    json sw = json::array();
+    for (const auto& r : rows) {
+      json row = ConfusionJson(r.c);
+      row["threshold"] = Round(r.threshold, 0.01);
+      row["guard"] = r.guard;
+      sw.push_back(row);
+    }
+    const json out = {{"model", f.model}, {"fingerprint", emb.fingerprint()}, {"pairs", f.pairs},
+                      {"n", pairs->size()}, {"default", d}, {"sweep", sw}};
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  }
+  std::printf("%zu pairs from %s; embedder %s\n", pairs->size(), f.pairs.c_str(), f.model.c_str());
+  std::printf("default: candidates at cosine >= %.3f, verifier %s%s\n", threshold, verifier.name(),
+              cal ? (" (" + cal->embedder + ", calibrated for precision " + std::to_string(cal->target_precision).substr(0, 4) + ")").c_str() : "");
+  std::printf("  %-8s precision %.4f  recall %.4f  (tp %lld fp %lld fn %lld tn %lld)\n", "all", all.precision(), all.recall(),
+              static_cast<long long>(all.tp), static_cast<long long>(all.fp), static_cast<long long>(all.fn),
+              static_cast<long long>(all.tn));
+  for (const auto& [k, c] : by_lang) {
+    std::printf("  %-8s precision %.4f  recall %.4f  (tp %lld fp %lld fn %lld tn %lld)\n", k.c_str(), c.precision(), c.recall(),
+                static_cast<long long>(c.tp), static_cast<long long>(c.fp), static_cast<long long>(c.fn),
+                static_cast<long long>(c.tn));
+  }
+  std::printf("\nsweep: threshold  verifier  precision  recall   tp   fp   fn\n");
+  for (const auto& r : rows) {
+    std::printf("       %9.2f  %8s  %9.4f  %6.4f %4lld %4lld %4lld\n", r.threshold, r.guard ? "on" : "off", r.c.precision(),
+                r.c.recall(), static_cast<long long>(r.c.tp), static_cast<long long>(r.c.fp), static_cast<long long>(r.c.fn));
+  }
+  if (f.by_kind) {
+    std::printf("\nby kind (default decision): wrong of all\n");
+    for (const auto& [k, c] : by_kind) {
+      std::printf("  %-14s %3lld of %3lld  (false hits %lld, misses %lld)\n", k.c_str(), static_cast<long long>(c.fp + c.fn),
+                  static_cast<long long>(c.tp + c.fp + c.fn + c.tn), static_cast<long long>(c.fp), static_cast<long long>(c.fn));
+    }
+    std::printf("\nfalse hits (the harmful errors):\n");
+    for (size_t i = 0; i < pairs->size(); ++i) {
+      const auto& p = (*pairs)[i];
+      const auto& s = (*scores)[i];
+      if (!p.same && cache::WouldHit(s, threshold, true)) {
+        std::printf("  %.3f p=%.2f [%s/%s]  %s  |  %s\n", s.similarity, s.verdict.p_same, p.kind.c_str(), p.lang.c_str(),
+                    p.a.substr(0, 160).c_str(), p.b.substr(0, 160).c_str());
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddCacheEvalCommand(CLI::App& app, Commands& out) {
+  auto f = std::make_shared<CacheEvalFlags>();
+  auto* ce = app.add_subcommand("cache-eval", "precision/recall of semantic-cache hit decisions on labelled query pairs");
+  ce->add_option("-m,--model", f->model, "embedding model (default models/multilingual-e5-small/e5-small-q4.bin)");
+  ce->add_option("-t,--threads", f->threads, "compute threads (default: all CPUs)")->check(CLI::Range(0, 1024));
+  ce->add_option("--pairs", f->pairs, "JSONL of {\"a\", \"b\", \"same\"} (+ \"kind\", \"lang\") (default tests/data/cache_pairs.jsonl)");
+  ce->add_flag("--json", f->json_out, "one JSON object: default {precision, recall, tp, fp, fn, tn, by_lang, by_kind}, sweep");
+  ce->add_flag("--by-kind", f->by_kind, "also list wrong decisions by kind and every false hit");
+  ce->add_option("--threshold", f->threshold, "candidate cosine (default: the embedder's calibrated one, 0.92 without)")
+      ->check(CLI::Range(0.01, 1.0));
+  ce->add_option("--calibration", f->calibration_file, "a verifier calibration JSON instead of the shipped one");
+  ce->add_flag("--strict", f->strict, "the uncalibrated rule (no content difference) instead of the calibration");
+  ce->add_option("--features", f->features_out, "write each pair's verifier features as JSONL (training input)");
+  out.emplace_back(ce, [f] { return Run(*f); });
+}
+
+}  // namespace frugal::cli
