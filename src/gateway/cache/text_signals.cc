@@ -208,7 +208,7 @@ const std::unordered_set<std::string>& EnglishStopwords() {
           "ya", "yo", "usually", "normally", "typically", "generally", "dollar", "dollars", "usd", "bucks", "buck",
           "percent", "pct", "ask", "asking", "advance", "bother", "bothering", "morning", "afternoon", "evening",
           "regards", "best", "greetings", "lot", "much", "very", "so", "many", "ive", "im", "whats", "hows",
-          "wheres", "whens", "thats", "theres", "youre", "offer", "provide"}) {
+          "wheres", "whens", "thats", "theres", "youre", "offer", "provide", "usual", "take", "takes"}) {
       s.insert(w);
     }
     return s;
@@ -319,8 +319,8 @@ const Lexicon& GetLexicon() {
     en("item", {"item", "product", "goods", "article", "merchandise"});
     en("pay", {"pay", "payment", "paying"});
     en("available", {"available", "in stock", "availability"});
-    en("buy", {"buy", "purchase"});
-    en("order", {"order", "orders"});
+    en("buy", {"buy"});
+    en("order", {"order", "orders", "purchase"});
     en("arrive", {"arrive", "arrival", "reach me", "get here", "show up", "be delivered"});
     en("receive", {"receive", "get back"});
     en("day", {"day", "days", "business day", "working day"});
@@ -343,7 +343,8 @@ const Lexicon& GetLexicon() {
             "just wondering", "by the way", "btw", "hi there", "hello there", "hey there", "is it possible",
             "is there a way", "i was wondering", "do you know", "can you tell me", "could you tell me",
             "would you tell me", "let me know", "i want to know", "i need to know", "any idea", "times", "time"});
-    en("howmuch", {"how much", "how many"}, true);
+    en("howmuch", {"how much", "how much is the price", "how much does it cost"}, true);
+    en("howmany", {"how many"}, true);
     en("howlong", {"how long", "how many days", "how much time", "how soon"}, true);
     en("when", {"when", "what time", "what day", "what date"}, true);
     en("how", {"how", "in what way", "what is the way", "what's the way"}, true);
@@ -651,7 +652,7 @@ int EnglishNumberWord(const std::string& w) {
       {"twelve", 12},   {"thirteen", 13},  {"fourteen", 14}, {"fifteen", 15},  {"sixteen", 16},  {"seventeen", 17},
       {"eighteen", 18}, {"nineteen", 19},  {"twenty", 20},   {"thirty", 30},   {"forty", 40},    {"fifty", 50},
       {"sixty", 60},    {"seventy", 70},   {"eighty", 80},   {"ninety", 90},   {"hundred", 100}, {"thousand", 1000},
-      {"million", 1000000}, {"dozen", 12}, {"twice", 2},     {"once", 1}};
+      {"million", 1000000}, {"dozen", 12}, {"twice", 2}};  // not "once": "once the order ships"
   auto it = kWords.find(w);
   return it == kWords.end() ? -1 : it->second;
 }
@@ -847,7 +848,8 @@ void ExtractNumbers(std::vector<Token>& t, std::vector<NumberValue>* out) {
       if (tok.text == "one") {
         // "which one", "this one", "one of": a pronoun, not a quantity.
         static const std::unordered_set<std::string> kBefore = {"which", "this", "that", "the", "each", "any", "every", "no",
-                                                                "some", "another", "other", "a", "new", "only", "same", "right", "wrong"};
+                                                                "some", "another", "other", "a", "new", "only", "same", "right", "wrong",
+                                                                "quick", "last", "next", "first", "cheaper", "bigger", "smaller"};
         const bool pron_before = i > 0 && t[i - 1].kind == Kind::kWord && kBefore.count(t[i - 1].text);
         const bool of_after = i + 1 < t.size() && t[i + 1].kind == Kind::kWord && (t[i + 1].text == "of" || t[i + 1].text == "by");
         const bool last = i + 1 >= t.size();
@@ -1284,6 +1286,17 @@ PairDiff Compare(const TextSignals& a, const TextSignals& b) {
   std::vector<bool> ma(a.content.size()), mb(b.content.size());
   for (size_t i = 0; i < a.content.size(); ++i) ma[i] = in_b.count(a.content[i].text) != 0;
   for (size_t j = 0; j < b.content.size(); ++j) mb[j] = in_a.count(b.content[j].text) != 0;
+  // "How much is shipping" asks the price: a price unit matches that question on the other side.
+  auto asks_price = [](const TextSignals& t) {
+    return std::find(t.questions.begin(), t.questions.end(), "howmuch") != t.questions.end();
+  };
+  auto is_price = [](const ContentUnit& u) { return u.text == "price" || u.text == "价格"; };
+  if (asks_price(b)) {
+    for (size_t i = 0; i < a.content.size(); ++i) ma[i] = ma[i] || is_price(a.content[i]);
+  }
+  if (asks_price(a)) {
+    for (size_t j = 0; j < b.content.size(); ++j) mb[j] = mb[j] || is_price(b.content[j]);
+  }
   // Misspellings among what is left (bounded: at most 16 x 16 short comparisons): a unit
   // matches a spelling of one of the other side's, or of a function word (chek / check), and
   // two adjacent units match their joined form (phone line / phoneline).
