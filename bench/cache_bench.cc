@@ -7,7 +7,9 @@
 //    (bench/cs_corpus.h), queried with the embedding of a repeat of a stored question: half
 //    paraphrases (same intent and slots, other words), half light edits (a greeting, lower case). Embedding a million questions takes a while, so the vectors
 //    are kept in --vectors FILE and reused when it matches (model, seed and count).
-// With --model it also times the embedding of a ~20-token query, and embed + search.
+// With --model it also times the embedding of a ~20-token query, embed + search, the verifier on
+// a candidate pair, and whole SemanticCache lookups (embed + search + verify) of paraphrases and
+// light edits of stored questions. --embed-threads sets the embedding engine's threads.
 //
 //   build/bench/cache_bench --sizes 10000,100000 [--dim 384] [--queries 1000] [--noise 0.05]
 //                           [--threshold 0.92] [--ef 32,64,128] [--model models/all-minilm-l6-v2]
@@ -37,7 +39,10 @@
 #include "frugal/engine.h"
 #include "frugal/status.h"
 #include "gateway/cache/embedder.h"
+#include "gateway/cache/semantic_cache.h"
 #include "gateway/cache/vector_index.h"
+#include "gateway/cache/verifier.h"
+#include "kernels/cpu.h"
 
 namespace {
 
@@ -138,6 +143,16 @@ void SaveVectors(const std::string& path, const std::string& header, const std::
 
 }  // namespace
 
+// /proc/cpuinfo's model name: every figure says which CPU it comes from.
+std::string CpuModelName() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
 int main(int argc, char** argv) {
   std::vector<size_t> sizes = {10000, 100000};
   int dim = 384;
@@ -146,6 +161,7 @@ int main(int argc, char** argv) {
   std::vector<size_t> efs;  // ef_search values to try on each index (default: the cache's)
   std::string model, data_kind = "gaussian", vectors_path;
   int workers = 2;
+  int embed_threads = 0;  // the embedding engine's threads (0: one per CPU)
   frugal::cache::HnswParams params;  // the cache's defaults unless --m / --ef-construction
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -167,6 +183,8 @@ int main(int argc, char** argv) {
       data_kind = v;
     } else if (k == "--vectors") {
       vectors_path = v;
+    } else if (k == "--embed-threads") {
+      embed_threads = std::atoi(v.c_str());
     } else if (k == "--embed-workers") {
       workers = std::max(1, std::stoi(v));
     } else if (k == "--m") {
@@ -306,8 +324,10 @@ int main(int argc, char** argv) {
     last_n = n;
   }
   if (!model.empty()) {
+    std::printf("cpu: %s, kernels %s\n", CpuModelName().c_str(), frugal::CpuLevelName(frugal::ActiveCpuLevel()));
     frugal::EngineOptions o;
     o.model_path = model;
+    o.threads = embed_threads;
     auto engine = frugal::Engine::Open(o);
     if (!engine.ok()) {
       std::fprintf(stderr, "cache_bench: %s\n", engine.status().ToString().c_str());
@@ -344,6 +364,42 @@ int main(int argc, char** argv) {
       }
       std::printf("embed + HNSW search over %zu entries: p50 %.3f ms, p99 %.3f ms\n", last_n, Pct(both, 0.5), Pct(both, 0.99));
     }
+    // The verifier on a candidate pair (text analysis of both sides + the model), alone.
+    std::vector<double> ver;
+    const auto cal = frugal::cache::FindCalibration((*emb)->fingerprint());
+    const frugal::cache::PairVerifier verifier(cal ? std::make_shared<frugal::cache::VerifierCalibration>(*cal) : nullptr);
+    for (int i = 0; i < 2000; ++i) {
+      const auto a = Clock::now();
+      (void)verifier.Decide(frugal::cache::ComputePairFeatures(
+          "Hi, how long does shipping take to Berlin if I order the blue jacket today?",
+          "how long does delivery to Berlin take if i order the blue jacket today", 0.95f));
+      ver.push_back(Ms(a, Clock::now()));
+    }
+    std::printf("verifier (%s) on a candidate pair: p50 %.4f ms, p99 %.4f ms\n", verifier.name(), Pct(ver, 0.5), Pct(ver, 0.99));
+    // Whole lookups through the cache: 2000 stored questions, then lookups of light edits and
+    // paraphrases of them (not the same text: each one embeds, searches and verifies).
+    const frugal::bench::CsCorpus corpus(7);
+    frugal::cache::CacheOptions co;
+    std::shared_ptr<frugal::cache::Embedder> shared(std::move(emb).value());
+    auto cache = frugal::cache::SemanticCache::Open(shared, co);
+    if (!cache.ok()) {
+      std::fprintf(stderr, "cache_bench: %s\n", cache.status().ToString().c_str());
+      return 2;
+    }
+    const std::string scope = frugal::cache::ScopeKey({"bench", "m", "", ""});
+    const int stored = 2000;
+    for (int i = 0; i < stored; ++i) (void)(*cache)->Insert(scope, "bench", corpus.Question(static_cast<uint64_t>(i)), "answer");
+    std::vector<double> look;
+    int hits = 0;
+    for (int i = 0; i < 300; ++i) {
+      const std::string q = corpus.Repeat(static_cast<uint64_t>(i * 7 % stored), static_cast<uint64_t>(i));
+      const auto a = Clock::now();
+      auto r = (*cache)->Lookup(scope, "bench", q);
+      look.push_back(Ms(a, Clock::now()));
+      hits += r.ok() && r->hit;
+    }
+    std::printf("cache lookup (embed + search + verify) over %d entries: p50 %.3f ms, p99 %.3f ms, %d of 300 hits\n", stored,
+                Pct(look, 0.5), Pct(look, 0.99), hits);
   }
   return 0;
 }

@@ -142,6 +142,13 @@ TEST(TextSignalsTest, LongTextsAreCappedAndLongMessagesMustMatch) {
   for (int i = 0; i < 30; ++i) msg += "I ordered the blue jacket in size medium on Monday and it arrived late. ";
   EXPECT_STREQ(Veto(msg + "Summarize.", msg + "Note: Alice wants to cancel her premium plan. Summarize."), "long_differs");
   EXPECT_EQ(Veto("Hi, " + msg + "Summarize.", msg + " Summarize."), nullptr);
+  // The added request uses only words the message already has: still another question.
+  std::string mail;
+  for (int i = 0; i < 6; ++i) mail += "Please refund order 5521: the jacket arrived late, the scarf was damaged, and the socks are missing. ";
+  EXPECT_STREQ(Veto(mail + "What should I do?", mail + "Please refund the scarf. What should I do?"), "long_differs");
+  // Short texts too: a clause repeating words of the question is content of its own.
+  const PairDiff d = Diff("外套晚到了，围巾坏了，请问怎么退款？", "外套晚到了，围巾坏了，围巾请退款，请问怎么退款？");
+  EXPECT_GT(d.unmatched_b, 0);
 }
 
 TEST(TextSignalsTest, AnalysisIsLinearInTheText) {

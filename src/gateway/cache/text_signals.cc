@@ -1277,15 +1277,32 @@ PairDiff Compare(const TextSignals& a, const TextSignals& b) {
       d.opposite = true;
     }
   }
-  // Content: a unit of one side is matched when the other has it (or a spelling of it).
+  // Content: a unit of one side is matched by an occurrence of it on the other (or a spelling
+  // of it), each occurrence once: compared as multisets, so a sentence added to a long message
+  // differs even when every word of it already occurs somewhere in the message.
   std::unordered_map<std::string, int> in_a, in_b;
   for (const ContentUnit& u : a.content) ++in_a[u.text];
   for (const ContentUnit& u : b.content) ++in_b[u.text];
   d.content_a = static_cast<int>(a.content.size());
   d.content_b = static_cast<int>(b.content.size());
   std::vector<bool> ma(a.content.size()), mb(b.content.size());
-  for (size_t i = 0; i < a.content.size(); ++i) ma[i] = in_b.count(a.content[i].text) != 0;
-  for (size_t j = 0; j < b.content.size(); ++j) mb[j] = in_a.count(b.content[j].text) != 0;
+  {
+    std::unordered_map<std::string, int> left_b = in_b, left_a = in_a;
+    for (size_t i = 0; i < a.content.size(); ++i) {
+      int& n = left_b[a.content[i].text];
+      if (n > 0) {
+        ma[i] = true;
+        --n;
+      }
+    }
+    for (size_t j = 0; j < b.content.size(); ++j) {
+      int& n = left_a[b.content[j].text];
+      if (n > 0) {
+        mb[j] = true;
+        --n;
+      }
+    }
+  }
   // "How much is shipping" asks the price: a price unit matches that question on the other side.
   auto asks_price = [](const TextSignals& t) {
     return std::find(t.questions.begin(), t.questions.end(), "howmuch") != t.questions.end();
@@ -1313,18 +1330,9 @@ PairDiff Compare(const TextSignals& a, const TextSignals& b) {
     for (size_t i = 0; i < a.content.size(); ++i) {
       if (ma[i] || a.content[i].han) continue;
       for (size_t j = 0; j < b.content.size(); ++j) {
-        if (b.content[j].han || !spelled(a.content[i], b.content[j])) continue;
-        ma[i] = true;
-        if (!mb[j]) ++d.typo_matches;
-        mb[j] = true;
-        break;
-      }
-    }
-    for (size_t j = 0; j < b.content.size(); ++j) {
-      if (mb[j] || b.content[j].han) continue;
-      for (size_t i = 0; i < a.content.size(); ++i) {
-        if (a.content[i].han || !spelled(a.content[i], b.content[j])) continue;
-        mb[j] = true;
+        // Only with a unit the other side has left over: every occurrence pairs once.
+        if (mb[j] || b.content[j].han || !spelled(a.content[i], b.content[j])) continue;
+        ma[i] = mb[j] = true;
         ++d.typo_matches;
         break;
       }
