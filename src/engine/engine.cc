@@ -113,6 +113,11 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
       std::vector<std::vector<float>> ref;
       for (const char* text : kCalibration) {
         ids.push_back(impl->tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false));
+        if (static_cast<int64_t>(ids.back().size()) > impl->embed_max_tokens) {  // a model with a tiny window
+          const int32_t last = ids.back().back();
+          ids.back().resize(static_cast<size_t>(impl->embed_max_tokens));
+          ids.back().back() = last;
+        }
         FRUGAL_ASSIGN_OR_RETURN(std::vector<float> e, impl->bert->Embed(ids.back(), *impl->pool));
         ref.push_back(std::move(e));
       }

@@ -141,7 +141,7 @@ Status E5File::Parse() {
   if (offs[0] != 0 || offs[n] != blob_bytes) return DataLoss("E5S1: piece offsets do not span the piece bytes");
   vocab_.pieces.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    if (offs[i + 1] < offs[i]) return DataLoss("E5S1: piece offsets are not increasing");
+    if (offs[i + 1] < offs[i] || offs[i + 1] > blob_bytes) return DataLoss("E5S1: piece offsets are not increasing within the piece bytes");
     vocab_.pieces[i].assign(blob + offs[i], offs[i + 1] - offs[i]);
     if (!(vocab_.scores[i] <= 0 && vocab_.scores[i] > -1e6f)) return DataLoss("E5S1: a piece score is not a log-probability");
   }

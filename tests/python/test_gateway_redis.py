@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import ROOT
+from conftest import E5_FILE, ROOT, require_file
 from test_gateway import (ADMIN_TOKEN, Procs, admin, chat, content_of, metric_sum, metrics, post,
                           wait_for, wait_models, worker_flags)
 
@@ -136,6 +136,29 @@ def test_a_restarted_gateway_keeps_the_entries(stack):
     wait_models(again.url, model)
     stack["a"] = again
     got, how = ask(again.url, model, q)
+    assert how == "hit" and got == answer
+
+
+def test_admin_rotation_moves_both_replicas_to_e5(stack):
+    """POST /admin/cache/rotate on the Redis backend: A moves the shared cache from MiniLM to e5
+    (a new vector field, backfilled), B follows; an entry cached before answers afterwards."""
+    require_file(E5_FILE)
+    a, b, model = stack["a"].url, stack["b"].url, stack["model"]
+    q = "Can I change the delivery address after ordering?"
+    answer, how = ask(a, model, q)
+    assert how == "miss"
+    wait_for(lambda: ask(a, model, q)[1] == "hit", 1.0, "not cached")
+    for g in (a, b):
+        r = admin(g, "POST", "/admin/cache/rotate", body={"model": str(E5_FILE)})
+        assert r.status_code == 202, r.text
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            state = admin(g, "GET", "/admin/cache/rotation").json()
+            if state["state"] != "running":
+                break
+            time.sleep(0.2)
+        assert state["state"] == "done", state
+    got, how = ask(b, model, q.lower().rstrip("?"))  # not the same text: through e5's vectors
     assert how == "hit" and got == answer
 
 
