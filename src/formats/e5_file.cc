@@ -44,24 +44,6 @@ class Reader {
   size_t pos_ = 0;
 };
 
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 }  // namespace
 
 bool E5File::Sniff(const std::string& path) {
@@ -160,12 +142,12 @@ Status E5File::Parse() {
       uint8_t k = 0;
       FRUGAL_RETURN_IF_ERROR(m.Read(&cp, "a normalisation entry"));
       FRUGAL_RETURN_IF_ERROR(m.Read(&k, "a normalisation entry"));
-      std::string out;
+      std::u32string out;
       for (uint8_t j = 0; j < k; ++j) {
         uint32_t o = 0;
         FRUGAL_RETURN_IF_ERROR(m.Read(&o, "a normalisation entry"));
         if (o > 0x10FFFF || (o >= 0xD800 && o <= 0xDFFF)) return DataLoss("E5S1: a normalisation maps to an invalid code point");
-        AppendUtf8(o, &out);
+        out.push_back(static_cast<char32_t>(o));
       }
       if (cp > 0x10FFFF) return DataLoss("E5S1: a normalisation entry for an invalid code point");
       vocab_.normalization[cp] = std::move(out);

@@ -41,8 +41,8 @@ struct E5Vocab {
   std::vector<std::string> pieces;  // id -> piece as stored ("▁" for spaces)
   std::vector<float> scores;        // id -> Unigram log-probability
   int32_t bos = -1, eos = -1, pad = -1, unk = -1;
-  // Code point -> its replacement (UTF-8; empty = removed), applied one code point at a time.
-  std::unordered_map<uint32_t, std::string> normalization;
+  // Code point -> the code points that replace it (empty = removed), applied one at a time.
+  std::unordered_map<uint32_t, std::u32string> normalization;
 };
 
 class E5File {

@@ -5,6 +5,7 @@
 #include "formats/e5_file.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_internal.h"
+#include "tokenizer/unicode_util.h"
 
 namespace frugal {
 
@@ -33,7 +34,10 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromE5(const E5Vocab& v) {
   spec.collapse_spaces = true;
   spec.metaspace_split = true;
   spec.byte_fallback = false;
-  spec.codepoint_map = v.normalization;
+  for (const auto& [cp, to] : v.normalization) {
+    std::string& out = spec.codepoint_map[cp];
+    for (char32_t c : to) tokenizer_internal::AppendUtf8(static_cast<uint32_t>(c), &out);
+  }
   return Create(std::move(spec));
 }
 

@@ -1071,31 +1071,45 @@ TextSignals AnalyzeText(std::string_view text) {
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i].kind == Kind::kWord) stems[i] = Stem(t[i].text);
   }
+  // The longest lexicon entry starting at token i: English stems joined by spaces, or a run of
+  // adjacent Chinese characters; null when none.
+  auto longest = [&](size_t i, size_t* len) -> const LexEntry* {
+    const bool han = t[i].kind == Kind::kHan;
+    const auto& table = han ? lx.zh : lx.en;
+    const size_t most = han ? lx.zh_max_chars : lx.en_max_words;
+    const LexEntry* hit = nullptr;
+    std::string key;
+    for (size_t k = i; k < t.size() && k - i < most && t[k].kind == t[i].kind && !t[k].used && (k == i || !han || !t[k].gap); ++k) {
+      if (k > i && !han) key += ' ';
+      key += han ? t[k].text : stems[k];
+      if (auto it = table.find(key); it != table.end()) {
+        hit = &it->second;
+        *len = k - i + 1;
+      }
+    }
+    return hit;
+  };
+  // A lexicon match of tokens [i, i + len): a question word, an opposite, a canonical content
+  // unit (English surfaces joined by spaces, Chinese ones by nothing), or a function word.
+  auto take = [&](const LexEntry& hit, size_t i, size_t len) {
+    for (size_t k = i; k < i + len; ++k) t[k].used = true;
+    if (hit.opposite >= 0) s.opposites.push_back(hit.opposite);
+    if (hit.question) {
+      s.questions.push_back(hit.canonical);
+      return;
+    }
+    if (hit.canonical.empty()) return;
+    const bool han = t[i].kind == Kind::kHan;
+    std::string surface;
+    for (size_t k = i; k < i + len; ++k) surface += (k > i && !han ? " " : "") + t[k].text;
+    s.content.push_back({hit.canonical, surface, han, static_cast<int>(i)});
+  };
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i].used) continue;
     if (t[i].kind == Kind::kWord) {
-      // The longest lexicon phrase starting here (words adjacent in the text).
-      const LexEntry* hit = nullptr;
       size_t len = 0;
-      std::string key;
-      for (size_t k = i; k < t.size() && k - i < lx.en_max_words && t[k].kind == Kind::kWord && !t[k].used; ++k) {
-        if (k > i) key += ' ';
-        key += stems[k];
-        if (auto it = lx.en.find(key); it != lx.en.end()) {
-          hit = &it->second;
-          len = k - i + 1;
-        }
-      }
-      if (hit != nullptr) {
-        for (size_t k = i; k < i + len; ++k) t[k].used = true;
-        if (hit->opposite >= 0) s.opposites.push_back(hit->opposite);
-        if (hit->question) {
-          s.questions.push_back(hit->canonical);
-        } else if (!hit->canonical.empty()) {
-          std::string surface;
-          for (size_t k = i; k < i + len; ++k) surface += (k > i ? " " : "") + t[k].text;
-          s.content.push_back({hit->canonical, surface, false, static_cast<int>(i)});
-        }
+      if (const LexEntry* hit = longest(i, &len)) {
+        take(*hit, i, len);
         i += len - 1;
         continue;
       }
@@ -1105,26 +1119,9 @@ TextSignals AnalyzeText(std::string_view text) {
       continue;
     }
     if (t[i].kind == Kind::kHan) {
-      const LexEntry* hit = nullptr;
       size_t len = 0;
-      std::string key;
-      for (size_t k = i; k < t.size() && k - i < lx.zh_max_chars && t[k].kind == Kind::kHan && !t[k].used && (k == i || !t[k].gap); ++k) {
-        key += t[k].text;
-        if (auto it = lx.zh.find(key); it != lx.zh.end()) {
-          hit = &it->second;
-          len = k - i + 1;
-        }
-      }
-      if (hit != nullptr) {
-        for (size_t k = i; k < i + len; ++k) t[k].used = true;
-        if (hit->opposite >= 0) s.opposites.push_back(hit->opposite);
-        if (hit->question) {
-          s.questions.push_back(hit->canonical);
-        } else if (!hit->canonical.empty()) {
-          std::string surface;
-          for (size_t k = i; k < i + len; ++k) surface += t[k].text;
-          s.content.push_back({hit->canonical, surface, true, static_cast<int>(i)});
-        }
+      if (const LexEntry* hit = longest(i, &len)) {
+        take(*hit, i, len);
         i += len - 1;
         continue;
       }
