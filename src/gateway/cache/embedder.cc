@@ -94,11 +94,9 @@ StatusOr<std::shared_ptr<Embedder>> OpenEngineEmbedder(const std::string& model_
 
 StatusOr<std::unique_ptr<Embedder>> NewEngineEmbedder(std::shared_ptr<Engine> engine, std::shared_ptr<Engine> long_engine,
                                                       int64_t short_tokens) {
-  for (const Engine* e : {engine.get(), long_engine.get()}) {
-    if (e == long_engine.get() && e == nullptr) continue;
-    if (!e || e->info().kind != ModelKind::kEncoder) {
-      return InvalidArgument("the semantic cache needs an embedding (encoder) model");
-    }
+  auto encoder = [](const Engine* e) { return e != nullptr && e->info().kind == ModelKind::kEncoder; };
+  if (!encoder(engine.get()) || (long_engine && !encoder(long_engine.get()))) {
+    return InvalidArgument("the semantic cache needs an embedding (encoder) model");
   }
   return std::unique_ptr<Embedder>(new EngineEmbedder(std::move(engine), std::move(long_engine), short_tokens));
 }
