@@ -56,9 +56,8 @@ struct ModelInfo {
   // >= 0.995 to the float one (int8_min_cosine: the lowest seen), else "f32".
   std::string embedding_precision;
   double int8_min_cosine = 0;
-  // Encoders: tokens one pass sees (with the special tokens), and the text retrieval models
-  // want in front of a query ("query: " for multilingual-e5; "" for most).
-  int64_t embed_window = 0;
+  // Encoders: the text retrieval models want in front of a query ("query: " for
+  // multilingual-e5; "" for most).
   std::string query_prefix;
 };
 
@@ -70,13 +69,7 @@ struct EmbedOptions {
   bool whole_text = false;
 };
 
-// An encoder's view of a text: its tokens (without the special ones) and each one's input
-// vector (the word embedding row, n_embd floats).
-struct TokenVectors {
-  std::vector<int32_t> ids;
-  std::vector<float> vectors;  // ids.size() * dim
-  int64_t dim = 0;
-};
+
 
 struct GenerateRequest {
   std::string prompt;                 // raw text (already chat-rendered when chatting)
@@ -149,8 +142,6 @@ class Engine {
   StatusOr<std::vector<float>> Embed(std::string_view text, const EmbedOptions& options = {});
   // The number of tokens Embed feeds for `text` (with the special tokens, before truncation).
   StatusOr<int64_t> CountEmbedTokens(std::string_view text) const;
-  // The text's tokens and their input vectors (encoder models only); no forward pass.
-  StatusOr<TokenVectors> WordVectors(std::string_view text) const;
 
   StatusOr<BenchResult> Bench(int64_t prompt_tokens, int64_t decode_tokens, int repetitions);
 

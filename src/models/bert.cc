@@ -210,8 +210,6 @@ void BertModel::UseFloatWeights() {
   act_ = ActivationPrecision::kF32;
 }
 
-void BertModel::WordVector(int32_t token, float* out) const { GetRow(*word_embd_, token, out); }
-
 StatusOr<std::vector<float>> BertModel::Embed(std::span<const int32_t> tokens, ThreadPool& pool) const {
   FRUGAL_ASSIGN_OR_RETURN(HiddenStates h, Forward(tokens, pool));
   std::vector<float> out = Pool(h);

@@ -55,8 +55,6 @@ class BertModel {
   StatusOr<HiddenStates> Forward(std::span<const int32_t> tokens, ThreadPool& pool) const;
   // The pooled vector of hidden states before L2 normalisation (mean, or the first token).
   std::vector<float> Pool(const HiddenStates& h) const;
-  // The word embedding row of a token (the encoder's input vector), n_embd floats.
-  void WordVector(int32_t token, float* out) const;
 
   // INT8 activations, and INT8 weights for float ones (Frugal's I8_G32, round to nearest: a
   // quarter of the weight bytes per token). Weights the file already quantizes (Q4_0, Q8_0:

@@ -61,19 +61,14 @@ StatusOr<std::vector<PairScore>> ScorePairs(Embedder& embedder, const PairVerifi
     s.similarity = Similarity(a, b);
     s.opaque = embedder.UnknownShare(p.b) > max_unknown_share;
     s.features = ComputePairFeatures(p.b, p.a, s.similarity);
-    if (s.opaque) {
-      s.verdict.accept = CanonicalText(p.a) == CanonicalText(p.b);
-      s.verdict.reason = s.verdict.accept ? "" : "opaque";
-    } else {
-      s.verdict = verifier.Decide(s.features);
-    }
+    s.verdict = s.opaque ? VerifyHit(verifier, true, p.b, p.a, s.similarity, embedder) : verifier.Decide(s.features);
     out.push_back(std::move(s));
   }
   return out;
 }
 
 bool WouldHit(const PairScore& s, float threshold, bool verifier) {
-  if (s.features.veto != nullptr && std::string_view(s.features.veto) == "too_long") return false;
+  // A pair over the length cap is never embedded: similarity 0, under any threshold.
   return s.similarity >= threshold && (!verifier || s.verdict.accept);
 }
 

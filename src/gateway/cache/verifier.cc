@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <unordered_map>
 
 #include "cache_calibrations.h"  // generated from data/cache_calibration/*.json
 
@@ -111,7 +109,6 @@ StatusOr<VerifierCalibration> ParseCalibration(std::string_view text) {
   if (c.weights.size() != static_cast<size_t>(kNumFeatures)) return InvalidArgument("calibration: one weight per feature");
   if (!(c.recall_threshold > 0 && c.recall_threshold <= 1)) return InvalidArgument("calibration: recall_threshold outside (0, 1]");
   if (!(c.operating_point >= 0 && c.operating_point <= 1)) return InvalidArgument("calibration: operating_point outside [0, 1]");
-  c.source = std::string(text);
   return c;
 }
 

@@ -86,7 +86,6 @@ struct VerifierCalibration {
   double bias = 0;
   double operating_point = 0.5;   // accept when P(same) >= this
   double target_precision = 0;    // what the operating point was chosen for
-  std::string source;             // the JSON it was parsed from (for `cache-eval --json`)
 };
 
 // Parses a calibration file's JSON.
