@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gateway/cache/redis_cache.h"
-#include "gateway/cache/semantic_cache.h"
+#include "cache/redis_cache.h"
+#include "cache/semantic_cache.h"
 
 namespace {
 

@@ -38,10 +38,10 @@
 #include "cs_corpus.h"
 #include "frugal/engine.h"
 #include "frugal/status.h"
-#include "gateway/cache/embedder.h"
-#include "gateway/cache/semantic_cache.h"
-#include "gateway/cache/vector_index.h"
-#include "gateway/cache/verifier.h"
+#include "cache/embedder.h"
+#include "cache/semantic_cache.h"
+#include "cache/vector_index.h"
+#include "cache/verifier.h"
 #include "kernels/cpu.h"
 
 namespace {

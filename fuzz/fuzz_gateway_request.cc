@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gateway/balancer/worker_pool.h"
+#include "balancer/worker_pool.h"
 #include "gateway/config.h"
 #include "gateway/request.h"
 

@@ -1,12 +1,12 @@
-// libFuzzer target for the hit verifier's reading of queries (gateway/cache/text_signals.h):
+// libFuzzer target for the hit verifier's reading of queries (cache/text_signals.h):
 // any bytes, split into a cached query and a lookup at the first NUL, are analysed and compared
 // without crashing, in bounded time.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
-#include "gateway/cache/text_signals.h"
-#include "gateway/cache/verifier.h"
+#include "cache/text_signals.h"
+#include "cache/verifier.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view all(reinterpret_cast<const char*>(data), size);

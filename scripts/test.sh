@@ -25,13 +25,13 @@ no_weak_symbols() {
   done
 }
 echo "== no weak symbols in the x86 kernel objects"
-no_weak_symbols build/CMakeFiles/frugal_core.dir/src/kernels/x86/*.o
+no_weak_symbols build/CMakeFiles/frugal_kernels.dir/src/kernels/x86/*.o
 
 echo "== unit tests and the Redis cache tests under ASan+UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFRUGAL_SANITIZE=ON >/dev/null
 ninja -C build-asan -j"$(nproc)" frugal_unit_tests frugal_redis_tests
 # Unoptimized, nothing is inlined: the AVX-512 objects must still define no weak symbols.
-no_weak_symbols build-asan/CMakeFiles/frugal_core.dir/src/kernels/x86/avx512*.o
+no_weak_symbols build-asan/CMakeFiles/frugal_kernels.dir/src/kernels/x86/avx512*.o
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -L unit --output-on-failure -j2
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -R '^RedisCacheTest\.' --output-on-failure -j2
 

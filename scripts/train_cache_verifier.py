@@ -9,7 +9,7 @@ Training data only: data/cache_train/ (never tests/data/, which holds the evalua
 
 1. `frugal cache-eval --features` computes, for every training pair, what the verifier sees
    (the same C++ code the cache runs): the cosine, the vetoes (numbers, negation, opposites)
-   and the features of gateway/cache/verifier.h.
+   and the features of cache/verifier.h.
 2. The recall threshold: the cosine that keeps 99% of the same-intent pairs the verifier can
    accept (no veto, visible to the embedder) as candidates.
 3. A logistic regression (L2, Newton's method) on the candidates that no veto refused, fitted
@@ -207,7 +207,7 @@ def main() -> int:
     return 0
 
 
-# Must equal kFeatureNames in src/gateway/cache/verifier.h (the C++ side refuses a mismatch).
+# Must equal kFeatureNames in src/cache/verifier.h (the C++ side refuses a mismatch).
 FEATURES = ["cosine", "one_sided", "both_sided", "unmatched", "unmatched_share", "max_side", "question_one_sided", "typos",
             "han", "short", "cosine_one", "cosine_both"]
 

@@ -14,9 +14,10 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/sampler.h"
+#include "frugal/chat.h"
+#include "frugal/model_info.h"
+#include "frugal/sampling.h"
 #include "frugal/status.h"
-#include "tokenizer/chat_template.h"
 
 namespace frugal {
 
@@ -38,29 +39,6 @@ struct EngineOptions {
   bool repack_weights = true;
 };
 
-enum class ModelKind { kDecoder, kEncoder };
-
-struct ModelInfo {
-  std::string path;
-  std::string architecture;     // "llama", "qwen2", "bert"
-  std::string name;             // general.name or the folder name
-  std::string format;           // "gguf" or "safetensors"
-  ModelKind kind = ModelKind::kDecoder;
-  int64_t n_vocab = 0, n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, n_ff = 0;
-  int64_t context_length = 0;   // of this engine
-  int64_t train_context = 0;    // the model's own
-  size_t weight_bytes = 0;      // all tensors in the file(s)
-  int64_t parameters = 0;
-  std::string chat_format;      // "chatml", "llama3", "" for encoders
-  // Encoders: "int8" when INT8 weights keep every calibration sentence's embedding at cosine
-  // >= 0.995 to the float one (int8_min_cosine: the lowest seen), else "f32".
-  std::string embedding_precision;
-  double int8_min_cosine = 0;
-  // Encoders: the text retrieval models want in front of a query ("query: " for
-  // multilingual-e5; "" for most).
-  std::string query_prefix;
-};
-
 struct EmbedOptions {
   // false: a text longer than the window is truncated (keeping the closing special token), as
   // sentence-transformers does. true: the whole text, in consecutive windows whose pooled
@@ -68,8 +46,6 @@ struct EmbedOptions {
   // window still moves the vector.
   bool whole_text = false;
 };
-
-
 
 struct GenerateRequest {
   std::string prompt;                 // raw text (already chat-rendered when chatting)

@@ -14,9 +14,9 @@
 #include "cli/commands.h"
 #include "common/mmap_file.h"
 #include "frugal/engine.h"
-#include "gateway/cache/embedder.h"
-#include "gateway/cache/eval.h"
-#include "gateway/cache/semantic_cache.h"
+#include "cache/embedder.h"
+#include "cache/eval.h"
+#include "cache/semantic_cache.h"
 
 namespace frugal::cli {
 namespace {

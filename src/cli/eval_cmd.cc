@@ -3,6 +3,7 @@
 //
 // Exit codes: 0 measured (and the gate, if any, passed); 3 the gate failed (the report is still
 // printed); 2 bad input (flags, files, probes, gate); 1 internal or I/O failure.
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <chrono>
@@ -88,7 +89,7 @@ bool PrintReport(const EvalFlags& f, const EvalReport& report, const Gate* gate)
   std::vector<GateFailure> failures;
   if (gate) failures = CheckGate(report, *gate);
   if (f.json) {
-    nlohmann::json j = ReportJson(report);
+    nlohmann::json j = nlohmann::json::parse(ReportJson(report));
     if (gate) {
       nlohmann::json failed = nlohmann::json::array();
       for (const auto& x : failures) {

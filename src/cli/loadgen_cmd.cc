@@ -51,7 +51,7 @@ int RunLoadgen(const LoadgenFlags& f) {
   if (!result.ok()) return Fail(result.status());
 
   if (f.json) {
-    std::printf("%s\n", loadgen::ReportJson(*result, f.run).dump().c_str());
+    std::printf("%s\n", loadgen::ReportJson(*result, f.run).c_str());
   } else {
     std::fputs(loadgen::ReportTable(*result, f.run).c_str(), stdout);
   }

@@ -351,7 +351,7 @@ int RunQuantize(const QuantizeFlags& f) {
   if (f.json) {
     nlohmann::json j = ReportJson(qm, o, passed ? f.output : "", raised);
     add_max_size(j);
-    j["eval"] = frugal::ReportJson(report);
+    j["eval"] = nlohmann::json::parse(frugal::ReportJson(report));
     nlohmann::json fails = nlohmann::json::array();
     for (const GateFailure& g : failures) fails.push_back(g.message);
     j["gate"] = {{"spec", f.gate}, {"passed", passed}, {"failures", fails}};

@@ -12,10 +12,11 @@
 
 #include "common/thread_pool.h"
 #include "engine/engine_impl.h"
-#include "engine/kv_cache.h"
+#include "engine/sampler.h"
+#include "models/kv_cache.h"
 #include "engine/text_stream.h"
 #include "models/bert.h"
-#include "models/describe.h"
+#include "models/inspect.h"
 #include "models/llama.h"
 #include "models/model_source.h"
 #include "tokenizer/tokenizer.h"

@@ -30,7 +30,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/kv_cache.h"
+#include "models/kv_cache.h"
 #include "engine/sampler.h"
 #include "engine/simulate.h"
 #include "frugal/engine.h"

@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "gateway/cache/redis_client.h"
+#include "cache/redis_client.h"
 
 namespace frugal::gateway {
 namespace {

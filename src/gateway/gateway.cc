@@ -21,8 +21,8 @@
 #include <unordered_map>
 
 #include "common/metrics.h"
-#include "gateway/cache/redis_cache.h"
-#include "gateway/cache/semantic_cache.h"
+#include "cache/redis_cache.h"
+#include "cache/semantic_cache.h"
 #include "gateway/rate_limit.h"
 #include "gateway/request.h"
 #include "gateway/stats.h"

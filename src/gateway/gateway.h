@@ -20,7 +20,7 @@
 #include <memory>
 
 #include "frugal/status.h"
-#include "gateway/cache/embedder.h"
+#include "cache/embedder.h"
 #include "gateway/config.h"
 
 namespace frugal::gateway {

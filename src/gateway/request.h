@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "frugal/status.h"
-#include "gateway/balancer/worker_pool.h"
+#include "balancer/worker_pool.h"
 
 namespace frugal::gateway {
 

@@ -1,5 +1,6 @@
 #include "loadgen/loadgen.h"
 
+#include <nlohmann/json.hpp>
 #include <strings.h>
 
 #include <algorithm>
@@ -578,7 +579,8 @@ std::vector<PhaseStats> Summarize(const RunResult& result) {
   return out;
 }
 
-json ReportJson(const RunResult& result, const RunOptions& o) {
+namespace {
+json ReportValue(const RunResult& result, const RunOptions& o) {
   const auto stats = Summarize(result);
   json phases = json::array();
   for (size_t i = 0; i + 1 < stats.size(); ++i) phases.push_back(StatsJson(stats[i]));
@@ -604,6 +606,9 @@ json ReportJson(const RunResult& result, const RunOptions& o) {
             {"timeout_s", o.timeout_s},
             {"seed", o.seed}}}};
 }
+}  // namespace
+
+std::string ReportJson(const RunResult& result, const RunOptions& o) { return ReportValue(result, o).dump(); }
 
 std::string ReportTable(const RunResult& result, const RunOptions& o) {
   const auto stats = Summarize(result);

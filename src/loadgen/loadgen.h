@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 
 #include "frugal/status.h"
 
@@ -137,7 +136,7 @@ struct PhaseStats {
 std::vector<PhaseStats> Summarize(const RunResult& result);
 
 // {"phases": [...], "total": {...}, "target", "profile"}; docs/loadgen.md has the schema.
-nlohmann::json ReportJson(const RunResult& result, const RunOptions& options);
+std::string ReportJson(const RunResult& result, const RunOptions& options);
 std::string ReportTable(const RunResult& result, const RunOptions& options);
 // A self-contained HTML page: an inline SVG of latency against send time.
 std::string PlotHtml(const RunResult& result);

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/thread_pool.h"
-#include "engine/kv_cache.h"
+#include "models/kv_cache.h"
 #include "formats/gguf.h"
 #include "kernels/kernels.h"
 #include "frugal/status.h"

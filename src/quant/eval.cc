@@ -1,5 +1,6 @@
 #include "quant/eval.h"
 
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -586,7 +587,8 @@ std::string FormatReport(const EvalReport& r) {
   return s;
 }
 
-nlohmann::json ReportJson(const EvalReport& r) {
+namespace {
+nlohmann::json ReportValue(const EvalReport& r) {
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   nlohmann::json mismatches = nlohmann::json::array();
   for (const auto& m : r.mismatches) {
@@ -616,5 +618,8 @@ nlohmann::json ReportJson(const EvalReport& r) {
           {"seconds_ref", r.seconds_ref},
           {"seconds", r.seconds}};
 }
+}  // namespace
+
+std::string ReportJson(const EvalReport& r) { return ReportValue(r).dump(); }
 
 }  // namespace frugal

@@ -28,7 +28,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 
 #include "frugal/engine.h"
 #include "frugal/status.h"
@@ -209,6 +208,6 @@ std::string FormatReport(const EvalReport& report);
 // probes), tokens_scored, chunks, chunk_size, probes, probes_matched, probes_identical,
 // probes_ref_without_numbers, mismatches [{id, prompt, ref_answer, answer, ref_numbers,
 // numbers}], model, ref, activations, seconds_ref, seconds.
-nlohmann::json ReportJson(const EvalReport& report);
+std::string ReportJson(const EvalReport& report);
 
 }  // namespace frugal

@@ -7,14 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "frugal/chat.h"
 #include "frugal/status.h"
 
 namespace frugal {
-
-struct ChatMessage {
-  std::string role;     // "system", "user", "assistant"
-  std::string content;
-};
 
 enum class ChatFormat { kChatMl, kLlama3 };
 

@@ -1,7 +1,7 @@
 // The semantic cache's Redis backend against a real redis-stack-server (started per test on
 // 127.0.0.1 and a free port): replicas sharing one Redis, the guard and TTL, restart, rotation
 // through the alias under load, a Redis that is down or restarts, and what is refused.
-#include "gateway/cache/redis_cache.h"
+#include "cache/redis_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "gateway/cache/redis_client.h"
+#include "cache/redis_client.h"
 
 namespace frugal::testing {
 

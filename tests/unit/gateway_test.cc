@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "gateway/balancer/worker_pool.h"
-#include "gateway/cache/vector_index.h"
+#include "balancer/worker_pool.h"
+#include "cache/vector_index.h"
 #include "gateway/config.h"
 #include "gateway/rate_limit.h"
 #include "gateway/request.h"

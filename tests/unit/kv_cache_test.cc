@@ -1,5 +1,5 @@
 // The paged KV cache: blocks from a pool, capacity growing by Reserve, blocks back on Release.
-#include "engine/kv_cache.h"
+#include "models/kv_cache.h"
 
 #include <gtest/gtest.h>
 

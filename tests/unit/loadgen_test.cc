@@ -4,6 +4,7 @@
 #include "loadgen/loadgen.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -263,7 +264,7 @@ TEST(LoadgenReportTest, SummarizeCountsPerPhaseAndOverSuccessesOnly) {
 
 TEST(LoadgenReportTest, JsonHasExactlyTheDocumentedFields) {
   RunOptions o;
-  const auto j = ReportJson(SyntheticResult(), o);
+  const auto j = nlohmann::json::parse(ReportJson(SyntheticResult(), o));
   const std::set<std::string> fields = {"name", "requests", "errors", "throughput_rps", "latency_p50_ms",
                                         "latency_p95_ms", "latency_p99_ms", "ttft_p50_ms", "ttft_p95_ms",
                                         "ttft_p99_ms", "cache_hit_rate"};

@@ -1,7 +1,7 @@
 // The semantic cache with a deterministic bag-of-words embedder (no model): scopes, threshold,
 // guard, TTL, eviction, invalidation, partitions growing into HNSW, rotation under load,
 // snapshots.
-#include "gateway/cache/semantic_cache.h"
+#include "cache/semantic_cache.h"
 
 #include <gtest/gtest.h>
 

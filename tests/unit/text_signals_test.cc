@@ -1,7 +1,7 @@
-// The hit verifier's reading of queries (gateway/cache/text_signals.h) and its decision
+// The hit verifier's reading of queries (cache/text_signals.h) and its decision
 // (verifier.h): numbers in every notation, negation by word, opposites, one-sided and swapped
 // content, Chinese first-class; the shipped calibrations parse and refuse what they must.
-#include "gateway/cache/text_signals.h"
+#include "cache/text_signals.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cache_calibrations.h"
-#include "gateway/cache/verifier.h"
+#include "cache/verifier.h"
 
 namespace frugal::cache {
 namespace {

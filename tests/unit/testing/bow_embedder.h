@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "gateway/cache/embedder.h"
-#include "gateway/cache/vector_index.h"
+#include "cache/embedder.h"
+#include "cache/vector_index.h"
 
 namespace frugal::cache {
 

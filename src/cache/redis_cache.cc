@@ -1,4 +1,4 @@
-#include "gateway/cache/redis_cache.h"
+#include "cache/redis_cache.h"
 
 #include <algorithm>
 #include <atomic>

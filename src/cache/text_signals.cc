@@ -1,4 +1,4 @@
-#include "gateway/cache/text_signals.h"
+#include "cache/text_signals.h"
 
 #include <utf8proc.h>
 

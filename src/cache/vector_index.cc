@@ -1,4 +1,4 @@
-#include "gateway/cache/vector_index.h"
+#include "cache/vector_index.h"
 
 #include "kernels/kernels.h"
 

@@ -1,11 +1,11 @@
-#include "gateway/cache/embedder.h"
+#include "cache/embedder.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "common/sha256.h"
-#include "gateway/cache/vector_index.h"
+#include "cache/vector_index.h"
 #include "tokenizer/tokenizer.h"
 
 namespace frugal::cache {

@@ -1,4 +1,4 @@
-#include "engine/kv_cache.h"
+#include "models/kv_cache.h"
 
 #include "common/check.h"
 

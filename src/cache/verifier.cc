@@ -1,4 +1,4 @@
-#include "gateway/cache/verifier.h"
+#include "cache/verifier.h"
 
 #include <algorithm>
 #include <cmath>

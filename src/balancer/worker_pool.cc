@@ -1,4 +1,4 @@
-#include "gateway/balancer/worker_pool.h"
+#include "balancer/worker_pool.h"
 
 #include <algorithm>
 #include <cctype>

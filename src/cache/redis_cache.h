@@ -50,8 +50,8 @@
 #include <memory>
 #include <string>
 
-#include "gateway/cache/redis_client.h"
-#include "gateway/cache/semantic_cache.h"
+#include "cache/redis_client.h"
+#include "cache/semantic_cache.h"
 
 namespace frugal::cache {
 

@@ -1,10 +1,10 @@
-#include "gateway/cache/eval.h"
+#include "cache/eval.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "gateway/cache/semantic_cache.h"
-#include "gateway/cache/vector_index.h"
+#include "cache/semantic_cache.h"
+#include "cache/vector_index.h"
 
 namespace frugal::cache {
 

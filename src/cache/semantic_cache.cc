@@ -1,4 +1,4 @@
-#include "gateway/cache/semantic_cache.h"
+#include "cache/semantic_cache.h"
 
 #include <atomic>
 #include <condition_variable>

@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "frugal/status.h"
-#include "gateway/cache/embedder.h"
-#include "gateway/cache/text_signals.h"
+#include "cache/embedder.h"
+#include "cache/text_signals.h"
 
 namespace frugal::cache {
 

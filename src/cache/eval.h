@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "frugal/status.h"
-#include "gateway/cache/embedder.h"
-#include "gateway/cache/verifier.h"
+#include "cache/embedder.h"
+#include "cache/verifier.h"
 
 namespace frugal::cache {
 

@@ -1,4 +1,4 @@
-#include "gateway/cache/redis_client.h"
+#include "cache/redis_client.h"
 
 #include <hiredis/hiredis.h>
 #include <sys/time.h>

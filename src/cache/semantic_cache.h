@@ -38,9 +38,9 @@
 
 #include "common/metrics.h"
 #include "frugal/status.h"
-#include "gateway/cache/embedder.h"
-#include "gateway/cache/verifier.h"
-#include "gateway/cache/vector_index.h"
+#include "cache/embedder.h"
+#include "cache/verifier.h"
+#include "cache/vector_index.h"
 
 namespace frugal::cache {
 

@@ -1,7 +1,6 @@
-#include "models/describe.h"
+#include "cli/describe.h"
 
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <utility>
@@ -50,19 +49,6 @@ double BitsPerWeight(const ModelInfo& info) {
 }
 
 }  // namespace
-
-ModelInfo InspectSource(const ModelSource& source) {
-  ModelInfo info;
-  info.path = source.path();
-  info.architecture = source.architecture();
-  info.format = source.format();
-  info.name = source.is_gguf() ? source.gguf()->GetStringOr("general.name", "")
-                               : std::filesystem::path(source.path()).filename().string();
-  if (source.e5() != nullptr) info.name = "multilingual-e5-small (" + info.name + ")";
-  info.weight_bytes = source.total_bytes();
-  for (const auto* t : source.AllTensors()) info.parameters += t->elements();
-  return info;
-}
 
 std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, bool tensors,
                               const std::string& not_loadable) {
