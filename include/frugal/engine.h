@@ -122,7 +122,7 @@ class Engine {
   StatusOr<BenchResult> Bench(int64_t prompt_tokens, int64_t decode_tokens, int repetitions);
 
  private:
-  friend class Scheduler;  // runs the model step by step (src/engine/scheduler.h)
+  friend struct EngineAccess;  // the model runners reach the model (src/engine/engine_impl.h)
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -34,4 +34,10 @@ struct Engine::Impl {
   }
 };
 
+// How the files of src/engine reach an Engine's internals (a friend of Engine).
+struct EngineAccess {
+  using Impl = Engine::Impl;
+  static Engine::Impl& Of(Engine& engine) { return *engine.impl_; }
+};
+
 }  // namespace frugal

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/engine_impl.h"
 #include "engine/text_stream.h"
 
 namespace frugal {
@@ -43,14 +42,24 @@ struct Scheduler::Sequence {
   int64_t decode_left() const { return req.max_tokens - generated; }
 };
 
-Scheduler::Scheduler(Engine& engine, const SchedulerOptions& options) : engine_(engine), opt_(options) {}
+Scheduler::Scheduler(std::unique_ptr<ModelRunner> runner, const SchedulerOptions& options)
+    : runner_(std::move(runner)), opt_(options) {}
 
 StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(Engine& engine, const SchedulerOptions& given) {
-  Engine::Impl& e = *engine.impl_;
   SchedulerOptions options = given;
-  const bool simulated = options.simulation.has_value();
-  if (simulated && options.simulation->max_batch > 0) options.max_batch = options.simulation->max_batch;
-  if (!e.llama) return InvalidArgument("the model is an embedder: it cannot generate text");
+  std::unique_ptr<ModelRunner> runner;
+  if (options.simulation) {
+    if (options.simulation->max_batch > 0) options.max_batch = options.simulation->max_batch;
+    FRUGAL_ASSIGN_OR_RETURN(runner, MakeSimulatedRunner(engine, *options.simulation));
+  } else {
+    FRUGAL_ASSIGN_OR_RETURN(runner, MakeEngineRunner(engine));
+  }
+  return Start(std::move(runner), options);
+}
+
+StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(std::unique_ptr<ModelRunner> runner,
+                                                      const SchedulerOptions& options) {
+  if (!runner) return InvalidArgument("no model runner");
   if (options.max_batch < 1) return InvalidArgument("max batch must be >= 1");
   if (options.max_queue < 0) return InvalidArgument("max queue must be >= 0");
   if (options.prefill_chunk < 1) return InvalidArgument("prefill chunk must be >= 1");
@@ -58,49 +67,21 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(Engine& engine, const Sche
     return InvalidArgument("KV block size must be a positive multiple of 4 tokens");
   }
   if (options.kv_blocks < 0) return InvalidArgument("KV blocks must be >= 0");
-  auto s = std::unique_ptr<Scheduler>(new Scheduler(engine, options));
-  s->n_ctx_ = e.n_ctx;
-  const LlamaModel& m = *e.llama;
+  auto s = std::unique_ptr<Scheduler>(new Scheduler(std::move(runner), options));
+  ModelRunner& r = *s->runner_;
+  s->n_ctx_ = r.context_length();
   const int64_t bt = options.kv_block_tokens;
-  // A simulation never writes the cache, so its pool only counts blocks: one layer of one float
-  // per position keeps a big simulated batch from reserving gigabytes of address space.
-  const int64_t n_layer = simulated ? 1 : m.hparams().n_layer;
-  const int64_t kv_dim = simulated ? 1 : m.kv_dim();
   int64_t blocks = options.kv_blocks;
-  const size_t block_bytes = static_cast<size_t>(2 * n_layer * bt * kv_dim) * sizeof(float);
+  const size_t block_bytes = static_cast<size_t>(2 * r.kv_layers() * bt * r.kv_dim()) * sizeof(float);
   if (blocks == 0) {
-    const int64_t per_seq = (e.n_ctx + bt - 1) / bt;
+    const int64_t per_seq = (s->n_ctx_ + bt - 1) / bt;
     const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
     const auto cap = static_cast<int64_t>(0.25 * ram / static_cast<double>(block_bytes));
     blocks = std::max<int64_t>(per_seq, std::min<int64_t>(per_seq * options.max_batch, cap));
   }
-  s->pool_ = std::make_unique<KvBlockPool>(n_layer, kv_dim, bt, blocks);
+  s->pool_ = std::make_unique<KvBlockPool>(r.kv_layers(), r.kv_dim(), bt, blocks);
   s->kv_free_ = blocks;
-
-  if (simulated) {
-    s->step_model_.emplace(*options.simulation);
-    s->canned_ = e.tokenizer->Encode(kSimulatedAnswer, /*add_special=*/false, /*parse_special=*/false);
-    if (s->canned_.empty()) return Internal("the tokenizer encodes the simulated answer to no tokens");
-    // What the warm-up would measure is what the spec says.
-    s->prefill_ms_ = options.simulation->prefill_ms;
-    s->decode_ms_ = options.simulation->decode_ms;
-  } else {
-    // Warm-up: a short prefill and a few decode steps, to seed the latency estimates.
-    KvCache kv(*s->pool_);
-    const int64_t n = std::min<int64_t>(32, e.n_ctx - 4);
-    if (n > 0 && kv.Reserve(n + 4)) {
-      std::vector<int32_t> toks(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) toks[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % m.hparams().n_vocab);
-      std::vector<float> logits;
-      std::lock_guard<std::mutex> lock(e.mu);
-      auto t0 = Clock::now();
-      FRUGAL_RETURN_IF_ERROR(m.Forward(toks, kv, *e.pool, &logits, false));
-      s->prefill_ms_ = 1e3 * Seconds(t0, Clock::now()) / static_cast<double>(n);
-      t0 = Clock::now();
-      for (int i = 0; i < 4; ++i) FRUGAL_RETURN_IF_ERROR(m.Forward(std::span<const int32_t>(toks.data(), 1), kv, *e.pool, &logits, false));
-      s->decode_ms_ = 1e3 * Seconds(t0, Clock::now()) / 4;
-    }
-  }
+  FRUGAL_RETURN_IF_ERROR(r.Warmup(*s->pool_, &s->prefill_ms_, &s->decode_ms_));
   s->thread_ = std::thread([p = s.get()] { p->Loop(); });
   return s;
 }
@@ -111,6 +92,7 @@ Scheduler::~Scheduler() {
     stop_ = true;
   }
   cv_.notify_all();
+  runner_->Interrupt();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -141,7 +123,7 @@ StatusOr<std::shared_ptr<InferenceHandle>> Scheduler::Submit(InferenceRequest re
     return OutOfRange("the request needs " + std::to_string(need_blocks) + " KV blocks; the pool has " +
                       std::to_string(pool_->total_blocks()));
   }
-  const Tokenizer& tok = *engine_.impl_->tokenizer;
+  const Tokenizer& tok = runner_->tokenizer();
   auto seq = std::make_unique<Sequence>(std::move(req), std::move(on_event), tok);
   seq->submitted = Clock::now();
   std::shared_ptr<InferenceHandle> handle = seq->handle;
@@ -260,8 +242,32 @@ void Scheduler::UpdateLatencies(int64_t prefill_tokens, int64_t decode_tokens, d
   }
 }
 
+StepPlan Scheduler::PlanStep(std::vector<Sequence*>* logit_owner) const {
+  StepPlan plan;
+  for (const auto& s : running_) {
+    if (s->pending >= 0) {
+      plan.items.push_back({s->pending, s->kv.get(), s->kv->size(), true});
+      logit_owner->push_back(s.get());
+      ++plan.decode_sequences;
+    }
+  }
+  int64_t budget = opt_.prefill_chunk;
+  for (const auto& s : running_) {
+    if (budget == 0) break;
+    if (s->pending >= 0 || s->prompt_left() == 0) continue;
+    const int64_t c = std::min(budget, s->prompt_left());
+    for (int64_t i = 0; i < c; ++i) {
+      const bool last = s->prefilled + i + 1 == static_cast<int64_t>(s->req.prompt.size());
+      plan.items.push_back({s->req.prompt[static_cast<size_t>(s->prefilled + i)], s->kv.get(), s->kv->size() + i, last});
+      if (last) logit_owner->push_back(s.get());
+    }
+    budget -= c;
+    plan.prefill_tokens += c;
+  }
+  return plan;
+}
+
 bool Scheduler::RunStep() {
-  Engine::Impl& e = *engine_.impl_;
   const auto now = Clock::now();
   // Cancelled, expired: out before the step, blocks back to the pool.
   for (auto& s : running_) {
@@ -273,58 +279,26 @@ bool Scheduler::RunStep() {
   }
   std::erase_if(running_, [](const auto& s) { return s->done; });
 
-  // Decode tokens first, then prompt chunks up to the step's prefill budget.
-  std::vector<LlamaModel::StepItem> items;
   std::vector<Sequence*> logit_owner;  // per logits row
-  int64_t n_decode = 0, n_prefill = 0;
-  for (auto& s : running_) {
-    if (s->pending >= 0) {
-      items.push_back({s->pending, s->kv.get(), s->kv->size(), true});
-      logit_owner.push_back(s.get());
-      ++n_decode;
-    }
-  }
-  int64_t budget = opt_.prefill_chunk;
-  for (auto& s : running_) {
-    if (budget == 0) break;
-    if (s->pending >= 0 || s->prompt_left() == 0) continue;
-    const int64_t c = std::min(budget, s->prompt_left());
-    for (int64_t i = 0; i < c; ++i) {
-      const bool last = s->prefilled + i + 1 == static_cast<int64_t>(s->req.prompt.size());
-      items.push_back({s->req.prompt[static_cast<size_t>(s->prefilled + i)], s->kv.get(), s->kv->size() + i, last});
-      if (last) logit_owner.push_back(s.get());
-    }
-    budget -= c;
-    n_prefill += c;
-  }
+  const StepPlan plan = PlanStep(&logit_owner);
   {
     std::lock_guard<std::mutex> lock(mu_);
     running_count_ = static_cast<int64_t>(running_.size());
     kv_free_ = pool_->free_blocks();
   }
-  if (items.empty()) return false;
+  if (plan.items.empty()) return false;
 
   std::vector<float> logits;
   const auto t0 = Clock::now();
-  Status st;
-  if (step_model_) {
-    const double ms = step_model_->StepMs(n_prefill, n_decode);
-    const auto until = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms));
-    // A wait, not a sleep: shutting down does not sit out a long modelled step.
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_until(lock, until, [&] { return stop_; });
-  } else {
-    std::lock_guard<std::mutex> lock(e.mu);
-    st = e.llama->Step(items, *e.pool, &logits);
-  }
+  const Status st = runner_->Step(plan, &logits);
   if (!st.ok()) {
     for (auto& s : running_) Finish(*s, "error", st);
     running_.clear();
     return true;
   }
-  UpdateLatencies(n_prefill, n_decode, 1e3 * Seconds(t0, Clock::now()));
+  UpdateLatencies(plan.prefill_tokens, plan.decode_sequences, 1e3 * Seconds(t0, Clock::now()));
   // Positions advance: decode tokens by one, prefilling sequences by their chunk.
-  for (const auto& it : items) it.kv->set_size(it.pos + 1);
+  for (const auto& it : plan.items) it.kv->set_size(it.pos + 1);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& s : running_) {
@@ -335,17 +309,19 @@ bool Scheduler::RunStep() {
     }
   }
 
-  const Tokenizer& tok = *e.tokenizer;
-  const int64_t n_vocab = e.llama->hparams().n_vocab;
+  const Tokenizer& tok = runner_->tokenizer();
+  const int64_t n_vocab = runner_->n_vocab();
   for (size_t r = 0; r < logit_owner.size(); ++r) {
     Sequence& s = *logit_owner[r];
     if (s.first_token == Clock::time_point{}) s.first_token = Clock::now();
     int32_t next = 0;
-    if (step_model_) {
-      // A one-hot row would make the sampler pick this very token, after a pass over the whole
-      // vocabulary that a fleet of simulated workers on a few cores cannot spare.
-      next = canned_[static_cast<size_t>(s.generated) % canned_.size()];
+    if (auto scripted = runner_->ScriptedToken(s.generated)) {
+      next = *scripted;
     } else {
+      if (logits.size() < (r + 1) * static_cast<size_t>(n_vocab)) {
+        Finish(s, "error", Internal("the model runner returned fewer logits rows than asked for"));
+        continue;
+      }
       std::span<float> row(logits.data() + r * static_cast<size_t>(n_vocab), static_cast<size_t>(n_vocab));
       next = s.sampler.Sample(row, s.history);
     }

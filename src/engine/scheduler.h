@@ -10,8 +10,9 @@
 // (moving averages of measured steps) and the backlog: the estimated milliseconds to finish all
 // waiting and running work at those latencies.
 //
-// With a simulation spec (engine/simulate.h) no model runs: each step sleeps the modelled time and
-// the answers are canned; batching, admission and the measured latencies stay real.
+// The scheduler plans each step; a ModelRunner (engine/model_runner.h) runs it: the engine's
+// decoder, or with a simulation spec (engine/simulate.h) a runner that waits the modelled time
+// and answers a canned text, so batching, admission and the measured latencies stay real.
 //
 // Thread safety: Submit, Load and Cancel may be called from any thread. Event callbacks run on
 // the scheduler thread and must return quickly (post the work elsewhere).
@@ -30,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/model_runner.h"
 #include "models/kv_cache.h"
 #include "engine/sampler.h"
 #include "engine/simulate.h"
@@ -101,9 +103,13 @@ struct SchedulerLoad {
 
 class Scheduler {
  public:
-  // Starts the scheduler thread on a loaded decoder engine (which must outlive it). Measures the
-  // per-token latencies once with a short warm-up so the first load reports are not zero.
+  // Starts the scheduler thread on a loaded decoder engine (which must outlive it): its decoder,
+  // or the simulation when options.simulation is set. Measures the per-token latencies once with
+  // a short warm-up so the first load reports are not zero.
   static StatusOr<std::unique_ptr<Scheduler>> Start(Engine& engine, const SchedulerOptions& options);
+  // The same on any runner (the tests' fakes).
+  static StatusOr<std::unique_ptr<Scheduler>> Start(std::unique_ptr<ModelRunner> runner,
+                                                    const SchedulerOptions& options);
   // Stops the thread; requests still queued or running end with "cancelled".
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
@@ -121,8 +127,11 @@ class Scheduler {
 
  private:
   struct Sequence;
-  Scheduler(Engine& engine, const SchedulerOptions& options);
+  Scheduler(std::unique_ptr<ModelRunner> runner, const SchedulerOptions& options);
   void Loop();
+  // The next step: decode tokens of the running sequences, then prompt chunks within the prefill
+  // budget; `logit_owner` gets the sequence of each logits row.
+  StepPlan PlanStep(std::vector<Sequence*>* logit_owner) const;
   // One step over the running sequences; false when there was nothing to run.
   bool RunStep();
   void Admit();
@@ -130,7 +139,7 @@ class Scheduler {
   double BacklogMsLocked() const;
   void UpdateLatencies(int64_t prefill_tokens, int64_t decode_tokens, double ms);
 
-  Engine& engine_;
+  const std::unique_ptr<ModelRunner> runner_;
   const SchedulerOptions opt_;
   int64_t n_ctx_ = 0;
   std::unique_ptr<KvBlockPool> pool_;  // scheduler thread only
@@ -145,9 +154,6 @@ class Scheduler {
   double prefill_ms_ = 0, decode_ms_ = 0;          // guarded by mu_
 
   std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
-  // Simulation only (scheduler thread): the step times and the canned answer's tokens.
-  std::optional<StepTimeModel> step_model_;
-  std::vector<int32_t> canned_;
   std::thread thread_;
 };
 
