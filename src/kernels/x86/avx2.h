@@ -13,12 +13,12 @@ void RefAttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd,
                       float* scores, float* out);
 }
 
-// avx2.cc and avx2_tiles.cc are compiled once per namespace below (x86_variant.h); each
+// gguf_kernels.inc and tile_kernels.inc are compiled once per namespace below (x86_variant.h); each
 // namespace has the same three entry points.
 namespace frugal::avx2 {
 // The traits of every type with AVX2 kernels; null for others.
 const KernelTraits* GetTraits(TensorType type);
-// The tiled Frugal formats (avx2_tiles.cc); null for other types.
+// The tiled Frugal formats (tile_kernels.inc); null for other types.
 const KernelTraits* GetFrugalTraits(TensorType type);
 const F32Kernels& GetF32Kernels();
 }  // namespace frugal::avx2

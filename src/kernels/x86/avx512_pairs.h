@@ -1,5 +1,5 @@
 // 512-bit dot products of Frugal's tiled formats, two tiles (16 rows) at a time, for the AVX-512
-// levels (x86_variant.h). Included by avx2_tiles.cc inside its anonymous namespace, after the
+// levels (x86_variant.h). Included by tile_kernels.inc inside its anonymous namespace, after the
 // 256-bit kernels, when FRUGAL_X86_AVX512 is defined; not a header of its own.
 //
 // A 512-bit register holds one 32-byte step of each of two adjacent tiles: lanes 0-7 the first
@@ -16,7 +16,7 @@
 //  - without VNNI (VPMADDUBSW would saturate on 255 * 127 pairs) |w| meets x negated where
 //    w < 0, a masked subtract: the 256-bit kernel's integers.
 #if !defined(FRUGAL_X86_AVX512)
-#error "avx512_pairs.h is for the AVX-512 variants of avx2_tiles.cc"
+#error "avx512_pairs.h is for the AVX-512 variants of tile_kernels.inc"
 #endif
 
 // GCC 12 warns that the pass-through register of the unmasked 512-bit intrinsics

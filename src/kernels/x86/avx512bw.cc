@@ -1,3 +1,3 @@
-// avx2.cc compiled again for AVX-512 F/BW/VL (see x86_variant.h): the GGUF kernels as AVX2's.
+// gguf_kernels.inc compiled for AVX-512 F/BW/VL (see x86_variant.h): the GGUF block kernels.
 #define FRUGAL_X86_AVX512 1
-#include "kernels/x86/avx2.cc"  // NOLINT(bugprone-suspicious-include): one source, three ISAs
+#include "kernels/x86/gguf_kernels.inc"

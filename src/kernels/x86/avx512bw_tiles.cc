@@ -1,4 +1,4 @@
-// avx2_tiles.cc compiled again for AVX-512 F/BW/VL (see x86_variant.h): Frugal's tiled formats
+// tile_kernels.inc compiled for AVX-512 F/BW/VL (see x86_variant.h): Frugal's tiled formats
 // with the 512-bit two-tile kernels of avx512_pairs.h.
 #define FRUGAL_X86_AVX512 1
-#include "kernels/x86/avx2_tiles.cc"  // NOLINT(bugprone-suspicious-include): one source, three ISAs
+#include "kernels/x86/tile_kernels.inc"
