@@ -1,241 +1,565 @@
-// The gateway's request path without a model: in-process fake workers on real HTTP servers
-// (port 0), the real Gateway in front, the project's HTTP client as the caller. Covers what the
-// black-box pytest covers only with subprocesses: proxying, retry before the first byte, refusal
-// when every worker refuses, ejection of a dead worker, a stream that breaks midway, bad input.
+// The gateway's request path, model-free and in one process: fake workers (testing/fake_worker.h)
+// on 127.0.0.1, the real Gateway in front of them (cache off), the project's HTTP client as the
+// caller. What tests/python/test_gateway.py checks through subprocesses and simulated workers,
+// here with every worker answer under the test's control: a relayed answer, a retry before the
+// first byte (503, a closed connection), ejection (health checks failing, a port closed), a
+// stream broken midway, refusal when no worker takes the request, and bad input.
+//
+// Health polls run every 25 ms so ejection takes about 75 ms; state is awaited by polling the
+// gateway's own views (admin API, /status.json, /metrics) with a deadline, never by sleeping.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "gateway/config.h"
 #include "gateway/gateway.h"
 #include "http/client.h"
 #include "http/server.h"
+#include "testing/fake_worker.h"
+
+// GCC 12 warns wrongly on "literal" + std::string temporaries (GCC bug 105329).
+#pragma GCC diagnostic ignored "-Wrestrict"
 
 namespace frugal::gateway {
 namespace {
 
 using json = nlohmann::json;
+using frugal::testing::FakeWorker;
+using frugal::testing::RawWorker;
 using namespace std::chrono_literals;
 
-bool Eventually(const std::function<bool()>& f, std::chrono::milliseconds limit = 5000ms) {
+constexpr char kAdminToken[] = "test-admin-token";
+
+// Polls `pred` until it holds or `limit` passes; true when it held.
+bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit = 5000ms) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (f()) return true;
-    std::this_thread::sleep_for(10ms);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
   }
-  return f();
+  return true;
 }
 
-const char kAnswer[] =
-    R"({"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":)"
-    R"({"role":"assistant","content":"from the fake"},"finish_reason":"stop"}],)"
-    R"("usage":{"prompt_tokens":3,"completion_tokens":3,"total_tokens":6}})";
+// A worker's answer with spacing and key order of its own: relayed unchanged, it arrives
+// byte for byte (a gateway that parsed and re-serialised it would not pass).
+constexpr char kAnswerA[] =
+    R"({"id": "chatcmpl-a",  "object": "chat.completion", "created": 1, "model": "fake-model",)"
+    R"( "choices": [{"index": 0, "message": {"role": "assistant", "content": "from A \u00e9"},)"
+    R"( "finish_reason": "stop", "logprobs": null}], "usage": {"total_tokens": 7}})";
+constexpr char kAnswerB[] =
+    R"({"id":"chatcmpl-b","object":"chat.completion","created":2,"model":"fake-model",)"
+    R"("choices":[{"index":0,"message":{"role":"assistant","content":"from B"},)"
+    R"("finish_reason":"stop","logprobs":null}]})";
+constexpr char kBusy[] = R"({"error":{"message":"the queue is full","type":"overloaded_error",)"
+                         R"("param":null,"code":null}})";
 
-// A worker as the gateway sees one: load reports, a model list, and completions answered as
-// `mode` says.
-class FakeWorker {
+// SSE events as a worker streams them.
+std::string Event(const std::string& content) {
+  json j = {
+      {"id", "chatcmpl-s"},
+      {"object", "chat.completion.chunk"},
+      {"model", frugal::testing::kFakeModel},
+      {"choices", {{{"index", 0}, {"delta", {{"content", content}}}, {"finish_reason", nullptr}}}}};
+  return "data: " + j.dump() + "\n\n";
+}
+const std::string kDone = "data: [DONE]\n\n";
+
+std::string ChatBody(bool stream = false) {
+  json b = {{"model", frugal::testing::kFakeModel},
+            {"messages", {{{"role", "user"}, {"content", "Say something."}}}},
+            {"max_tokens", 8}};
+  if (stream) b["stream"] = true;
+  return b.dump();
+}
+
+// The `data:` payloads of an SSE body, in order.
+std::vector<std::string> SseData(const std::string& body) {
+  std::vector<std::string> out;
+  http::SseParser p;
+  p.Feed(body, [&](const http::SseEvent& e) { out.push_back(e.data); });
+  return out;
+}
+
+std::string HeaderOf(const http::ClientResponse& r, std::string_view name) {
+  const std::string* v = r.Header(name);
+  return v ? *v : "(none)";
+}
+
+// An OpenAI-shaped error body: {"error": {"message": non-empty, "type", "param", "code"}}.
+void ExpectOpenAiError(const http::ClientResponse& r, const std::string& type,
+                       const json& code = nullptr) {
+  EXPECT_EQ(HeaderOf(r, "Content-Type"), "application/json");
+  json j = json::parse(r.body, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("error") && j["error"].is_object()) << r.body;
+  const json& e = j["error"];
+  ASSERT_TRUE(e.contains("message") && e["message"].is_string()) << r.body;
+  EXPECT_FALSE(e["message"].get<std::string>().empty()) << r.body;
+  EXPECT_EQ(e.value("type", json()), type) << r.body;
+  EXPECT_TRUE(e.contains("param")) << r.body;
+  EXPECT_EQ(e.value("code", json("(absent)")), code) << r.body;
+}
+
+// A gateway on 127.0.0.1:0 over `worker_urls`, named w0, w1, ... in that order. round_robin makes
+// routing predictable: its first pick is w0, then each next one in pool order.
+class TestGateway {
  public:
-  enum class Mode { kAnswer, kBusy, kBreakStream };
-
-  explicit FakeWorker(Mode mode) : mode_(mode) {
-    http::ServerOptions o;
-    o.port = 0;
-    o.io_threads = 1;
-    auto s = http::Server::Start(o, [this](const http::Request& r, std::shared_ptr<http::Responder> out) {
-      Handle(r, std::move(out));
-    });
-    EXPECT_TRUE(s.ok()) << s.status().message();
-    if (s.ok()) server_ = std::move(s).value();
-  }
-  ~FakeWorker() { Stop(); }
-
-  void Stop() {
-    if (server_) server_->Shutdown(100ms);
-    server_.reset();
-  }
-  std::string url() const {
-    std::string u = "http://127.0.0.1:";  // appended, not operator+ (GCC 12's false -Wrestrict)
-    u += std::to_string(server_->port());
-    return u;
-  }
-  int completions() const { return completions_.load(); }
-
- private:
-  void Handle(const http::Request& r, std::shared_ptr<http::Responder> out) {
-    if (r.path == "/queue_depth") {
-      out->Send(200, "application/json", R"({"waiting":0,"running":0})");
-    } else if (r.path == "/health") {
-      out->Send(200, "application/json", R"({"status":"ok"})");
-    } else if (r.path == "/v1/models") {
-      out->Send(200, "application/json", R"({"object":"list","data":[{"id":"m","object":"model"}]})");
-    } else if (r.path == "/v1/chat/completions") {
-      ++completions_;
-      switch (mode_) {
-        case Mode::kAnswer:
-          out->Send(200, "application/json", kAnswer);
-          break;
-        case Mode::kBusy:
-          out->Send(503, "application/json", R"({"error":{"message":"queue full","type":"overloaded"}})");
-          break;
-        case Mode::kBreakStream:
-          // One event, then the response ends without [DONE]: the worker died midway.
-          out->StartStream(200, "text/event-stream");
-          out->Write(R"(data: {"choices":[{"index":0,"delta":{"content":"par"}}]})"
-                     "\n\n");
-          out->End();
-          break;
-      }
-    } else {
-      out->Send(404, "application/json", R"({"error":{"message":"no such route","type":"not_found"}})");
-    }
-  }
-
-  const Mode mode_;
-  std::atomic<int> completions_{0};
-  std::unique_ptr<http::Server> server_;
-};
-
-struct Stack {
-  std::unique_ptr<Gateway> gateway;
-  http::Client client;
-
-  explicit Stack(const std::vector<std::string>& worker_urls) {
+  explicit TestGateway(const std::vector<std::string>& worker_urls) : client_(ClientOpts()) {
     GatewayConfig c;
+    c.host = "127.0.0.1";
     c.port = 0;
     c.policy = "round_robin";
+    c.health.interval = 25ms;
+    c.health.timeout = 1000ms;
+    c.health.eject_after = 3;
+    c.health.restore_after = 2;
+    c.max_retries = 2;
     c.retry_backoff_ms = 1;
-    c.health.interval = 50ms;
-    c.health.timeout = 200ms;
-    c.cache.enabled = false;
-    c.admin_token = "test-admin";
+    c.request_timeout_s = 5;  // an upstream that hangs fails the test, it does not stall it
+    c.cache.enabled = false;  // with the null embedder below: no cache either way
+    c.admin_token = kAdminToken;
     for (size_t i = 0; i < worker_urls.size(); ++i) {
-      std::string name = "w";
-      name += std::to_string(i);
-      c.workers.push_back({name, worker_urls[i], 1});
+      c.workers.push_back({"w" + std::to_string(i), worker_urls[i], 1});
     }
     auto g = Gateway::Start(std::move(c), nullptr);
-    EXPECT_TRUE(g.ok()) << g.status().message();
-    if (g.ok()) gateway = std::move(g).value();
+    if (!g.ok()) {
+      ADD_FAILURE() << "the gateway did not start: " << g.status().message();
+      return;
+    }
+    gateway_ = std::move(g).value();
   }
-  ~Stack() {
-    if (gateway) gateway->Shutdown(500ms);
+  ~TestGateway() {
+    if (gateway_) gateway_->Shutdown(500ms);
   }
+  bool ok() const { return gateway_ != nullptr; }
+  uint16_t port() const { return gateway_->port(); }
 
-  http::ClientResponse Call(const std::string& method, const std::string& target, const std::string& body = "",
-                            http::Headers headers = {{"Content-Type", "application/json"}}) {
+  http::ClientResponse Send(const std::string& method, const std::string& target,
+                            const std::string& body = "", http::Headers headers = {}) {
     http::ClientRequest r;
-    r.port = gateway->port();
+    r.port = gateway_->port();
     r.method = method;
     r.target = target;
     r.headers = std::move(headers);
+    if (!body.empty()) r.headers.emplace_back("Content-Type", "application/json");
     r.body = body;
-    auto resp = client.Fetch(std::move(r));
-    EXPECT_TRUE(resp.ok()) << resp.status().message();
-    return resp.ok() ? std::move(resp).value() : http::ClientResponse{};
+    auto resp = client_.Fetch(std::move(r));
+    if (!resp.ok()) {
+      ADD_FAILURE() << method << " " << target << ": " << resp.status().message();
+      return {};
+    }
+    return std::move(resp).value();
   }
   http::ClientResponse Chat(bool stream = false) {
-    json b = {{"model", "m"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 8}};
-    if (stream) b["stream"] = true;
-    return Call("POST", "/v1/chat/completions", b.dump());
+    return Send("POST", "/v1/chat/completions", ChatBody(stream));
   }
-  std::string WorkerState(const std::string& name) {
-    auto r = Call("GET", "/admin/workers", "", {{"X-Admin-Token", "test-admin"}});
+
+  // A worker as GET /admin/workers shows it (null when absent).
+  json AdminWorker(const std::string& name) {
+    auto r = Send("GET", "/admin/workers", "",
+                  {{"Authorization", std::string("Bearer ") + kAdminToken}});
     json j = json::parse(r.body, nullptr, false);
-    if (!j.is_object()) return "";
+    if (!j.is_object() || !j["workers"].is_array()) return nullptr;
     for (const auto& w : j["workers"]) {
-      if (w["name"] == name) return w["state"].get<std::string>();
+      if (w.value("name", "") == name) return w;
     }
-    return "";
+    return nullptr;
   }
+  std::string StateOf(const std::string& name) {
+    json w = AdminWorker(name);
+    return w.is_object() ? w.value("state", "") : "(absent)";
+  }
+  json StatusJson() { return json::parse(Send("GET", "/status.json").body, nullptr, false); }
+  // A label-free sample of /metrics; 0 when absent (a counter never added to has no sample).
+  double Metric(const std::string& name) {
+    const std::string text = Send("GET", "/metrics").body;
+    const std::string prefix = name + " ";
+    for (size_t at = 0; at < text.size();) {
+      size_t end = text.find('\n', at);
+      if (end == std::string::npos) end = text.size();
+      if (text.compare(at, prefix.size(), prefix) == 0) {
+        return std::stod(text.substr(at + prefix.size(), end - at - prefix.size()));
+      }
+      at = end + 1;
+    }
+    return 0;
+  }
+
+ private:
+  static http::ClientOptions ClientOpts() {
+    http::ClientOptions o;
+    o.connect_timeout = 1000ms;
+    o.response_timeout = 5000ms;  // a response that never ends is a failure, not a hang
+    return o;
+  }
+
+  http::Client client_;
+  std::unique_ptr<Gateway> gateway_;
 };
 
-void ExpectOpenAiError(const http::ClientResponse& r) {
-  json j = json::parse(r.body, nullptr, false);
-  ASSERT_TRUE(j.is_object()) << r.body;
-  ASSERT_TRUE(j.contains("error") && j["error"].is_object()) << r.body;
-  EXPECT_TRUE(j["error"]["message"].is_string()) << r.body;
-  EXPECT_FALSE(j["error"]["message"].get<std::string>().empty()) << r.body;
-  EXPECT_TRUE(j["error"]["type"].is_string()) << r.body;
-}
+// ---- 1. a worker's answer is the client's ----
 
-TEST(GatewayProxyTest, AnAnswerIsProxiedUnchanged) {
-  FakeWorker w(FakeWorker::Mode::kAnswer);
-  Stack s({w.url()});
-  ASSERT_TRUE(s.gateway);
-  auto r = s.Chat();
+TEST(GatewayProxyTest, WorkerAnswerIsRelayedUnchanged) {
+  FakeWorker w(FakeWorker::Reply(200, "application/json; charset=utf-8", kAnswerA));
+  TestGateway g({w.url()});
+  ASSERT_TRUE(g.ok());
+  const std::string sent = ChatBody();
+  auto r = g.Send("POST", "/v1/chat/completions", sent);
   EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(json::parse(r.body, nullptr, false), json::parse(kAnswer)) << r.body;
-  EXPECT_EQ(w.completions(), 1);
+  EXPECT_EQ(r.body, kAnswerA);
+  EXPECT_EQ(HeaderOf(r, "Content-Type"), "application/json; charset=utf-8");
+  EXPECT_EQ(HeaderOf(r, "X-Frugal-Cache"), "miss");
+  EXPECT_EQ(HeaderOf(r, "X-Frugal-Worker"), "w0");
+  // The request reached the worker as the client sent it, on the same route.
+  ASSERT_EQ(w.hits(), 1);
+  EXPECT_EQ(w.requests()[0].method, "POST");
+  EXPECT_EQ(w.requests()[0].path, "/v1/chat/completions");
+  EXPECT_EQ(w.requests()[0].body, sent);
+
+  const std::string prompt = R"({"model":"fake-model","prompt":"Once upon","max_tokens":4})";
+  auto c = g.Send("POST", "/v1/completions", prompt);
+  EXPECT_EQ(c.status, 200);
+  ASSERT_EQ(w.hits(), 2);
+  EXPECT_EQ(w.requests()[1].path, "/v1/completions");
+  EXPECT_EQ(w.requests()[1].body, prompt);
 }
 
-TEST(GatewayProxyTest, ABusyWorkerIsRetriedOnAnotherBeforeTheFirstByte) {
-  FakeWorker busy(FakeWorker::Mode::kBusy), ok(FakeWorker::Mode::kAnswer);
-  Stack s({busy.url(), ok.url()});
-  ASSERT_TRUE(s.gateway);
-  for (int i = 0; i < 4; ++i) {
-    auto r = s.Chat();
-    EXPECT_EQ(r.status, 200) << r.body;
-  }
-  // Round robin sends some first attempts to the busy one; each ends on the other.
-  EXPECT_GE(busy.completions(), 1);
-  EXPECT_EQ(ok.completions(), 4);
-  // Back-pressure, not a fault: the busy worker is not ejected for it.
-  EXPECT_EQ(s.WorkerState("w0"), "healthy");
+TEST(GatewayProxyTest, CompleteStreamIsRelayedByteForByte) {
+  const std::vector<std::string> chunks = {Event("Hel"), Event("lo"), kDone};
+  FakeWorker w(FakeWorker::Stream(chunks));
+  TestGateway g({w.url()});
+  ASSERT_TRUE(g.ok());
+  auto r = g.Chat(/*stream=*/true);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(HeaderOf(r, "Content-Type"), "text/event-stream");
+  EXPECT_EQ(HeaderOf(r, "X-Frugal-Worker"), "w0");
+  EXPECT_EQ(r.body, chunks[0] + chunks[1] + chunks[2]);
+  EXPECT_EQ(g.Metric("frugal_gateway_stream_errors_total"), 0);
 }
+
+TEST(GatewayProxyTest, WorkerClientErrorIsPassedOnAndNotRetried) {
+  // A worker's 4xx is the client's error (docs/gateway.md): the same answer, no other worker.
+  const std::string refusal = http::OpenAiErrorBody(400, "'max_tokens' must be positive");
+  FakeWorker w0(FakeWorker::Reply(400, "application/json", refusal));
+  FakeWorker w1(FakeWorker::Reply(200, "application/json", kAnswerB));
+  TestGateway g({w0.url(), w1.url()});
+  ASSERT_TRUE(g.ok());
+  auto r = g.Chat();
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body, refusal);
+  EXPECT_EQ(w0.hits(), 1);
+  EXPECT_EQ(w1.hits(), 0);
+  EXPECT_EQ(g.StatusJson()["totals"]["retries"], 0);
+  EXPECT_EQ(g.StateOf("w0"), "healthy");  // never a fault of the worker's
+}
+
+// ---- 2. a failure before the first byte goes to another worker ----
+
+TEST(GatewayProxyTest, Worker503IsRetriedOnAnotherWorker) {
+  FakeWorker busy(FakeWorker::Reply(503, "application/json", kBusy));
+  FakeWorker ok(FakeWorker::Reply(200, "application/json", kAnswerB));
+  TestGateway g({busy.url(), ok.url()});
+  ASSERT_TRUE(g.ok());
+  const std::string sent = ChatBody();
+  auto r = g.Send("POST", "/v1/chat/completions", sent);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, kAnswerB);
+  EXPECT_EQ(HeaderOf(r, "X-Frugal-Worker"), "w1");
+  EXPECT_EQ(busy.hits(), 1);  // round_robin's first pick: the attempt that was refused
+  ASSERT_EQ(ok.hits(), 1);
+  EXPECT_EQ(ok.requests()[0].body, sent);
+  EXPECT_EQ(g.StatusJson()["totals"]["retries"], 1);
+  EXPECT_EQ(g.Metric("frugal_gateway_retries_total"), 1);
+  // A full queue is back-pressure, not a fault: no ejection for it.
+  EXPECT_EQ(g.StateOf("w0"), "healthy");
+}
+
+TEST(GatewayProxyTest, ConnectionClosedBeforeFirstByteIsRetriedOnAnotherWorker) {
+  RawWorker closer([](const RawWorker::RawRequest&) { return std::string(); });
+  FakeWorker ok(FakeWorker::Reply(200, "application/json", kAnswerB));
+  TestGateway g({closer.url(), ok.url()});
+  ASSERT_TRUE(g.ok());
+  auto r = g.Chat();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, kAnswerB);
+  EXPECT_EQ(HeaderOf(r, "X-Frugal-Worker"), "w1");
+  EXPECT_EQ(closer.hits(), 1);
+  EXPECT_EQ(ok.hits(), 1);
+  EXPECT_EQ(g.StatusJson()["totals"]["retries"], 1);
+}
+
+TEST(GatewayProxyTest, Worker503OnAStreamIsRetriedAndTheOtherWorkersStreamRelayed) {
+  // The 503 arrives before any byte went to the client, so a stream request may move too; the
+  // client then sees only the second worker's stream, under its name.
+  const std::vector<std::string> chunks = {Event("from"), Event(" B"), kDone};
+  FakeWorker busy(FakeWorker::Reply(503, "application/json", kBusy));
+  FakeWorker ok(FakeWorker::Stream(chunks));
+  TestGateway g({busy.url(), ok.url()});
+  ASSERT_TRUE(g.ok());
+  auto r = g.Chat(/*stream=*/true);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(HeaderOf(r, "Content-Type"), "text/event-stream");
+  EXPECT_EQ(HeaderOf(r, "X-Frugal-Worker"), "w1");
+  EXPECT_EQ(r.body, chunks[0] + chunks[1] + chunks[2]);
+  EXPECT_EQ(busy.hits(), 1);
+  EXPECT_EQ(ok.hits(), 1);
+}
+
+TEST(GatewayProxyTest, NonStreamedAnswerCutMidwayIs502AndNotRetried) {
+  // Bytes had arrived: the request may have run on the worker, so it is not sent again; the
+  // client gets a 502 (docs/gateway.md), not a truncated 200.
+  RawWorker cut([](const RawWorker::RawRequest&) {
+    return std::string(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"
+        R"({"id":"chatcmpl-cut","choi)");
+  });
+  FakeWorker spare(FakeWorker::Reply(200, "application/json", kAnswerB));
+  TestGateway g({cut.url(), spare.url()});
+  ASSERT_TRUE(g.ok());
+  auto r = g.Chat();
+  EXPECT_EQ(r.status, 502);
+  EXPECT_EQ(HeaderOf(r, "Retry-After"), "(none)");
+  ExpectOpenAiError(r, "server_error", "worker_failed");
+  EXPECT_EQ(cut.hits(), 1);
+  EXPECT_EQ(spare.hits(), 0);
+  EXPECT_EQ(g.StatusJson()["totals"]["retries"], 0);
+}
+
+// ---- 3. a worker that is down is ejected and gets no requests ----
+
+TEST(GatewayProxyTest, WorkerFailingHealthChecksIsEjectedAndGetsNoRequests) {
+  FakeWorker sick(FakeWorker::Reply(200, "application/json", kAnswerA));
+  FakeWorker ok(FakeWorker::Reply(200, "application/json", kAnswerB));
+  sick.set_healthy(false);  // /queue_depth answers 500
+  TestGateway g({sick.url(), ok.url()});
+  ASSERT_TRUE(g.ok());
+  ASSERT_TRUE(Eventually([&] { return g.StateOf("w0") == "ejected"; })) << g.AdminWorker("w0");
+  json w0 = g.AdminWorker("w0");  // non-const: a missing key reads as null, not UB
+  EXPECT_EQ(w0["ejections"], 1);
+  EXPECT_NE(w0.value("last_error", "").find("HTTP 500"), std::string::npos) << w0;
+  EXPECT_EQ(g.StateOf("w1"), "healthy");
+  // /status.json (the status page's source) tells the same.
+  json st = g.StatusJson();
+  ASSERT_TRUE(st["workers"].is_array() && st["workers"].size() == 2) << st;
+  EXPECT_EQ(st["workers"][0]["state"], "ejected");
+  EXPECT_EQ(st["totals"]["ejections"], 1);
+
+  for (int i = 0; i < 6; ++i) {
+    auto r = g.Chat();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(HeaderOf(r, "X-Frugal-Worker"), "w1");
+  }
+  EXPECT_EQ(sick.hits(), 0);
+  EXPECT_EQ(ok.hits(), 6);
+
+  // Checks passing again: half-open, then healthy after restore_after (2); then w0 is next in
+  // round_robin's turn (the last pick was w1).
+  sick.set_healthy(true);
+  ASSERT_TRUE(Eventually([&] { return g.StateOf("w0") == "healthy"; })) << g.AdminWorker("w0");
+  auto r = g.Chat();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(HeaderOf(r, "X-Frugal-Worker"), "w0");
+  EXPECT_EQ(sick.hits(), 1);
+}
+
+TEST(GatewayProxyTest, WorkerWhosePortClosedIsEjectedAndGetsNoRequests) {
+  FakeWorker dying(FakeWorker::Reply(200, "application/json", kAnswerA));
+  FakeWorker ok(FakeWorker::Reply(200, "application/json", kAnswerB));
+  TestGateway g({dying.url(), ok.url()});
+  ASSERT_TRUE(g.ok());
+  auto first = g.Chat();
+  EXPECT_EQ(HeaderOf(first, "X-Frugal-Worker"), "w0");  // it served while it was up
+  dying.Stop();  // connections to its port are refused from now on
+  ASSERT_TRUE(Eventually([&] { return g.StateOf("w0") == "ejected"; })) << g.AdminWorker("w0");
+  EXPECT_FALSE(g.AdminWorker("w0").value("last_error", "").empty());
+  for (int i = 0; i < 6; ++i) {
+    auto r = g.Chat();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(HeaderOf(r, "X-Frugal-Worker"), "w1");
+  }
+  // Not even tried: an attempt on the closed port would have been refused and retried.
+  EXPECT_EQ(g.StatusJson()["totals"]["retries"], 0);
+  EXPECT_EQ(ok.hits(), 6);
+}
+
+// ---- 4. a stream that breaks midway ends cleanly ----
+
+// After the stream began nothing may be retried; the client gets what was sent, then
+// `data: {"error": ...}` and `data: [DONE]` (docs/gateway.md), and the response ends.
+void ExpectStreamEndsWithError(const http::ClientResponse& r, const std::string& sent,
+                               const std::string& why) {
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(HeaderOf(r, "Content-Type"), "text/event-stream");
+  ASSERT_EQ(r.body.compare(0, sent.size(), sent), 0) << r.body;
+  const std::string end = "\n\n" + kDone;
+  ASSERT_GE(r.body.size(), end.size());
+  EXPECT_EQ(r.body.substr(r.body.size() - end.size()), end) << r.body;
+  const auto events = SseData(r.body);
+  ASSERT_GE(events.size(), 2u) << r.body;
+  EXPECT_EQ(events.back(), "[DONE]");
+  json err = json::parse(events[events.size() - 2], nullptr, false);
+  ASSERT_TRUE(err.is_object() && err["error"].is_object()) << r.body;
+  EXPECT_NE(err["error"].value("message", "").find(why), std::string::npos) << r.body;
+  EXPECT_EQ(err["error"]["type"], "server_error");
+  EXPECT_EQ(err["error"]["code"], "worker_failed");
+}
+
+TEST(GatewayProxyTest, StreamBrokenMidwayEndsWithErrorEventAndDone) {
+  const std::string events = Event("Once") + Event(" upon");
+  RawWorker cut([&](const RawWorker::RawRequest&) {
+    return RawWorker::StreamHead() + RawWorker::Chunk(Event("Once")) +
+           RawWorker::Chunk(Event(" upon"));  // and the connection closes: no last chunk
+  });
+  FakeWorker spare(FakeWorker::Reply(200, "application/json", kAnswerB));
+  TestGateway g({cut.url(), spare.url()});
+  ASSERT_TRUE(g.ok());
+  auto r = g.Chat(/*stream=*/true);
+  ExpectStreamEndsWithError(r, events, "the worker failed while streaming");
+  EXPECT_EQ(HeaderOf(r, "X-Frugal-Worker"), "w0");
+  const auto data = SseData(r.body);
+  ASSERT_EQ(data.size(), 4u) << r.body;  // the two events, the error, [DONE]
+  EXPECT_EQ(cut.hits(), 1);
+  EXPECT_EQ(spare.hits(), 0);  // the client had bytes: no retry elsewhere
+  EXPECT_TRUE(Eventually([&] { return g.Metric("frugal_gateway_stream_errors_total") == 1; }));
+}
+
+TEST(GatewayProxyTest, StreamCutInsideAnEventStillEndsWithErrorEventAndDone) {
+  const std::string whole = Event("Once");
+  const std::string half = R"(data: {"choi)";
+  RawWorker cut([&](const RawWorker::RawRequest&) {
+    return RawWorker::StreamHead() + RawWorker::Chunk(whole) + RawWorker::Chunk(half);
+  });
+  TestGateway g({cut.url()});
+  ASSERT_TRUE(g.ok());
+  auto r = g.Chat(/*stream=*/true);
+  // The half-written event is closed first, so the error is an event of its own.
+  ExpectStreamEndsWithError(r, whole + half + "\n\n" + R"(data: {"error")",
+                            "the worker failed while streaming");
+}
+
+TEST(GatewayProxyTest, StreamEndingWithoutDoneGetsErrorEventAndDone) {
+  // The response ends cleanly, but [DONE] never came: a truncation all the same.
+  const std::string first = Event("Once");
+  FakeWorker w(FakeWorker::Stream({first}));
+  TestGateway g({w.url()});
+  ASSERT_TRUE(g.ok());
+  auto r = g.Chat(/*stream=*/true);
+  ExpectStreamEndsWithError(r, first, "ended early");
+  EXPECT_EQ(SseData(r.body).size(), 3u) << r.body;
+}
+
+TEST(GatewayProxyTest, ClientLeavingMidStreamCancelsTheWorkersResponse) {
+  // The worker streams one event and then holds its response open, as a long generation does.
+  // The client leaving must reach the worker (its OnClose: where a worker cancels generation).
+  struct Held {
+    std::mutex mu;
+    std::shared_ptr<http::Responder> out;  // guarded by mu
+    std::atomic<bool> closed{false};
+  };
+  auto held = std::make_shared<Held>();
+  FakeWorker w([held](const http::Request&, std::shared_ptr<http::Responder> out) {
+    out->OnClose([held] { held->closed = true; });
+    out->StartStream(200, "text/event-stream");
+    out->Write(Event("Once"));
+    std::lock_guard<std::mutex> lock(held->mu);
+    held->out = std::move(out);
+  });
+  // A Responder must not outlive its server: let go of it before the worker goes, however the
+  // test ends.
+  struct Release {
+    std::shared_ptr<Held> h;
+    ~Release() {
+      std::lock_guard<std::mutex> lock(h->mu);
+      h->out.reset();
+    }
+  } release{held};
+  TestGateway g({w.url()});
+  ASSERT_TRUE(g.ok());
+
+  std::atomic<bool> got_data{false}, done{false};
+  http::Client client;  // after the flags its callbacks set: it goes first, cancelling
+  http::ClientRequest req;
+  req.port = g.port();
+  req.method = "POST";
+  req.target = "/v1/chat/completions";
+  req.headers = {{"Content-Type", "application/json"}};
+  req.body = ChatBody(/*stream=*/true);
+  http::ClientCallbacks cb;
+  cb.on_data = [&](std::string_view) { got_data = true; };
+  cb.on_done = [&](const Status&, size_t) { done = true; };
+  const uint64_t id = client.Send(std::move(req), std::move(cb));
+  ASSERT_TRUE(Eventually([&] { return got_data.load(); })) << "the stream never began";
+  client.Cancel(id);
+  EXPECT_TRUE(Eventually([&] { return done.load(); }));
+  EXPECT_TRUE(Eventually([&] { return held->closed.load(); }))
+      << "the worker's response stayed open after the client left";
+  // Counted as the client's departure (499), not as an error of the gateway's.
+  EXPECT_TRUE(
+      Eventually([&] { return g.Metric(R"(frugal_gateway_responses_total{code="499"})") == 1; }));
+  EXPECT_EQ(g.Metric("frugal_gateway_stream_errors_total"), 0);
+}
+
+// ---- 5. nobody takes the request: 503 + Retry-After ----
 
 TEST(GatewayProxyTest, EveryWorkerRefusingIs503WithRetryAfter) {
-  FakeWorker a(FakeWorker::Mode::kBusy), b(FakeWorker::Mode::kBusy);
-  Stack s({a.url(), b.url()});
-  ASSERT_TRUE(s.gateway);
-  auto r = s.Chat();
+  FakeWorker a(FakeWorker::Reply(503, "application/json", kBusy));
+  FakeWorker b(FakeWorker::Reply(503, "application/json", kBusy));
+  TestGateway g({a.url(), b.url()});
+  ASSERT_TRUE(g.ok());
+  auto r = g.Chat();
   EXPECT_EQ(r.status, 503);
-  ASSERT_NE(r.Header("Retry-After"), nullptr);
-  ExpectOpenAiError(r);
-  EXPECT_EQ(a.completions() + b.completions(), 2);  // each tried once, none twice
+  EXPECT_EQ(HeaderOf(r, "Retry-After"), "1");
+  EXPECT_EQ(HeaderOf(r, "X-Frugal-Cache"), "miss");
+  ExpectOpenAiError(r, "overloaded_error", "no_worker_available");
+  // Each worker tried once, none twice, though max_retries (2) would allow another attempt.
+  EXPECT_EQ(a.hits(), 1);
+  EXPECT_EQ(b.hits(), 1);
 }
 
-TEST(GatewayProxyTest, ADeadWorkerIsEjectedAndGetsNoRequests) {
-  FakeWorker dead(FakeWorker::Mode::kAnswer), ok(FakeWorker::Mode::kAnswer);
-  const std::string dead_url = dead.url();
-  dead.Stop();  // its port now refuses connections
-  Stack s({dead_url, ok.url()});
-  ASSERT_TRUE(s.gateway);
-  ASSERT_TRUE(Eventually([&] { return s.WorkerState("w0") == "ejected"; })) << s.WorkerState("w0");
-  EXPECT_EQ(s.WorkerState("w1"), "healthy");
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(s.Chat().status, 200);
-  EXPECT_EQ(ok.completions(), 5);
+TEST(GatewayProxyTest, NoWorkerAtAllIs503WithRetryAfter) {
+  TestGateway g({});
+  ASSERT_TRUE(g.ok());
+  auto r = g.Chat();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(HeaderOf(r, "Retry-After"), "1");
+  ExpectOpenAiError(r, "overloaded_error", "no_worker_available");
 }
 
-TEST(GatewayProxyTest, AStreamBrokenMidwayEndsWithAnErrorEventAndDone) {
-  FakeWorker w(FakeWorker::Mode::kBreakStream);
-  Stack s({w.url()});
-  ASSERT_TRUE(s.gateway);
-  auto r = s.Chat(/*stream=*/true);
-  EXPECT_EQ(r.status, 200);  // the client already had bytes: no retry, no other status
-  EXPECT_NE(r.body.find("\"par\""), std::string::npos) << r.body;  // what was sent stays
-  EXPECT_NE(r.body.find("worker_failed"), std::string::npos) << r.body;
-  const std::string done = "data: [DONE]\n\n";
-  ASSERT_GE(r.body.size(), done.size());
-  EXPECT_EQ(r.body.substr(r.body.size() - done.size()), done) << r.body;
-  EXPECT_EQ(w.completions(), 1);
-}
+// ---- 6. bad input is the client's error, answered by the gateway alone ----
 
-TEST(GatewayProxyTest, InvalidJsonIs400AndReachesNoWorker) {
-  FakeWorker w(FakeWorker::Mode::kAnswer);
-  Stack s({w.url()});
-  ASSERT_TRUE(s.gateway);
-  auto r = s.Call("POST", "/v1/chat/completions", "{\"model\": \"m\", \"messages\": [");
-  EXPECT_EQ(r.status, 400);
-  ExpectOpenAiError(r);
-  auto no_messages = s.Call("POST", "/v1/chat/completions", R"({"model": "m"})");
-  EXPECT_EQ(no_messages.status, 400) << no_messages.body;
-  EXPECT_EQ(w.completions(), 0);
+TEST(GatewayProxyTest, InvalidRequestIs400AndReachesNoWorker) {
+  FakeWorker w(FakeWorker::Reply(200, "application/json", kAnswerA));
+  TestGateway g({w.url()});
+  ASSERT_TRUE(g.ok());
+  auto truncated =
+      g.Send("POST", "/v1/chat/completions", R"({"model": "fake-model", "messages": [)");
+  EXPECT_EQ(truncated.status, 400);
+  ExpectOpenAiError(truncated, "invalid_request_error");
+  EXPECT_EQ(json::parse(truncated.body)["error"]["message"],
+            "the request body is not a JSON object");
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"/v1/chat/completions", "[1, 2]"},
+      {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}]})"},
+      {"/v1/chat/completions", R"({"model": "fake-model", "messages": "hi"})"},
+      {"/v1/chat/completions",
+       R"({"model": "fake-model", "messages": [{"role": "user", "content": "hi"}],)"
+       R"( "stream": "yes"})"},
+      {"/v1/completions", R"({"model": "fake-model", "prompt": 5})"},
+  };
+  for (const auto& [path, body] : bad) {
+    auto r = g.Send("POST", path, body);
+    EXPECT_EQ(r.status, 400) << path << " " << body;
+    ExpectOpenAiError(r, "invalid_request_error");
+  }
+  EXPECT_EQ(w.hits(), 0);
 }
 
 }  // namespace
