@@ -3,7 +3,8 @@
 // caller. What tests/python/test_gateway.py checks through subprocesses and simulated workers,
 // here with every worker answer under the test's control: a relayed answer, a retry before the
 // first byte (503, a closed connection), ejection (health checks failing, a port closed), a
-// stream broken midway, refusal when no worker takes the request, and bad input.
+// stream broken midway, a non-streamed answer cut (502), a client that leaves, refusal when no
+// worker takes the request, and bad input.
 //
 // Health polls run every 25 ms so ejection takes about 75 ms; state is awaited by polling the
 // gateway's own views (admin API, /status.json, /metrics) with a deadline, never by sleeping.
