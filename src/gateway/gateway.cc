@@ -698,15 +698,12 @@ void Gateway::Impl::PollAll() {
     cb.on_headers = [code](int s, const http::Headers&) { *code = s; };
     cb.on_data = [body](std::string_view d) { body->append(d); };
     cb.on_done = [this, name, hp, body, code](const Status& st, size_t) {
-      StatusOr<WorkerLoad> load = st;
-      if (st.ok()) {
-        // Only the worker's own failures count: 5xx. (A 4xx would be ours, and is not expected.)
-        if (*code >= 500) {
-          load = IoError("HTTP " + std::to_string(*code));
-        } else {
-          load = ParseWorkerLoad(*body);
-        }
-      }
+      // A StatusOr is never made from an OK status: the poll's own failure, the worker's 5xx
+      // (only the worker's own failures count; a 4xx would be ours, and is not expected), or the
+      // parsed report.
+      StatusOr<WorkerLoad> load = !st.ok()        ? StatusOr<WorkerLoad>(st)
+                                  : *code >= 500 ? StatusOr<WorkerLoad>(IoError("HTTP " + std::to_string(*code)))
+                                                 : ParseWorkerLoad(*body);
       pool.ReportCheck(name, load);
       bool fetch_models = false;
       {
