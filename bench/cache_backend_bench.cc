@@ -23,11 +23,15 @@ using Clock = std::chrono::steady_clock;
 using frugal::StatusOr;
 using namespace frugal::cache;
 
-double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+double Ms(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
 
 double Pct(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+  return v.empty()
+             ? 0
+             : v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
 // Texts with known vectors: "entry N" stored, "entry N again" a near repeat (cosine ~0.97).
@@ -40,7 +44,8 @@ class TableEmbedder : public Embedder {
       std::vector<float> v(static_cast<size_t>(dim)), near(static_cast<size_t>(dim));
       for (auto& x : v) x = g(rng);
       Normalize(v);
-      for (size_t k = 0; k < v.size(); ++k) near[k] = v[k] + 0.25f * g(rng) / std::sqrt(static_cast<float>(dim));
+      for (size_t k = 0; k < v.size(); ++k)
+        near[k] = v[k] + 0.25f * g(rng) / std::sqrt(static_cast<float>(dim));
       Normalize(near);
       table_["entry " + std::to_string(i)] = std::move(v);
       table_["entry " + std::to_string(i) + " again"] = std::move(near);
@@ -86,7 +91,8 @@ void Run(const char* what, Cache& c, size_t entries, size_t queries, bool exact 
     }
   }
   std::printf("| %-32s | %7zu | %8.3f | %8.3f | %8.3f | %8.3f | %8.3f | %6.4f |\n", what, entries,
-              insert_ms / static_cast<double>(entries), Pct(search, 0.5), Pct(search, 0.99), Pct(total, 0.5), Pct(total, 0.99),
+              insert_ms / static_cast<double>(entries), Pct(search, 0.5), Pct(search, 0.99),
+              Pct(total, 0.5), Pct(total, 0.99),
               static_cast<double>(hits) / static_cast<double>(queries));
 }
 
@@ -109,15 +115,21 @@ int main(int argc, char** argv) {
     }
   }
   auto emb = std::make_shared<TableEmbedder>(384, entries, 1);
-  std::printf("%zu entries (384-dim, one scope), %zu near-repeat lookups (cosine ~0.97), one client thread\n\n", entries, queries);
-  std::printf("| backend                          | entries | insert ms | search p50 ms | search p99 ms | lookup p50 ms | lookup p99 ms | hit rate |\n");
+  std::printf(
+      "%zu entries (384-dim, one scope), %zu near-repeat lookups (cosine ~0.97), one client "
+      "thread\n\n",
+      entries, queries);
+  std::printf(
+      "| backend                          | entries | insert ms | search p50 ms | search p99 ms | "
+      "lookup p50 ms | lookup p99 ms | hit rate |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   CacheOptions co;
   co.capacity = entries * 2;
   for (bool exact_repeats : {false, true}) {  // each row on a fresh cache
     auto c = SemanticCache::Open(emb, co);
     if (!c.ok()) return 1;
-    Run(exact_repeats ? "embedded, exact repeats" : "embedded (in-process)", **c, entries, queries, exact_repeats);
+    Run(exact_repeats ? "embedded, exact repeats" : "embedded (in-process)", **c, entries, queries,
+        exact_repeats);
   }
   if (redis.empty()) {
     std::printf("\n(no --redis: the Redis rows are skipped)\n");

@@ -5,8 +5,9 @@
 //    distances concentrate near cosine 0: HNSW's worst case.
 //  - cs: the --model's embeddings of N distinct synthetic customer-service questions
 //    (bench/cs_corpus.h), queried with the embedding of a repeat of a stored question: half
-//    paraphrases (same intent and slots, other words), half light edits (a greeting, lower case). Embedding a million questions takes a while, so the vectors
-//    are kept in --vectors FILE and reused when it matches (model, seed and count).
+//    paraphrases (same intent and slots, other words), half light edits (a greeting, lower case).
+//    Embedding a million questions takes a while, so the vectors are kept in --vectors FILE and
+//    reused when it matches (model, seed and count).
 // With --model it also times the embedding of a ~20-token query, embed + search, the verifier on
 // a candidate pair, and whole SemanticCache lookups (embed + search + verify) of paraphrases and
 // light edits of stored questions. --embed-threads sets the embedding engine's threads.
@@ -35,19 +36,21 @@
 #include <unordered_set>
 #include <vector>
 
-#include "cs_corpus.h"
-#include "frugal/engine.h"
-#include "frugal/status.h"
 #include "cache/embedder.h"
 #include "cache/semantic_cache.h"
 #include "cache/vector_index.h"
 #include "cache/verifier.h"
+#include "cs_corpus.h"
+#include "frugal/engine.h"
+#include "frugal/status.h"
 #include "kernels/cpu.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+double Ms(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
 
 double Pct(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
@@ -78,8 +81,9 @@ std::vector<uint64_t> DistinctQuestions(const frugal::bench::CsCorpus& corpus, s
 // Embeds texts(0..n-1) with `workers` single-threaded engines side by side (for throughput: one
 // short text per engine keeps both cores busy without per-op synchronisation), with progress on
 // stderr. Row i of the result is text i's unit vector.
-frugal::StatusOr<std::vector<float>> EmbedAll(const std::string& model, int workers, size_t n, int dim,
-                         const std::function<std::string(size_t)>& text) {
+frugal::StatusOr<std::vector<float>> EmbedAll(const std::string& model, int workers, size_t n,
+                                              int dim,
+                                              const std::function<std::string(size_t)>& text) {
   std::vector<std::unique_ptr<frugal::cache::Embedder>> emb;
   for (int w = 0; w < workers; ++w) {
     frugal::EngineOptions o;
@@ -87,9 +91,11 @@ frugal::StatusOr<std::vector<float>> EmbedAll(const std::string& model, int work
     o.threads = 1;
     auto engine = frugal::Engine::Open(o);
     if (!engine.ok()) return engine.status();
-    auto e = frugal::cache::NewEngineEmbedder(std::shared_ptr<frugal::Engine>(std::move(engine).value()));
+    auto e = frugal::cache::NewEngineEmbedder(
+        std::shared_ptr<frugal::Engine>(std::move(engine).value()));
     if (!e.ok()) return e.status();
-    if ((*e)->dim() != dim) return frugal::InvalidArgument("the model's embeddings are not --dim wide");
+    if ((*e)->dim() != dim)
+      return frugal::InvalidArgument("the model's embeddings are not --dim wide");
     emb.push_back(std::move(e).value());
   }
   std::vector<float> out(n * static_cast<size_t>(dim));
@@ -105,7 +111,8 @@ frugal::StatusOr<std::vector<float>> EmbedAll(const std::string& model, int work
           failed = true;
           return;
         }
-        std::copy(v->begin(), v->end(), out.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(dim)));
+        std::copy(v->begin(), v->end(),
+                  out.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(dim)));
         const size_t d = done.fetch_add(1) + 1;
         if (n >= 20000 && d % 10000 == 0) {
           const double s = Ms(t0, Clock::now()) / 1e3;
@@ -123,20 +130,23 @@ frugal::StatusOr<std::vector<float>> EmbedAll(const std::string& model, int work
 
 // --vectors FILE: a header line "cache_bench cs <model> <seed> <n> <dim>\n" then n*dim floats.
 std::string VectorsHeader(const std::string& model, uint64_t seed, size_t n, int dim) {
-  return "cache_bench cs " + model + " " + std::to_string(seed) + " " + std::to_string(n) + " " + std::to_string(dim) + "\n";
+  return "cache_bench cs " + model + " " + std::to_string(seed) + " " + std::to_string(n) + " " +
+         std::to_string(dim) + "\n";
 }
 
 bool LoadVectors(const std::string& path, const std::string& header, std::vector<float>& out) {
   std::ifstream f(path, std::ios::binary);
   std::string line;
   if (!f || !std::getline(f, line) || line + "\n" != header) return false;
-  return static_cast<bool>(f.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size() * sizeof(float))));
+  return static_cast<bool>(f.read(reinterpret_cast<char*>(out.data()),
+                                  static_cast<std::streamsize>(out.size() * sizeof(float))));
 }
 
 void SaveVectors(const std::string& path, const std::string& header, const std::vector<float>& v) {
   std::ofstream f(path + ".tmp", std::ios::binary);
   f << header;
-  f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  f.write(reinterpret_cast<const char*>(v.data()),
+          static_cast<std::streamsize>(v.size() * sizeof(float)));
   f.close();
   if (f) std::rename((path + ".tmp").c_str(), path.c_str());
 }
@@ -161,7 +171,7 @@ int main(int argc, char** argv) {
   std::vector<size_t> efs;  // ef_search values to try on each index (default: the cache's)
   std::string model, data_kind = "gaussian", vectors_path;
   int workers = 2;
-  int embed_threads = 0;  // the embedding engine's threads (0: one per CPU)
+  int embed_threads = 0;             // the embedding engine's threads (0: one per CPU)
   frugal::cache::HnswParams params;  // the cache's defaults unless --m / --ef-construction
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -218,25 +228,29 @@ int main(int argc, char** argv) {
     const std::string header = VectorsHeader(model, kSeed, n_max, dim);
     if (vectors_path.empty() || !LoadVectors(vectors_path, header, cs_data)) {
       const auto t0 = Clock::now();
-      auto v = EmbedAll(model, workers, n_max, dim, [&](size_t i) { return corpus.Question(question_ids[i]); });
+      auto v = EmbedAll(model, workers, n_max, dim,
+                        [&](size_t i) { return corpus.Question(question_ids[i]); });
       if (!v.ok()) {
         std::fprintf(stderr, "cache_bench: %s\n", v.status().ToString().c_str());
         return 2;
       }
       cs_data = std::move(v).value();
-      std::printf("embedded %zu questions in %.0f s (%d single-threaded workers)\n", n_max, Ms(t0, Clock::now()) / 1e3,
-                  workers);
+      std::printf("embedded %zu questions in %.0f s (%d single-threaded workers)\n", n_max,
+                  Ms(t0, Clock::now()) / 1e3, workers);
       if (!vectors_path.empty()) SaveVectors(vectors_path, header, cs_data);
     }
   }
   if (cs) {
     std::printf("data cs (%s), dim %d, %zu repeat queries", model.c_str(), dim, n_queries);
   } else {
-    std::printf("data gaussian, dim %d, %zu queries, noise %.3f", dim, n_queries, static_cast<double>(noise));
+    std::printf("data gaussian, dim %d, %zu queries, noise %.3f", dim, n_queries,
+                static_cast<double>(noise));
   }
-  std::printf(", HNSW M=%zu ef_construction=%zu, one search thread\n", params.m, params.ef_construction);
-  std::printf("%10s %9s %11s %11s %5s %10s %10s %9s %10s %8s %10s %10s %9s\n", "entries", "build s", "exact p50", "exact p99",
-              "ef", "hnsw p50", "hnsw p99", "recall@1", "query cos", "hits", "hit recall", "hit r1@4", "miss gap");
+  std::printf(", HNSW M=%zu ef_construction=%zu, one search thread\n", params.m,
+              params.ef_construction);
+  std::printf("%10s %9s %11s %11s %5s %10s %10s %9s %10s %8s %10s %10s %9s\n", "entries", "build s",
+              "exact p50", "exact p99", "ef", "hnsw p50", "hnsw p99", "recall@1", "query cos",
+              "hits", "hit recall", "hit r1@4", "miss gap");
   std::unique_ptr<frugal::cache::VectorIndex> last;  // the largest HNSW index, for embed + search
   size_t last_n = 0;
   for (size_t n : sizes) {
@@ -246,10 +260,14 @@ int main(int argc, char** argv) {
     if (!cs) {
       gauss.resize(n * static_cast<size_t>(dim));
       for (float& x : gauss) x = g(rng);
-      for (size_t i = 0; i < n; ++i) frugal::cache::Normalize(std::span<float>(gauss.data() + i * dim, static_cast<size_t>(dim)));
+      for (size_t i = 0; i < n; ++i)
+        frugal::cache::Normalize(
+            std::span<float>(gauss.data() + i * dim, static_cast<size_t>(dim)));
     }
     const float* data = cs ? cs_data.data() : gauss.data();
-    auto row = [&](size_t i) { return std::span<const float>(data + i * static_cast<size_t>(dim), static_cast<size_t>(dim)); };
+    auto row = [&](size_t i) {
+      return std::span<const float>(data + i * static_cast<size_t>(dim), static_cast<size_t>(dim));
+    };
     auto exact = frugal::cache::NewExactIndex(dim);
     auto hnsw = frugal::cache::NewHnswIndex(dim, params, n);
     std::fprintf(stderr, "building the HNSW index over %zu entries\n", n);
@@ -267,7 +285,8 @@ int main(int argc, char** argv) {
     // The queries and their exact answers, once; then HNSW at each ef_search on the same index.
     std::vector<size_t> targets(n_queries);
     for (size_t& t : targets) t = rng() % n;
-    std::vector<std::vector<float>> queries(n_queries, std::vector<float>(static_cast<size_t>(dim)));
+    std::vector<std::vector<float>> queries(n_queries,
+                                            std::vector<float>(static_cast<size_t>(dim)));
     if (cs) {
       auto v = EmbedAll(model, workers, n_queries, dim,
                         [&](size_t k) { return corpus.Repeat(question_ids[targets[k]], k); });
@@ -276,11 +295,14 @@ int main(int argc, char** argv) {
         return 2;
       }
       for (size_t k = 0; k < n_queries; ++k) {
-        std::copy_n(v->begin() + static_cast<std::ptrdiff_t>(k * static_cast<size_t>(dim)), dim, queries[k].begin());
+        std::copy_n(v->begin() + static_cast<std::ptrdiff_t>(k * static_cast<size_t>(dim)), dim,
+                    queries[k].begin());
       }
     } else {
       for (size_t k = 0; k < n_queries; ++k) {
-        for (int d = 0; d < dim; ++d) queries[k][static_cast<size_t>(d)] = row(targets[k])[static_cast<size_t>(d)] + noise * g(rng);
+        for (int d = 0; d < dim; ++d)
+          queries[k][static_cast<size_t>(d)] =
+              row(targets[k])[static_cast<size_t>(d)] + noise * g(rng);
         frugal::cache::Normalize(queries[k]);
       }
     }
@@ -304,19 +326,25 @@ int main(int argc, char** argv) {
         th_lat.push_back(Ms(b, Clock::now()));
         const bool same = !h.empty() && h[0].label == truth[k].label;
         agree += same;
-        if (!same) gaps.push_back(h.empty() ? 1.0 : static_cast<double>(truth[k].similarity - h[0].similarity));
+        if (!same)
+          gaps.push_back(h.empty() ? 1.0
+                                   : static_cast<double>(truth[k].similarity - h[0].similarity));
         if (truth[k].similarity >= threshold) {
           ++hits;
           hits_found += same;
           // The cache checks all k = 4 candidates with the guard: the exact nearest among them.
-          hits_in4 += std::any_of(h.begin(), h.end(), [&](const frugal::cache::Neighbor& x) { return x.label == truth[k].label; });
+          hits_in4 += std::any_of(h.begin(), h.end(), [&](const frugal::cache::Neighbor& x) {
+            return x.label == truth[k].label;
+          });
         }
       }
       const auto nq = static_cast<double>(n_queries);
       const auto nh = static_cast<double>(std::max<size_t>(hits, 1));
-      std::printf("%10zu %9.1f %11.3f %11.3f %5zu %10.3f %10.3f %9.4f %10.3f %8zu %10.4f %10.4f %9.5f\n", n, build_s, Pct(te, 0.5),
-                  Pct(te, 0.99), ef, Pct(th_lat, 0.5), Pct(th_lat, 0.99), static_cast<double>(agree) / nq, cos_sum / nq, hits,
-                  static_cast<double>(hits_found) / nh, static_cast<double>(hits_in4) / nh, gaps.empty() ? 0.0 : Pct(gaps, 0.5));
+      std::printf(
+          "%10zu %9.1f %11.3f %11.3f %5zu %10.3f %10.3f %9.4f %10.3f %8zu %10.4f %10.4f %9.5f\n", n,
+          build_s, Pct(te, 0.5), Pct(te, 0.99), ef, Pct(th_lat, 0.5), Pct(th_lat, 0.99),
+          static_cast<double>(agree) / nq, cos_sum / nq, hits, static_cast<double>(hits_found) / nh,
+          static_cast<double>(hits_in4) / nh, gaps.empty() ? 0.0 : Pct(gaps, 0.5));
       std::fflush(stdout);
     }
     hnsw->SetEfSearch(params.ef_search);
@@ -324,7 +352,8 @@ int main(int argc, char** argv) {
     last_n = n;
   }
   if (!model.empty()) {
-    std::printf("cpu: %s, kernels %s\n", CpuModelName().c_str(), frugal::CpuLevelName(frugal::ActiveCpuLevel()));
+    std::printf("cpu: %s, kernels %s\n", CpuModelName().c_str(),
+                frugal::CpuLevelName(frugal::ActiveCpuLevel()));
     frugal::EngineOptions o;
     o.model_path = model;
     o.threads = embed_threads;
@@ -333,28 +362,33 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cache_bench: %s\n", engine.status().ToString().c_str());
       return 2;
     }
-    std::printf("embedder weights: %s (INT8 lowest calibration cosine %.5f)\n", (*engine)->info().embedding_precision.c_str(),
-                (*engine)->info().int8_min_cosine);
-    auto emb = frugal::cache::NewEngineEmbedder(std::shared_ptr<frugal::Engine>(std::move(engine).value()));
+    std::printf("embedder weights: %s (INT8 lowest calibration cosine %.5f)\n",
+                (*engine)->info().embedding_precision.c_str(), (*engine)->info().int8_min_cosine);
+    auto emb = frugal::cache::NewEngineEmbedder(
+        std::shared_ptr<frugal::Engine>(std::move(engine).value()));
     if (!emb.ok()) {
       std::fprintf(stderr, "cache_bench: %s\n", emb.status().ToString().c_str());
       return 2;
     }
-    const std::string query = "Hi, how long does shipping take to Berlin if I order the blue jacket today?";  // ~20 tokens
+    const std::string query =
+        "Hi, how long does shipping take to Berlin if I order the blue jacket today?";  // ~20
+                                                                                        // tokens
     std::vector<double> lat;
     for (int i = 0; i < 200; ++i) {
       const auto a = Clock::now();
       (void)(*emb)->Embed(query);
       lat.push_back(Ms(a, Clock::now()));
     }
-    std::printf("embedding a ~20-token query (%s): p50 %.3f ms, p99 %.3f ms\n", model.c_str(), Pct(lat, 0.5), Pct(lat, 0.99));
+    std::printf("embedding a ~20-token query (%s): p50 %.3f ms, p99 %.3f ms\n", model.c_str(),
+                Pct(lat, 0.5), Pct(lat, 0.99));
     if (last != nullptr && dim == (*emb)->dim()) {
       // A cache lookup's two costs in sequence: embed a query, then search the largest index
       // (k = 4, as the cache asks for guard candidates).
-      const char* queries[] = {"Hi, how long does shipping take to Berlin if I order the blue jacket today?",
-                               "Can I return the running shoes I bought last week if they are too small?",
-                               "What is the price of item 1299 and is it in stock in the Munich store?",
-                               "My order has not arrived yet, the tracking number says it left the warehouse."};
+      const char* queries[] = {
+          "Hi, how long does shipping take to Berlin if I order the blue jacket today?",
+          "Can I return the running shoes I bought last week if they are too small?",
+          "What is the price of item 1299 and is it in stock in the Munich store?",
+          "My order has not arrived yet, the tracking number says it left the warehouse."};
       std::vector<double> both;
       for (int i = 0; i < 200; ++i) {
         const auto a = Clock::now();
@@ -362,12 +396,14 @@ int main(int argc, char** argv) {
         if (v.ok()) (void)last->Search(*v, 4);
         both.push_back(Ms(a, Clock::now()));
       }
-      std::printf("embed + HNSW search over %zu entries: p50 %.3f ms, p99 %.3f ms\n", last_n, Pct(both, 0.5), Pct(both, 0.99));
+      std::printf("embed + HNSW search over %zu entries: p50 %.3f ms, p99 %.3f ms\n", last_n,
+                  Pct(both, 0.5), Pct(both, 0.99));
     }
     // The verifier on a candidate pair (text analysis of both sides + the model), alone.
     std::vector<double> ver;
     const auto cal = frugal::cache::FindCalibration((*emb)->fingerprint());
-    const frugal::cache::PairVerifier verifier(cal ? std::make_shared<frugal::cache::VerifierCalibration>(*cal) : nullptr);
+    const frugal::cache::PairVerifier verifier(
+        cal ? std::make_shared<frugal::cache::VerifierCalibration>(*cal) : nullptr);
     for (int i = 0; i < 2000; ++i) {
       const auto a = Clock::now();
       (void)verifier.Decide(frugal::cache::ComputePairFeatures(
@@ -375,7 +411,8 @@ int main(int argc, char** argv) {
           "how long does delivery to Berlin take if i order the blue jacket today", 0.95f));
       ver.push_back(Ms(a, Clock::now()));
     }
-    std::printf("verifier (%s) on a candidate pair: p50 %.4f ms, p99 %.4f ms\n", verifier.name(), Pct(ver, 0.5), Pct(ver, 0.99));
+    std::printf("verifier (%s) on a candidate pair: p50 %.4f ms, p99 %.4f ms\n", verifier.name(),
+                Pct(ver, 0.5), Pct(ver, 0.99));
     // Whole lookups through the cache: 2000 stored questions, then lookups of light edits and
     // paraphrases of them (not the same text: each one embeds, searches and verifies).
     const frugal::bench::CsCorpus corpus(7);
@@ -388,18 +425,22 @@ int main(int argc, char** argv) {
     }
     const std::string scope = frugal::cache::ScopeKey({"bench", "m", "", ""});
     const int stored = 2000;
-    for (int i = 0; i < stored; ++i) (void)(*cache)->Insert(scope, "bench", corpus.Question(static_cast<uint64_t>(i)), "answer");
+    for (int i = 0; i < stored; ++i)
+      (void)(*cache)->Insert(scope, "bench", corpus.Question(static_cast<uint64_t>(i)), "answer");
     std::vector<double> look;
     int hits = 0;
     for (int i = 0; i < 300; ++i) {
-      const std::string q = corpus.Repeat(static_cast<uint64_t>(i * 7 % stored), static_cast<uint64_t>(i));
+      const std::string q =
+          corpus.Repeat(static_cast<uint64_t>(i * 7 % stored), static_cast<uint64_t>(i));
       const auto a = Clock::now();
       auto r = (*cache)->Lookup(scope, "bench", q);
       look.push_back(Ms(a, Clock::now()));
       hits += r.ok() && r->hit;
     }
-    std::printf("cache lookup (embed + search + verify) over %d entries: p50 %.3f ms, p99 %.3f ms, %d of 300 hits\n", stored,
-                Pct(look, 0.5), Pct(look, 0.99), hits);
+    std::printf(
+        "cache lookup (embed + search + verify) over %d entries: p50 %.3f ms, p99 %.3f ms, %d of "
+        "300 hits\n",
+        stored, Pct(look, 0.5), Pct(look, 0.99), hits);
   }
   return 0;
 }

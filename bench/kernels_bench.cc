@@ -38,7 +38,9 @@ std::vector<uint8_t> RandomWeights(TensorType type, int64_t k, int64_t rows) {
     }
   } else if (type == TensorType::kF16 || type == TensorType::kBF16) {
     for (size_t i = 0; i + 2 <= bytes.size(); i += 2) {
-      const uint16_t h = type == TensorType::kF16 ? Fp32ToFp16(0.01f * static_cast<float>(rng() % 100)) : Fp32ToBf16(0.5f);
+      const uint16_t h = type == TensorType::kF16
+                             ? Fp32ToFp16(0.01f * static_cast<float>(rng() % 100))
+                             : Fp32ToBf16(0.5f);
       std::memcpy(&bytes[i], &h, 2);
     }
   }
@@ -50,8 +52,8 @@ const TensorType kTypes[] = {TensorType::kF32,    TensorType::kF16,     TensorTy
                              TensorType::kQ8_0,   TensorType::kQ4_0,    TensorType::kQ4_1,
                              TensorType::kQ4_K,   TensorType::kQ6_K,    TensorType::kI8_C,
                              TensorType::kI8_G64, TensorType::kI4S_G64, TensorType::kI4A_G64};
-const TensorType kInt8Types[] = {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0, TensorType::kQ4_K,
-                                 TensorType::kQ6_K, TensorType::kI8_C,
+const TensorType kInt8Types[] = {TensorType::kQ4_0,   TensorType::kQ4_1,    TensorType::kQ8_0,
+                                 TensorType::kQ4_K,   TensorType::kQ6_K,    TensorType::kI8_C,
                                  TensorType::kI8_G64, TensorType::kI4S_G64, TensorType::kI4A_G64};
 
 // Dequantize one 1536 x 576 matrix row by row (the FFN shape of SmolLM2).
@@ -78,7 +80,8 @@ void BM_Dequantize(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(w.size()));
   state.SetLabel(std::string(TypeName(type)) + "/" + CpuLevelName(level));
 }
 
@@ -88,7 +91,9 @@ void BM_DotF32(benchmark::State& state) {
   const F32Kernels& k = GetF32Kernels(level);
   std::vector<float> a(static_cast<size_t>(n), 0.5f), b(static_cast<size_t>(n), 0.25f);
   for (auto _ : state) benchmark::DoNotOptimize(k.dot(a.data(), b.data(), n));
-  state.counters["FLOPS"] = benchmark::Counter(static_cast<double>(2 * n) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["FLOPS"] =
+      benchmark::Counter(static_cast<double>(2 * n) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
   state.SetLabel(CpuLevelName(level));
 }
 
@@ -107,10 +112,14 @@ void BM_MatMul(benchmark::State& state) {
     MatMul(t, x.data(), batch, y.data(), pool, precision);
     benchmark::DoNotOptimize(y.data());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
-  state.counters["FLOPS"] = benchmark::Counter(2.0 * static_cast<double>(k * rows * batch) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(w.size()));
+  state.counters["FLOPS"] = benchmark::Counter(
+      2.0 * static_cast<double>(k * rows * batch) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
   state.SetLabel(std::string(TypeName(type)) + "/batch " + std::to_string(batch) +
-                 (precision == ActivationPrecision::kInt8 ? "/int8/" : "/f32/") + CpuLevelName(ActiveCpuLevel()));
+                 (precision == ActivationPrecision::kInt8 ? "/int8/" : "/f32/") +
+                 CpuLevelName(ActiveCpuLevel()));
 }
 
 // Integer dot products against INT8 activations over one 576 x 1536 matrix (weight bytes/s).
@@ -138,11 +147,13 @@ void BM_DotQ8(benchmark::State& state) {
         sink += out[0];
       }
     } else {
-      for (int64_t r = 0; r < rows; ++r) sink += traits->dot_q8(w.data() + r * row_bytes, xq.data(), k);
+      for (int64_t r = 0; r < rows; ++r)
+        sink += traits->dot_q8(w.data() + r * row_bytes, xq.data(), k);
     }
     benchmark::DoNotOptimize(sink);
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(w.size()));
   state.SetLabel(std::string(TypeName(type)) + "/" + CpuLevelName(level));
 }
 
@@ -154,7 +165,8 @@ void BM_DotQ8Rows(benchmark::State& state) {
   const auto level = static_cast<CpuLevel>(state.range(1));
   const bool pairs = state.range(2) != 0;
   const KernelTraits* traits = GetKernelTraits(type, level);
-  if (traits == nullptr || traits->dot_q8_tiles == nullptr || (pairs && traits->dot_q8_tile_pair == nullptr)) {
+  if (traits == nullptr || traits->dot_q8_tiles == nullptr ||
+      (pairs && traits->dot_q8_tile_pair == nullptr)) {
     state.SkipWithError("no such kernel at this level");
     return;
   }
@@ -173,7 +185,8 @@ void BM_DotQ8Rows(benchmark::State& state) {
   for (auto _ : state) {
     if (pairs) {
       for (int64_t t = 0; t < rows / kTileRows; t += 2) {
-        traits->dot_q8_tile_pair(w.data() + t * tile_bytes, tile_bytes, xq.data(), blocks, kRows, k, out);
+        traits->dot_q8_tile_pair(w.data() + t * tile_bytes, tile_bytes, xq.data(), blocks, kRows, k,
+                                 out);
         sink += out[0];
       }
     } else {
@@ -184,14 +197,18 @@ void BM_DotQ8Rows(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(sink);
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(w.size()));
-  state.counters["FLOPS"] = benchmark::Counter(2.0 * static_cast<double>(k * rows * kRows) * static_cast<double>(state.iterations()),
-                                               benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(TypeName(type)) + "/4 rows/" + (pairs ? "tile pairs/" : "tiles/") + CpuLevelName(level));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(w.size()));
+  state.counters["FLOPS"] = benchmark::Counter(
+      2.0 * static_cast<double>(k * rows * kRows) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(TypeName(type)) + "/4 rows/" + (pairs ? "tile pairs/" : "tiles/") +
+                 CpuLevelName(level));
 }
 
 void DotQ8RowsArgs(benchmark::internal::Benchmark* b) {
-  for (TensorType t : {TensorType::kI8_C, TensorType::kI8_G64, TensorType::kI4S_G64, TensorType::kI4A_G64}) {
+  for (TensorType t :
+       {TensorType::kI8_C, TensorType::kI8_G64, TensorType::kI4S_G64, TensorType::kI4A_G64}) {
     for (CpuLevel l : SupportedCpuLevels()) {
       if (l == CpuLevel::kScalar) continue;
       b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l), 0});
@@ -202,13 +219,15 @@ void DotQ8RowsArgs(benchmark::internal::Benchmark* b) {
 
 void DotQ8Args(benchmark::internal::Benchmark* b) {
   for (TensorType t : kInt8Types) {
-    for (CpuLevel l : SupportedCpuLevels()) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l)});
+    for (CpuLevel l : SupportedCpuLevels())
+      b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l)});
   }
 }
 
 void DequantArgs(benchmark::internal::Benchmark* b) {
   for (TensorType t : kTypes) {
-    for (CpuLevel l : SupportedCpuLevels()) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l)});
+    for (CpuLevel l : SupportedCpuLevels())
+      b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l)});
   }
 }
 void DotArgs(benchmark::internal::Benchmark* b) {

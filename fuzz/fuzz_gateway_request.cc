@@ -9,10 +9,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "balancer/worker_pool.h"
 #include "gateway/config.h"
@@ -42,7 +41,8 @@ void FuzzRequest(std::string_view body, bool chat, const RequestPolicy& policy) 
     Check(!c.sampling.empty());
     const auto s = nlohmann::json::parse(c.sampling, nullptr, false);
     Check(s.is_object() && s.contains("route"));
-    Check(!s.contains("messages") && !s.contains("prompt") && !s.contains("stream") && !s.contains("user"));
+    Check(!s.contains("messages") && !s.contains("prompt") && !s.contains("stream") &&
+          !s.contains("user"));
     if (chat) {
       const auto ctx = nlohmann::json::parse(c.context, nullptr, false);
       Check(ctx.is_array());
@@ -99,17 +99,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   policy.cache_nondeterministic = (sel >> 5) & 1;
   policy.default_max_tokens = (sel >> 6) & 1 ? 1 : 256;
   switch (sel & 7) {
-    case 0: FuzzRequest(in, true, policy); break;
-    case 1: FuzzRequest(in, false, policy); break;
+    case 0:
+      FuzzRequest(in, true, policy);
+      break;
+    case 1:
+      FuzzRequest(in, false, policy);
+      break;
     case 2: {  // the input as the messages of a deterministic chat request
-      std::string body = std::string(R"({"model":"m","temperature":0,"messages":)").append(in).append("}");
+      std::string body =
+          std::string(R"({"model":"m","temperature":0,"messages":)").append(in).append("}");
       FuzzRequest(body, true, policy);
       break;
     }
     case 3: {  // the input as more parameters of a valid chat request
-      std::string body = std::string(R"({"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"q"}],)")
-                             .append(in)
-                             .append("}");
+      std::string body =
+          std::string(
+              R"({"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"q"}],)")
+              .append(in)
+              .append("}");
       FuzzRequest(body, true, policy);
       break;
     }
@@ -118,13 +125,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FuzzRequest(body, false, policy);
       break;
     }
-    case 5: FuzzWorkerLoad(in, static_cast<uint8_t>(sel >> 3)); break;
+    case 5:
+      FuzzWorkerLoad(in, static_cast<uint8_t>(sel >> 3));
+      break;
     case 6: {  // the input as the fields of a /queue_depth answer
       std::string body = std::string("{").append(in).append("}");
       FuzzWorkerLoad(body, static_cast<uint8_t>(sel >> 3));
       break;
     }
-    default: FuzzConfig(in); break;
+    default:
+      FuzzConfig(in);
+      break;
   }
   return 0;
 }

@@ -48,10 +48,10 @@ struct EmbedOptions {
 };
 
 struct GenerateRequest {
-  std::string prompt;                 // raw text (already chat-rendered when chatting)
-  bool parse_special = true;          // special tokens in the prompt become their ids
-  int32_t max_tokens = 128;           // upper bound on generated tokens
-  std::vector<std::string> stop;      // generation ends before any of these strings
+  std::string prompt;             // raw text (already chat-rendered when chatting)
+  bool parse_special = true;      // special tokens in the prompt become their ids
+  int32_t max_tokens = 128;       // upper bound on generated tokens
+  std::vector<std::string> stop;  // generation ends before any of these strings
   SamplingParams sampling;
 };
 
@@ -60,14 +60,14 @@ struct GenerateResult {
   std::vector<int32_t> tokens;
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
-  std::string finish_reason;    // "stop" (EOS or stop string), "length", "cancelled"
+  std::string finish_reason;  // "stop" (EOS or stop string), "length", "cancelled"
   double prefill_seconds = 0;
   double decode_seconds = 0;
 };
 
 struct PerplexityResult {
   double perplexity = 0;
-  double mean_nll = 0;       // nats per token
+  double mean_nll = 0;  // nats per token
   int64_t tokens_scored = 0;
   int64_t chunks = 0;
   int64_t chunk_size = 0;

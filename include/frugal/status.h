@@ -16,16 +16,16 @@ namespace frugal {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // the caller's input is wrong (bad flag, bad JSON, prompt too long)
-  kNotFound,          // a file, tensor or key is missing
-  kDataLoss,          // a file is truncated or corrupt
-  kUnimplemented,     // valid input that this build does not support (unknown architecture)
-  kOutOfRange,        // a value outside the allowed range (context length, max_tokens)
-  kResourceExhausted, // queue full, out of KV blocks
-  kInternal,          // a bug: an invariant broke
-  kIoError,           // the OS refused (open, mmap, read)
-  kDeadlineExceeded,  // a request ran past its deadline
-  kCancelled,         // the caller gave up on the work
+  kInvalidArgument,    // the caller's input is wrong (bad flag, bad JSON, prompt too long)
+  kNotFound,           // a file, tensor or key is missing
+  kDataLoss,           // a file is truncated or corrupt
+  kUnimplemented,      // valid input that this build does not support (unknown architecture)
+  kOutOfRange,         // a value outside the allowed range (context length, max_tokens)
+  kResourceExhausted,  // queue full, out of KV blocks
+  kInternal,           // a bug: an invariant broke
+  kIoError,            // the OS refused (open, mmap, read)
+  kDeadlineExceeded,   // a request ran past its deadline
+  kCancelled,          // the caller gave up on the work
 };
 
 class [[nodiscard]] Status {
@@ -47,15 +47,21 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
 inline Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
-inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
-inline Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
+inline Status ResourceExhausted(std::string m) {
+  return {StatusCode::kResourceExhausted, std::move(m)};
+}
+inline Status DeadlineExceeded(std::string m) {
+  return {StatusCode::kDeadlineExceeded, std::move(m)};
+}
 inline Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 
 const char* StatusCodeName(StatusCode code);
@@ -65,7 +71,7 @@ template <typename T>
 class [[nodiscard]] StatusOr {
  public:
   StatusOr(Status status) : v_(std::move(status)) { assert(!std::get<Status>(v_).ok()); }  // NOLINT
-  StatusOr(T value) : v_(std::move(value)) {}                                               // NOLINT
+  StatusOr(T value) : v_(std::move(value)) {}                                              // NOLINT
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   Status status() const { return ok() ? Status::Ok() : std::get<Status>(v_); }
@@ -88,10 +94,10 @@ class [[nodiscard]] StatusOr {
 #define FRUGAL_CONCAT(a, b) FRUGAL_CONCAT_INNER(a, b)
 
 // Returns the status from the enclosing function if `expr` failed.
-#define FRUGAL_RETURN_IF_ERROR(expr)        \
-  do {                                      \
-    ::frugal::Status _st = (expr);          \
-    if (!_st.ok()) return _st;              \
+#define FRUGAL_RETURN_IF_ERROR(expr) \
+  do {                               \
+    ::frugal::Status _st = (expr);   \
+    if (!_st.ok()) return _st;       \
   } while (0)
 
 // `FRUGAL_ASSIGN_OR_RETURN(auto x, Foo());` declares x from a StatusOr or returns its error.

@@ -22,25 +22,35 @@ struct Lease::Worker {
   bool removed = false;
 
   double Queue() const {
-    const double polled = static_cast<double>(info.load.waiting) + static_cast<double>(info.load.running);
-    return static_cast<double>(info.in_flight) + std::max(0.0, polled - static_cast<double>(in_flight_at_poll));
+    const double polled =
+        static_cast<double>(info.load.waiting) + static_cast<double>(info.load.running);
+    return static_cast<double>(info.in_flight) +
+           std::max(0.0, polled - static_cast<double>(in_flight_at_poll));
   }
   double BacklogMs() const {
     return info.in_flight_ms + std::max(0.0, info.load.backlog_ms - in_flight_ms_at_poll);
   }
   double CostMs(const RequestCost& c) const {
-    const double p = info.polled && info.load.prefill_ms_per_token > 0 ? info.load.prefill_ms_per_token : kDefaultPrefillMs;
-    const double d = info.polled && info.load.decode_ms_per_token > 0 ? info.load.decode_ms_per_token : kDefaultDecodeMs;
+    const double p = info.polled && info.load.prefill_ms_per_token > 0
+                         ? info.load.prefill_ms_per_token
+                         : kDefaultPrefillMs;
+    const double d = info.polled && info.load.decode_ms_per_token > 0
+                         ? info.load.decode_ms_per_token
+                         : kDefaultDecodeMs;
     return static_cast<double>(c.prompt_tokens) * p + static_cast<double>(c.max_tokens) * d;
   }
 };
 
 std::string_view StateName(WorkerState s) {
   switch (s) {
-    case WorkerState::kHealthy: return "healthy";
-    case WorkerState::kEjected: return "ejected";
-    case WorkerState::kHalfOpen: return "half_open";
-    case WorkerState::kDraining: return "draining";
+    case WorkerState::kHealthy:
+      return "healthy";
+    case WorkerState::kEjected:
+      return "ejected";
+    case WorkerState::kHalfOpen:
+      return "half_open";
+    case WorkerState::kDraining:
+      return "draining";
   }
   return "unknown";
 }
@@ -48,20 +58,24 @@ std::string_view StateName(WorkerState s) {
 StatusOr<WorkerLoad> ParseWorkerLoad(std::string_view json) {
   if (!http::JsonDepthWithin(json)) return InvalidArgument("queue_depth nests too deeply");
   auto j = nlohmann::json::parse(json, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgument("queue_depth is not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument("queue_depth is not a JSON object");
   WorkerLoad l;
   // Counts must be integers (a float out of int64's range cannot be converted); times finite.
   auto count = [&](const char* k, int64_t& out) -> Status {
     if (!j.contains(k)) return Status::Ok();
-    if (!j[k].is_number_integer()) return InvalidArgument(std::string("queue_depth: ") + k + " must be an integer");
+    if (!j[k].is_number_integer())
+      return InvalidArgument(std::string("queue_depth: ") + k + " must be an integer");
     out = j[k].get<int64_t>();
     return out < 0 ? InvalidArgument(std::string("queue_depth: negative ") + k) : Status::Ok();
   };
   auto ms = [&](const char* k, double& out) -> Status {
     if (!j.contains(k)) return Status::Ok();
-    if (!j[k].is_number()) return InvalidArgument(std::string("queue_depth: ") + k + " must be a number");
+    if (!j[k].is_number())
+      return InvalidArgument(std::string("queue_depth: ") + k + " must be a number");
     out = j[k].get<double>();
-    return std::isfinite(out) && out >= 0 ? Status::Ok() : InvalidArgument(std::string("queue_depth: bad ") + k);
+    return std::isfinite(out) && out >= 0 ? Status::Ok()
+                                          : InvalidArgument(std::string("queue_depth: bad ") + k);
   };
   FRUGAL_RETURN_IF_ERROR(count("waiting", l.waiting));
   FRUGAL_RETURN_IF_ERROR(count("running", l.running));
@@ -69,7 +83,8 @@ StatusOr<WorkerLoad> ParseWorkerLoad(std::string_view json) {
   FRUGAL_RETURN_IF_ERROR(ms("prefill_ms_per_token", l.prefill_ms_per_token));
   FRUGAL_RETURN_IF_ERROR(ms("decode_ms_per_token", l.decode_ms_per_token));
   if (j.contains("simulated")) {
-    if (!j["simulated"].is_boolean()) return InvalidArgument("queue_depth: simulated must be a boolean");
+    if (!j["simulated"].is_boolean())
+      return InvalidArgument("queue_depth: simulated must be a boolean");
     l.simulated = j["simulated"].get<bool>();
   }
   return l;
@@ -77,7 +92,8 @@ StatusOr<WorkerLoad> ParseWorkerLoad(std::string_view json) {
 
 StatusOr<std::pair<std::string, uint16_t>> ParseWorkerUrl(std::string_view url) {
   constexpr std::string_view kScheme = "http://";
-  if (!url.starts_with(kScheme)) return InvalidArgument("worker URL must start with http://: " + std::string(url));
+  if (!url.starts_with(kScheme))
+    return InvalidArgument("worker URL must start with http://: " + std::string(url));
   std::string_view rest = url.substr(kScheme.size());
   while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   const size_t colon = rest.rfind(':');
@@ -96,7 +112,10 @@ StatusOr<std::pair<std::string, uint16_t>> ParseWorkerUrl(std::string_view url) 
 // ---- Lease ----
 
 Lease::~Lease() { Release(); }
-Lease::Lease(Lease&& o) noexcept : pool_(o.pool_), worker_(std::move(o.worker_)), cost_ms_(o.cost_ms_) { o.pool_ = nullptr; }
+Lease::Lease(Lease&& o) noexcept
+    : pool_(o.pool_), worker_(std::move(o.worker_)), cost_ms_(o.cost_ms_) {
+  o.pool_ = nullptr;
+}
 Lease& Lease::operator=(Lease&& o) noexcept {
   if (this != &o) {
     Release();
@@ -191,14 +210,17 @@ class PowerOfTwo final : public Policy {
 
 }  // namespace
 
-std::vector<std::string> PolicyNames() { return {"round_robin", "queue_weighted", "least_cost", "p2c"}; }
+std::vector<std::string> PolicyNames() {
+  return {"round_robin", "queue_weighted", "least_cost", "p2c"};
+}
 
 StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name) {
   if (name == "round_robin") return std::unique_ptr<Policy>(new RoundRobin);
   if (name == "queue_weighted") return std::unique_ptr<Policy>(new QueueWeighted);
   if (name == "least_cost") return std::unique_ptr<Policy>(new LeastCost);
   if (name == "p2c") return std::unique_ptr<Policy>(new PowerOfTwo);
-  return InvalidArgument("unknown policy '" + std::string(name) + "' (round_robin, queue_weighted, least_cost, p2c)");
+  return InvalidArgument("unknown policy '" + std::string(name) +
+                         "' (round_robin, queue_weighted, least_cost, p2c)");
 }
 
 // ---- pool ----
@@ -214,9 +236,11 @@ std::shared_ptr<Lease::Worker> WorkerPool::FindLocked(std::string_view name) con
 
 Status WorkerPool::Add(std::string name, std::string url, double weight) {
   // Names appear in metrics labels, URLs and the status page: keep them plain.
-  if (name.empty() || name.size() > 64 ||
-      !std::all_of(name.begin(), name.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.'; })) {
-    return InvalidArgument("worker name must be 1-64 letters, digits, '-', '_' or '.': '" + name + "'");
+  if (name.empty() || name.size() > 64 || !std::all_of(name.begin(), name.end(), [](char ch) {
+        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+      })) {
+    return InvalidArgument("worker name must be 1-64 letters, digits, '-', '_' or '.': '" + name +
+                           "'");
   }
   if (!(weight > 0) || weight > 1e6) return InvalidArgument("worker weight must be > 0");
   auto hp = ParseWorkerUrl(url);
@@ -228,14 +252,16 @@ Status WorkerPool::Add(std::string name, std::string url, double weight) {
   w->info.port = hp->second;
   w->info.weight = weight;
   std::lock_guard<std::mutex> lock(mu_);
-  if (FindLocked(w->info.name)) return InvalidArgument("a worker named '" + w->info.name + "' exists");
+  if (FindLocked(w->info.name))
+    return InvalidArgument("a worker named '" + w->info.name + "' exists");
   workers_.push_back(std::move(w));
   return Status::Ok();
 }
 
 Status WorkerPool::Remove(std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = std::find_if(workers_.begin(), workers_.end(), [&](const auto& w) { return w->info.name == name; });
+  auto it = std::find_if(workers_.begin(), workers_.end(),
+                         [&](const auto& w) { return w->info.name == name; });
   if (it == workers_.end()) return NotFound("no worker named '" + std::string(name) + "'");
   // Requests in flight keep their Worker alive through their Lease and finish normally.
   (*it)->removed = true;
@@ -274,13 +300,15 @@ size_t WorkerPool::size() const {
   return workers_.size();
 }
 
-Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost, const std::vector<std::string>& exclude) {
+Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost,
+                       const std::vector<std::string>& exclude) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Candidate> c;
   for (size_t i = 0; i < workers_.size(); ++i) {
     const Lease::Worker& w = *workers_[i];
-    const bool open = w.info.state == WorkerState::kHealthy ||
-                      (w.info.state == WorkerState::kHalfOpen && w.info.in_flight == 0);  // one trial at a time
+    const bool open =
+        w.info.state == WorkerState::kHealthy ||
+        (w.info.state == WorkerState::kHalfOpen && w.info.in_flight == 0);  // one trial at a time
     if (!open) continue;
     if (std::find(exclude.begin(), exclude.end(), w.info.name) != exclude.end()) continue;
     c.push_back({i, w.Queue(), w.BacklogMs(), w.CostMs(cost), w.info.weight});
@@ -340,8 +368,10 @@ void WorkerPool::ReportCheck(std::string_view name, const StatusOr<WorkerLoad>& 
     w->consecutive_successes = 0;
     if (w->info.state == WorkerState::kHalfOpen) {
       EjectLocked(*w, "health check failed: " + result.status().message());
-    } else if (++w->consecutive_failures >= health_.eject_after && w->info.state == WorkerState::kHealthy) {
-      EjectLocked(*w, "health check failed " + std::to_string(w->consecutive_failures) + " times: " + result.status().message());
+    } else if (++w->consecutive_failures >= health_.eject_after &&
+               w->info.state == WorkerState::kHealthy) {
+      EjectLocked(*w, "health check failed " + std::to_string(w->consecutive_failures) +
+                          " times: " + result.status().message());
     }
     return;
   }
@@ -354,7 +384,8 @@ void WorkerPool::ReportCheck(std::string_view name, const StatusOr<WorkerLoad>& 
   const double queue = static_cast<double>(result->waiting) + static_cast<double>(result->running);
   if (queue > static_cast<double>(health_.max_queue)) {
     if (w->info.state == WorkerState::kHealthy || w->info.state == WorkerState::kHalfOpen) {
-      EjectLocked(*w, "queue " + std::to_string(static_cast<int64_t>(std::min(queue, 9e18))) + " over " + std::to_string(health_.max_queue));
+      EjectLocked(*w, "queue " + std::to_string(static_cast<int64_t>(std::min(queue, 9e18))) +
+                          " over " + std::to_string(health_.max_queue));
     }
     return;
   }
@@ -364,7 +395,8 @@ void WorkerPool::ReportCheck(std::string_view name, const StatusOr<WorkerLoad>& 
   } else if (w->info.state == WorkerState::kHalfOpen) {
     ++w->consecutive_successes;
   }
-  if (w->info.state == WorkerState::kHalfOpen && w->consecutive_successes >= health_.restore_after) {
+  if (w->info.state == WorkerState::kHalfOpen &&
+      w->consecutive_successes >= health_.restore_after) {
     w->info.state = WorkerState::kHealthy;
     w->info.last_error.clear();
   }

@@ -61,11 +61,11 @@ struct RequestCost {
 
 // One worker as a routing policy sees it, at the moment of the decision.
 struct Candidate {
-  size_t index = 0;            // into WorkerPool's list
-  double queue = 0;            // requests waiting + running (estimated now)
-  double backlog_ms = 0;       // machine time of the work ahead (estimated now)
-  double cost_ms = 0;          // this request's cost on this worker
-  double weight = 1;           // configured
+  size_t index = 0;       // into WorkerPool's list
+  double queue = 0;       // requests waiting + running (estimated now)
+  double backlog_ms = 0;  // machine time of the work ahead (estimated now)
+  double cost_ms = 0;     // this request's cost on this worker
+  double weight = 1;      // configured
   double finish_ms() const { return (backlog_ms + cost_ms) / weight; }
 };
 
@@ -87,11 +87,11 @@ struct WorkerInfo {
   double weight = 1;
   WorkerState state = WorkerState::kHealthy;
   std::string last_error;
-  WorkerLoad load;           // last poll
-  bool polled = false;       // a poll has succeeded at least once
-  int64_t in_flight = 0;     // sent by this gateway, not finished
-  double in_flight_ms = 0;   // their estimated cost
-  int64_t chosen = 0;        // requests routed here, ever
+  WorkerLoad load;          // last poll
+  bool polled = false;      // a poll has succeeded at least once
+  int64_t in_flight = 0;    // sent by this gateway, not finished
+  double in_flight_ms = 0;  // their estimated cost
+  int64_t chosen = 0;       // requests routed here, ever
   int64_t ejections = 0;
   double est_queue = 0, est_backlog_ms = 0;
 };

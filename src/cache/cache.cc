@@ -21,7 +21,8 @@ uint64_t Fnv1a(std::string_view s, uint64_t h) {
 
 std::string HashHex(std::string_view s) {
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(Fnv1a(s, 0xcbf29ce484222325ull)),
+  std::snprintf(buf, sizeof buf, "%016llx%016llx",
+                static_cast<unsigned long long>(Fnv1a(s, 0xcbf29ce484222325ull)),
                 static_cast<unsigned long long>(Fnv1a(s, 0x84222325cbf29ce4ull)));
   return buf;
 }
@@ -32,8 +33,8 @@ float ThresholdFor(const CacheOptions& options, std::string_view ns, const Embed
   return options.threshold > 0 ? options.threshold : RecallThreshold(embedder);
 }
 
-int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, Embedder& embedder, bool opaque,
-            std::string_view query, LookupResult* r) {
+int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, Embedder& embedder,
+            bool opaque, std::string_view query, LookupResult* r) {
   for (size_t i = 0; i < candidates.size(); ++i) {
     const HitCandidate& c = candidates[i];
     if (r->cached_query.empty()) {
@@ -59,23 +60,30 @@ int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, 
   return -1;
 }
 
-void CacheMetrics::Register(MetricsRegistry& r, std::function<double()> entries, const char* search_help) {
+void CacheMetrics::Register(MetricsRegistry& r, std::function<double()> entries,
+                            const char* search_help) {
   lookups = &r.AddCounter("frugal_cache_lookups", "Semantic cache lookups");
   hits = &r.AddCounter("frugal_cache_hits", "Lookups answered from the cache");
-  exact_hits = &r.AddCounter("frugal_cache_exact_hits", "Hits on the very same query text, answered without embedding");
+  exact_hits = &r.AddCounter("frugal_cache_exact_hits",
+                             "Hits on the very same query text, answered without embedding");
   misses = &r.AddCounter("frugal_cache_misses", "Lookups not answered from the cache");
-  rejected = &r.AddCounter("frugal_cache_rejected_by_guard", "Lookups whose candidates the verifier all refused");
+  rejected = &r.AddCounter("frugal_cache_rejected_by_guard",
+                           "Lookups whose candidates the verifier all refused");
   refusals = &r.AddCounter("frugal_cache_verifier_refusals",
-                           "Lookups the verifier refused, by the first candidate's reason (numbers, negation, opposite, score, ...)",
+                           "Lookups the verifier refused, by the first candidate's reason "
+                           "(numbers, negation, opposite, score, ...)",
                            "reason");
-  too_long = &r.AddCounter("frugal_cache_too_long", "Queries over the verifier's length cap: not embedded, not cached");
+  too_long = &r.AddCounter("frugal_cache_too_long",
+                           "Queries over the verifier's length cap: not embedded, not cached");
   insertions = &r.AddCounter("frugal_cache_insertions", "Entries written");
   evictions = &r.AddCounter("frugal_cache_evictions", "Entries removed, by reason", "reason");
   rotations_total = &r.AddCounter("frugal_cache_rotations", "Index rotations completed");
-  const std::vector<double> fine = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+  const std::vector<double> fine = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                    0.01,   0.025,   0.05,   0.1,   0.25,   1};
   embed_s = &r.AddHistogram("frugal_cache_embed_seconds", "Query embedding time per lookup", fine);
   search_s = &r.AddHistogram("frugal_cache_search_seconds", search_help, fine);
-  rotation_s = &r.AddHistogram("frugal_cache_rotation_seconds", "Duration of index rotations", MetricsRegistry::LatencyBuckets());
+  rotation_s = &r.AddHistogram("frugal_cache_rotation_seconds", "Duration of index rotations",
+                               MetricsRegistry::LatencyBuckets());
   r.AddGauge("frugal_cache_entries", "Live entries", std::move(entries));
   r.AddGauge("frugal_cache_hit_ratio", "Hits over lookups since start", [this] {
     const auto l = static_cast<double>(lookups_seen.load());
@@ -98,8 +106,8 @@ void CacheMetrics::Counted(const LookupResult& r) {
   }
 }
 
-Verdict VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query, std::string_view cached_query,
-                  float cosine, Embedder& embedder) {
+Verdict VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query,
+                  std::string_view cached_query, float cosine, Embedder& embedder) {
   if (opaque) {
     Verdict v;
     v.accept = CanonicalText(query) == CanonicalText(cached_query);
@@ -115,7 +123,8 @@ std::string ScopeKey(const ScopeSpec& s) {
   return s.ns + "|" + HashHex(s.model + '\x1f' + s.context + '\x1f' + s.sampling);
 }
 
-StatusOr<std::unique_ptr<Cache>> OpenCache(std::shared_ptr<Embedder> embedder, const CacheConfig& config) {
+StatusOr<std::unique_ptr<Cache>> OpenCache(std::shared_ptr<Embedder> embedder,
+                                           const CacheConfig& config) {
   CacheOptions co;
   co.threshold = config.threshold;
   co.namespace_threshold = config.namespace_threshold;

@@ -59,54 +59,53 @@ struct CacheOptions {
   // (data/cache_calibration), or kUncalibratedRecallThreshold (RecallThreshold).
   float threshold = 0;
   std::unordered_map<std::string, float> namespace_threshold;  // overrides by namespace
-  std::chrono::seconds ttl{24 * 3600};                     // per entry, from insertion
-  size_t capacity = 1'000'000;                             // entries; beyond: evict
-  size_t exact_max = 4096;                                 // a scope's entries searched exactly up to this
+  std::chrono::seconds ttl{24 * 3600};                         // per entry, from insertion
+  size_t capacity = 1'000'000;                                 // entries; beyond: evict
+  size_t exact_max = 4096;  // a scope's entries searched exactly up to this
   HnswParams hnsw;
-  size_t candidates = 4;                                   // nearest entries checked per lookup
-  bool guard = true;                                       // verify hits (false: the cosine alone decides)
+  size_t candidates = 4;  // nearest entries checked per lookup
+  bool guard = true;      // verify hits (false: the cosine alone decides)
   // A lookup of a stored query's very same text (in the same scope) hits without embedding or
   // searching; off: every lookup goes through the vectors.
   bool exact_match = true;
   // With the guard: a query with more than this share of tokens the embedder cannot see hits
   // only the same text (Embedder::UnknownShare).
   double max_unknown_share = 0.1;
-  std::shared_ptr<const HitVerifier> verifier;             // null: the embedder's (DefaultVerifier)
+  std::shared_ptr<const HitVerifier> verifier;  // null: the embedder's (DefaultVerifier)
   // Longer queries (bytes) are not embedded and not cached: the verifier reads this much.
   size_t max_semantic_bytes = kMaxSignalBytes;
-  std::string snapshot_path;                               // "" = no persistence
-  std::chrono::seconds snapshot_interval{300};             // 0 = only on shutdown
+  std::string snapshot_path;                    // "" = no persistence
+  std::chrono::seconds snapshot_interval{300};  // 0 = only on shutdown
   // Milliseconds since the Unix epoch; injectable for tests (TTL).
   std::function<int64_t()> now_ms;
 };
 
 // What the answer depends on, hashed into one scope string.
 struct ScopeSpec {
-  std::string ns;          // namespace / tenant
+  std::string ns;  // namespace / tenant
   std::string model;
-  std::string context;     // system prompt + the earlier turns that count
-  std::string sampling;    // e.g. "t=0;top_p=1;max=256"
+  std::string context;   // system prompt + the earlier turns that count
+  std::string sampling;  // e.g. "t=0;top_p=1;max=256"
 };
 std::string ScopeKey(const ScopeSpec& s);
 
 // The check a candidate over the threshold must pass (with the guard on): the verifier's, and for
 // a query the embedder cannot see (`opaque`), the same text.
-Verdict VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query, std::string_view cached_query,
-                  float cosine, Embedder& embedder);
+Verdict VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query,
+                  std::string_view cached_query, float cosine, Embedder& embedder);
 
 // The candidate threshold of a namespace: its override, else the configured one, else the
 // embedder's calibrated one.
 float ThresholdFor(const CacheOptions& options, std::string_view ns, const Embedder& embedder);
 
-
 struct LookupResult {
   bool hit = false;
-  std::string response;          // the cached answer (hit)
-  std::string cached_query;      // the query it answered (hit, or the rejected candidate)
-  float similarity = 0;          // of the best candidate
+  std::string response;      // the cached answer (hit)
+  std::string cached_query;  // the query it answered (hit, or the rejected candidate)
+  float similarity = 0;      // of the best candidate
   bool rejected_by_guard = false;
-  const char* refusal = "";      // the verifier's reason when rejected_by_guard ("numbers", ...)
-  bool too_long = false;         // over max_semantic_bytes: not embedded
+  const char* refusal = "";  // the verifier's reason when rejected_by_guard ("numbers", ...)
+  bool too_long = false;     // over max_semantic_bytes: not embedded
   bool exact = false;  // a hit on the very same query text in the scope: no embedding, no search
   double embed_ms = 0, search_ms = 0;
   // The query's vector and the embedder that made it: a miss answered later is inserted with it
@@ -124,8 +123,8 @@ struct HitCandidate {
 // Both backends' choice among candidates (nearest first): the first that `guard` accepts (null:
 // the guard is off) is the hit. Fills r's hit, similarity, cached_query (the hit, or else the
 // nearest candidate), response, rejected_by_guard and refusal; returns the hit's index, or -1.
-int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, Embedder& embedder, bool opaque,
-            std::string_view query, LookupResult* r);
+int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, Embedder& embedder,
+            bool opaque, std::string_view query, LookupResult* r);
 
 struct RotateOptions {
   std::shared_ptr<Embedder> embedder;  // null: keep the current one
@@ -138,15 +137,17 @@ class Cache {
  public:
   virtual ~Cache() = default;
 
-  virtual StatusOr<LookupResult> Lookup(const std::string& scope, std::string_view ns, std::string_view query) = 0;
+  virtual StatusOr<LookupResult> Lookup(const std::string& scope, std::string_view ns,
+                                        std::string_view query) = 0;
   // looked_up: the Lookup of this query, whose vector is reused when the embedder is still the
   // current one (otherwise the query is embedded again).
-  virtual Status Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
-                        const LookupResult* looked_up = nullptr) = 0;
+  virtual Status Insert(const std::string& scope, std::string_view ns, std::string_view query,
+                        std::string_view response, const LookupResult* looked_up = nullptr) = 0;
 
   // The number of entries removed.
   virtual size_t InvalidateNamespace(std::string_view ns) = 0;
-  virtual size_t InvalidateQuery(const std::string& scope, std::string_view query) = 0;  // exact text
+  virtual size_t InvalidateQuery(const std::string& scope,
+                                 std::string_view query) = 0;  // exact text
   virtual size_t Clear() = 0;
 
   // Rebuilds the index(es) in the calling thread while lookups and inserts go on; switches when
@@ -160,9 +161,10 @@ class Cache {
 
 // The metrics every backend counts, under the same names (frugal_cache_*).
 struct CacheMetrics {
-  MetricsRegistry::Counter *lookups = nullptr, *hits = nullptr, *misses = nullptr, *rejected = nullptr,
-                           *insertions = nullptr, *evictions = nullptr, *rotations_total = nullptr,
-                           *exact_hits = nullptr, *refusals = nullptr, *too_long = nullptr;
+  MetricsRegistry::Counter *lookups = nullptr, *hits = nullptr, *misses = nullptr,
+                           *rejected = nullptr, *insertions = nullptr, *evictions = nullptr,
+                           *rotations_total = nullptr, *exact_hits = nullptr, *refusals = nullptr,
+                           *too_long = nullptr;
   MetricsRegistry::Histogram *embed_s = nullptr, *search_s = nullptr, *rotation_s = nullptr;
   std::atomic<int64_t> lookups_seen{0}, hits_seen{0};  // for the hit-ratio gauge
 
@@ -179,6 +181,7 @@ std::string HashHex(std::string_view s);
 // The configured backend on `embedder`: RedisCache when config.redis is set, else SemanticCache.
 // (config.enabled, model, threads, context_turns and nondeterministic are the caller's: which
 // embedder, how many lanes, which requests are cached.)
-StatusOr<std::unique_ptr<Cache>> OpenCache(std::shared_ptr<Embedder> embedder, const CacheConfig& config);
+StatusOr<std::unique_ptr<Cache>> OpenCache(std::shared_ptr<Embedder> embedder,
+                                           const CacheConfig& config);
 
 }  // namespace frugal::cache

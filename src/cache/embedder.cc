@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/sha256.h"
 #include "cache/vector_index.h"
+#include "common/sha256.h"
 #include "tokenizer/tokenizer.h"
 
 namespace frugal::cache {
@@ -14,9 +14,13 @@ namespace {
 class EngineEmbedder : public Embedder {
  public:
   EngineEmbedder(std::shared_ptr<Engine> e, std::shared_ptr<Engine> long_e, int64_t short_tokens)
-      : engine_(std::move(e)), long_engine_(std::move(long_e)), short_tokens_(short_tokens),
-        name_(engine_->info().name + "@" + engine_->info().path), dim_(static_cast<int>(engine_->info().n_embd)),
-        prefix_(engine_->info().query_prefix), fingerprint_(ModelFingerprint(engine_->info().path)) {}
+      : engine_(std::move(e)),
+        long_engine_(std::move(long_e)),
+        short_tokens_(short_tokens),
+        name_(engine_->info().name + "@" + engine_->info().path),
+        dim_(static_cast<int>(engine_->info().n_embd)),
+        prefix_(engine_->info().query_prefix),
+        fingerprint_(ModelFingerprint(engine_->info().path)) {}
 
   StatusOr<std::vector<float>> Embed(std::string_view text) override {
     std::string input = prefix_;
@@ -29,7 +33,8 @@ class EngineEmbedder : public Embedder {
     EmbedOptions o;
     o.whole_text = true;
     FRUGAL_ASSIGN_OR_RETURN(std::vector<float> v, e->Embed(input, o));
-    if (static_cast<int>(v.size()) != dim_) return Internal("the encoder returned a vector of the wrong size");
+    if (static_cast<int>(v.size()) != dim_)
+      return Internal("the encoder returned a vector of the wrong size");
     Normalize(v);
     return v;
   }
@@ -65,7 +70,9 @@ std::string ModelFingerprint(const std::string& model_path) {
     if (!fs::exists(weights, ec)) {
       weights.clear();
       for (const auto& entry : fs::directory_iterator(model_path, ec)) {
-        if (entry.path().extension() == ".safetensors" && (weights.empty() || entry.path() < weights)) weights = entry.path();
+        if (entry.path().extension() == ".safetensors" &&
+            (weights.empty() || entry.path() < weights))
+          weights = entry.path();
       }
     }
   }
@@ -88,17 +95,22 @@ StatusOr<std::shared_ptr<Embedder>> OpenEngineEmbedder(const std::string& model_
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> short_lane, Engine::Open(eo));
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> long_lane, Engine::Open(eo));
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Embedder> e,
-                          NewEngineEmbedder(std::shared_ptr<Engine>(std::move(short_lane)), std::shared_ptr<Engine>(std::move(long_lane))));
+                          NewEngineEmbedder(std::shared_ptr<Engine>(std::move(short_lane)),
+                                            std::shared_ptr<Engine>(std::move(long_lane))));
   return std::shared_ptr<Embedder>(std::move(e));
 }
 
-StatusOr<std::unique_ptr<Embedder>> NewEngineEmbedder(std::shared_ptr<Engine> engine, std::shared_ptr<Engine> long_engine,
+StatusOr<std::unique_ptr<Embedder>> NewEngineEmbedder(std::shared_ptr<Engine> engine,
+                                                      std::shared_ptr<Engine> long_engine,
                                                       int64_t short_tokens) {
-  auto encoder = [](const Engine* e) { return e != nullptr && e->info().kind == ModelKind::kEncoder; };
+  auto encoder = [](const Engine* e) {
+    return e != nullptr && e->info().kind == ModelKind::kEncoder;
+  };
   if (!encoder(engine.get()) || (long_engine && !encoder(long_engine.get()))) {
     return InvalidArgument("the semantic cache needs an embedding (encoder) model");
   }
-  return std::unique_ptr<Embedder>(new EngineEmbedder(std::move(engine), std::move(long_engine), short_tokens));
+  return std::unique_ptr<Embedder>(
+      new EngineEmbedder(std::move(engine), std::move(long_engine), short_tokens));
 }
 
 }  // namespace frugal::cache

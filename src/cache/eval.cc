@@ -10,7 +10,8 @@ namespace frugal::cache {
 
 std::string DetectLang(const std::string& a, const std::string& b) {
   for (const std::string* s : {&a, &b}) {
-    const TextSignals t = AnalyzeText(std::string_view(*s).substr(0, std::min<size_t>(s->size(), 4096)));
+    const TextSignals t =
+        AnalyzeText(std::string_view(*s).substr(0, std::min<size_t>(s->size(), 4096)));
     if (t.has_han) return "zh";
   }
   return "en";
@@ -29,7 +30,8 @@ StatusOr<std::vector<LabelledPair>> LoadPairs(const std::string& path) {
     if (!j.contains("a") || !j["a"].is_string() || !j.contains("b") || !j["b"].is_string()) {
       return InvalidArgument(where + "needs string fields \"a\" and \"b\"");
     }
-    if (!j.contains("same") || !j["same"].is_boolean()) return InvalidArgument(where + "needs a boolean \"same\"");
+    if (!j.contains("same") || !j["same"].is_boolean())
+      return InvalidArgument(where + "needs a boolean \"same\"");
     LabelledPair p;
     p.a = j["a"].get<std::string>();
     p.b = j["b"].get<std::string>();
@@ -44,7 +46,8 @@ StatusOr<std::vector<LabelledPair>> LoadPairs(const std::string& path) {
 }
 
 StatusOr<std::vector<PairScore>> ScorePairs(Embedder& embedder, const PairVerifier& verifier,
-                                            const std::vector<LabelledPair>& pairs, double max_unknown_share) {
+                                            const std::vector<LabelledPair>& pairs,
+                                            double max_unknown_share) {
   std::vector<PairScore> out;
   out.reserve(pairs.size());
   for (const auto& p : pairs) {
@@ -61,7 +64,8 @@ StatusOr<std::vector<PairScore>> ScorePairs(Embedder& embedder, const PairVerifi
     s.similarity = Similarity(a, b);
     s.opaque = embedder.UnknownShare(p.b) > max_unknown_share;
     s.features = ComputePairFeatures(p.b, p.a, s.similarity);
-    s.verdict = s.opaque ? VerifyHit(verifier, true, p.b, p.a, s.similarity, embedder) : verifier.Decide(s.features);
+    s.verdict = s.opaque ? VerifyHit(verifier, true, p.b, p.a, s.similarity, embedder)
+                         : verifier.Decide(s.features);
     out.push_back(std::move(s));
   }
   return out;
@@ -72,7 +76,8 @@ bool WouldHit(const PairScore& s, float threshold, bool verifier) {
   return s.similarity >= threshold && (!verifier || s.verdict.accept);
 }
 
-std::vector<EvalRow> Evaluate(const std::vector<PairScore>& scores, const std::vector<LabelledPair>& pairs,
+std::vector<EvalRow> Evaluate(const std::vector<PairScore>& scores,
+                              const std::vector<LabelledPair>& pairs,
                               const std::vector<float>& thresholds) {
   std::vector<EvalRow> rows;
   for (float t : thresholds) {
@@ -80,7 +85,8 @@ std::vector<EvalRow> Evaluate(const std::vector<PairScore>& scores, const std::v
       EvalRow r;
       r.threshold = t;
       r.guard = guard;
-      for (size_t i = 0; i < pairs.size(); ++i) r.c.Add(WouldHit(scores[i], t, guard), pairs[i].same);
+      for (size_t i = 0; i < pairs.size(); ++i)
+        r.c.Add(WouldHit(scores[i], t, guard), pairs[i].same);
       rows.push_back(r);
     }
   }

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "frugal/status.h"
 #include "cache/embedder.h"
 #include "cache/verifier.h"
+#include "frugal/status.h"
 
 namespace frugal::cache {
 
@@ -34,12 +34,17 @@ struct PairScore {
 
 // Embeds both sides of every pair and asks the verifier, as SemanticCache::Lookup does.
 StatusOr<std::vector<PairScore>> ScorePairs(Embedder& embedder, const PairVerifier& verifier,
-                                            const std::vector<LabelledPair>& pairs, double max_unknown_share = 0.1);
+                                            const std::vector<LabelledPair>& pairs,
+                                            double max_unknown_share = 0.1);
 
 struct Confusion {
   int64_t tp = 0, fp = 0, fn = 0, tn = 0;
-  double precision() const { return tp + fp > 0 ? static_cast<double>(tp) / static_cast<double>(tp + fp) : 1.0; }
-  double recall() const { return tp + fn > 0 ? static_cast<double>(tp) / static_cast<double>(tp + fn) : 0.0; }
+  double precision() const {
+    return tp + fp > 0 ? static_cast<double>(tp) / static_cast<double>(tp + fp) : 1.0;
+  }
+  double recall() const {
+    return tp + fn > 0 ? static_cast<double>(tp) / static_cast<double>(tp + fn) : 0.0;
+  }
   void Add(bool hit, bool same) { (hit ? (same ? tp : fp) : (same ? fn : tn)) += 1; }
 };
 
@@ -51,7 +56,8 @@ struct EvalRow {
   bool guard = false;
   Confusion c;
 };
-std::vector<EvalRow> Evaluate(const std::vector<PairScore>& scores, const std::vector<LabelledPair>& pairs,
+std::vector<EvalRow> Evaluate(const std::vector<PairScore>& scores,
+                              const std::vector<LabelledPair>& pairs,
                               const std::vector<float>& thresholds);
 
 }  // namespace frugal::cache

@@ -21,7 +21,9 @@ double MsSince(SteadyClock::time_point t0) {
 }
 
 int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string Blob(const std::vector<float>& v) {
@@ -38,7 +40,8 @@ bool IsUnknownIndex(const Status& st) {
   if (st.code() != StatusCode::kInternal) return false;
   std::string m = st.message();
   for (char& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return m.find("unknown index") != std::string::npos || m.find("no such index") != std::string::npos;
+  return m.find("unknown index") != std::string::npos ||
+         m.find("no such index") != std::string::npos;
 }
 
 // Lookups and inserts pass through; a rotation's switch to a new model waits until those in
@@ -110,7 +113,8 @@ struct RedisCache::Impl {
   // Verifiers by embedder (each embedder has its own calibration); the options' verifier, when
   // set, serves every model.
   std::mutex verifier_mu;
-  std::unordered_map<std::string, std::shared_ptr<const HitVerifier>> verifiers;  // guarded by verifier_mu; by fingerprint
+  std::unordered_map<std::string, std::shared_ptr<const HitVerifier>>
+      verifiers;  // guarded by verifier_mu; by fingerprint
   mutable RedisClient redis;
   std::atomic<bool> ready{false};  // the meta check passed and the alias exists
   std::mutex ensure_mu;
@@ -161,7 +165,8 @@ struct RedisCache::Impl {
     }
   }
 
-  std::vector<std::string> CreateIndexArgs(const std::string& name, const HnswParams& p, const Model& md) const {
+  std::vector<std::string> CreateIndexArgs(const std::string& name, const HnswParams& p,
+                                           const Model& md) const {
     return {"FT.CREATE",
             name,
             "ON",
@@ -201,16 +206,18 @@ struct RedisCache::Impl {
     const std::string meta = opt.prefix + ":meta";
     Model md = Current();
     const std::string dim = std::to_string(md.embedder->dim());
-    FRUGAL_ASSIGN_OR_RETURN(auto r, redis.Pipeline({{"HSETNX", meta, "embedder", md.embedder->name()},
-                                                    {"HSETNX", meta, "dim", dim},
-                                                    {"HSETNX", meta, "field", "v"},
-                                                    {"HMGET", meta, "embedder", "dim", "field"}}));
+    FRUGAL_ASSIGN_OR_RETURN(auto r,
+                            redis.Pipeline({{"HSETNX", meta, "embedder", md.embedder->name()},
+                                            {"HSETNX", meta, "dim", dim},
+                                            {"HSETNX", meta, "field", "v"},
+                                            {"HMGET", meta, "embedder", "dim", "field"}}));
     const RedisReply& got = r[3];
     if (got.elements.size() != 3) return Internal("Redis cache: unexpected HMGET reply");
     if (got.elements[0].Text() != md.embedder->name() || got.elements[1].Text() != dim) {
-      return InvalidArgument("Redis prefix '" + opt.prefix + "' holds entries embedded by '" + got.elements[0].Text() +
-                             "' (dim " + got.elements[1].Text() + "); this cache embeds with '" + md.embedder->name() +
-                             "' (dim " + dim + "): use another prefix, or that model");
+      return InvalidArgument("Redis prefix '" + opt.prefix + "' holds entries embedded by '" +
+                             got.elements[0].Text() + "' (dim " + got.elements[1].Text() +
+                             "); this cache embeds with '" + md.embedder->name() + "' (dim " + dim +
+                             "): use another prefix, or that model");
     }
     if (got.elements[2].Text() != md.field) {
       std::lock_guard<std::mutex> l(model_mu);
@@ -238,14 +245,16 @@ struct RedisCache::Impl {
     } else {
       // Entries written while the index was missing (Redis restarted without its data while
       // writes went on) are indexed in the background: wait briefly so a lookup finds them.
-      WaitIndexed(name, SteadyClock::now() + std::chrono::seconds(2), std::chrono::milliseconds(10));
+      WaitIndexed(name, SteadyClock::now() + std::chrono::seconds(2),
+                  std::chrono::milliseconds(10));
     }
     ready = true;
     return Status::Ok();
   }
 
   // Polls FT.INFO until the index has read every hash under the prefix, or the deadline.
-  bool WaitIndexed(const std::string& name, SteadyClock::time_point deadline, std::chrono::milliseconds every) {
+  bool WaitIndexed(const std::string& name, SteadyClock::time_point deadline,
+                   std::chrono::milliseconds every) {
     for (;;) {
       auto info = redis.Command({"FT.INFO", name});
       if (info.ok()) {
@@ -275,8 +284,9 @@ struct RedisCache::Impl {
   StatusOr<size_t> UnlinkMatching(const std::string& query) {
     size_t n = 0;
     for (int page = 0; page < 1'000'000; ++page) {
-      FRUGAL_ASSIGN_OR_RETURN(RedisReply r, OnIndex({"FT.SEARCH", Alias(), query, "NOCONTENT", "LIMIT", "0",
-                                                     std::to_string(kUnlinkBatch), "DIALECT", "2"}));
+      FRUGAL_ASSIGN_OR_RETURN(RedisReply r,
+                              OnIndex({"FT.SEARCH", Alias(), query, "NOCONTENT", "LIMIT", "0",
+                                       std::to_string(kUnlinkBatch), "DIALECT", "2"}));
       std::vector<std::string> del = {"UNLINK"};
       for (size_t i = 1; i < r.elements.size(); ++i) del.push_back(r.elements[i].Text());
       if (del.size() == 1) break;
@@ -287,20 +297,24 @@ struct RedisCache::Impl {
     return n;
   }
 
-  StatusOr<LookupResult> Search(const Model& md, const std::string& scope, std::string_view ns, std::string_view query,
-                                LookupResult r);
+  StatusOr<LookupResult> Search(const Model& md, const std::string& scope, std::string_view ns,
+                                std::string_view query, LookupResult r);
 
   // Gives every entry under the prefix that lacks md.field its vector by md's embedder (the
   // entry's query embedded again), in pages of SCAN; never recreates a key removed meanwhile.
   // Returns how many it wrote.
-  StatusOr<size_t> Backfill(const Model& md, const std::function<void()>& keepalive = [] {}) {
+  StatusOr<size_t> Backfill(
+      const Model& md, const std::function<void()>& keepalive = [] {}) {
     size_t written = 0;
     std::string cursor = "0";
     const char* kSetIfExists =
-        "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end return 0";
+        "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HSET', KEYS[1], ARGV[1], "
+        "ARGV[2]) end return 0";
     do {
       keepalive();
-      FRUGAL_ASSIGN_OR_RETURN(RedisReply page, redis.Command({"SCAN", cursor, "MATCH", opt.prefix + ":e:*", "COUNT", "500"}));
+      FRUGAL_ASSIGN_OR_RETURN(
+          RedisReply page,
+          redis.Command({"SCAN", cursor, "MATCH", opt.prefix + ":e:*", "COUNT", "500"}));
       if (page.elements.size() != 2) return Internal("unexpected SCAN reply");
       cursor = page.elements[0].Text();
       const auto& keys = page.elements[1].elements;
@@ -313,7 +327,8 @@ struct RedisCache::Impl {
         const auto& e = got[i].elements;
         if (e.size() != 2 || e[0].type != RedisReply::Type::kString || !e[1].is_nil()) continue;
         auto v = md.embedder->Embed(e[0].str);
-        if (!v.ok()) continue;  // the entry stays out of the new index; it still answers exact repeats
+        if (!v.ok())
+          continue;  // the entry stays out of the new index; it still answers exact repeats
         put.push_back({"EVAL", kSetIfExists, "1", keys[i].Text(), md.field, Blob(*v)});
       }
       if (!put.empty()) {
@@ -328,11 +343,14 @@ struct RedisCache::Impl {
   Status DropField(const std::string& field) {
     std::string cursor = "0";
     do {
-      FRUGAL_ASSIGN_OR_RETURN(RedisReply page, redis.Command({"SCAN", cursor, "MATCH", opt.prefix + ":e:*", "COUNT", "500"}));
+      FRUGAL_ASSIGN_OR_RETURN(
+          RedisReply page,
+          redis.Command({"SCAN", cursor, "MATCH", opt.prefix + ":e:*", "COUNT", "500"}));
       if (page.elements.size() != 2) return Internal("unexpected SCAN reply");
       cursor = page.elements[0].Text();
       std::vector<std::vector<std::string>> del;
-      for (const RedisReply& k : page.elements[1].elements) del.push_back({"HDEL", k.Text(), field});
+      for (const RedisReply& k : page.elements[1].elements)
+        del.push_back({"HDEL", k.Text(), field});
       if (!del.empty()) FRUGAL_RETURN_IF_ERROR(redis.Pipeline(del).status());
     } while (cursor != "0");
     return Status::Ok();
@@ -348,15 +366,20 @@ struct RedisCache::Impl {
 RedisCache::RedisCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RedisCache::~RedisCache() = default;
 
-StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder> embedder, RedisCacheOptions options) {
+StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder> embedder,
+                                                       RedisCacheOptions options) {
   if (!embedder) return InvalidArgument("the semantic cache needs an embedder");
   const CacheOptions& co = options.cache;
-  if (co.threshold < 0 || co.threshold > 1) return InvalidArgument("the cache threshold must be in [0, 1] (0: calibrated)");
+  if (co.threshold < 0 || co.threshold > 1)
+    return InvalidArgument("the cache threshold must be in [0, 1] (0: calibrated)");
   if (co.candidates == 0) return InvalidArgument("the cache must check at least one candidate");
   if (co.ttl.count() < 1) return InvalidArgument("the cache TTL must be at least one second");
-  if (!(options.range_epsilon > 0 && options.range_epsilon <= 10)) return InvalidArgument("the Redis range epsilon must be in (0, 10]");
-  if (options.prefix.empty() || options.prefix.find_first_of(" \t\r\n*?[]{}") != std::string::npos) {
-    return InvalidArgument("the Redis cache prefix must be non-empty, without spaces, braces or glob characters");
+  if (!(options.range_epsilon > 0 && options.range_epsilon <= 10))
+    return InvalidArgument("the Redis range epsilon must be in (0, 10]");
+  if (options.prefix.empty() ||
+      options.prefix.find_first_of(" \t\r\n*?[]{}") != std::string::npos) {
+    return InvalidArgument(
+        "the Redis cache prefix must be non-empty, without spaces, braces or glob characters");
   }
   auto impl = std::make_unique<Impl>(std::move(options));
   impl->model.embedder = std::move(embedder);
@@ -376,8 +399,10 @@ StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder>
         return m.gauge_entries;
       },
       "Index search time per lookup (Redis round trip)");
-  m.backend_errors = &r.AddCounter("frugal_cache_backend_errors", "Redis operations that failed (the cache missed)", "op");
-  r.AddGauge("frugal_cache_backend_up", "1 while Redis answers", [&m] { return m.redis.reachable() ? 1.0 : 0.0; });
+  m.backend_errors = &r.AddCounter("frugal_cache_backend_errors",
+                                   "Redis operations that failed (the cache missed)", "op");
+  r.AddGauge("frugal_cache_backend_up", "1 while Redis answers",
+             [&m] { return m.redis.reachable() ? 1.0 : 0.0; });
   // A conflict (another model under the prefix) is a configuration error: refuse to start. An
   // unreachable Redis is not: the cache misses until it is back.
   Status st = m.EnsureReady();
@@ -386,8 +411,9 @@ StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder>
   return cache;
 }
 
-StatusOr<LookupResult> RedisCache::Impl::Search(const Model& md, const std::string& scope, std::string_view ns,
-                                                std::string_view query, LookupResult r) {
+StatusOr<LookupResult> RedisCache::Impl::Search(const Model& md, const std::string& scope,
+                                                std::string_view ns, std::string_view query,
+                                                LookupResult r) {
   const float threshold = ThresholdFor(opt.cache, ns, *md.embedder);
   char radius[32];
   std::snprintf(radius, sizeof radius, "%.9g", 1.0 - static_cast<double>(threshold));
@@ -396,13 +422,17 @@ StatusOr<LookupResult> RedisCache::Impl::Search(const Model& md, const std::stri
   if (opt.search == RedisSearch::kRange) {
     char eps[32];
     std::snprintf(eps, sizeof eps, "%.6g", opt.range_epsilon);
-    argv.insert(argv.end(), {"@sh:{" + HashHex(scope) + "} @" + md.field + ":[VECTOR_RANGE $r $vec]=>{$YIELD_DISTANCE_AS: d; $EPSILON: " + eps + "}",
-                             "PARAMS", "4", "r", radius, "vec", Blob(r.embedding)});
+    argv.insert(argv.end(),
+                {"@sh:{" + HashHex(scope) + "} @" + md.field +
+                     ":[VECTOR_RANGE $r $vec]=>{$YIELD_DISTANCE_AS: d; $EPSILON: " + eps + "}",
+                 "PARAMS", "4", "r", radius, "vec", Blob(r.embedding)});
   } else {
-    argv.insert(argv.end(), {"(@sh:{" + HashHex(scope) + "})=>[KNN " + k + " @" + md.field + " $vec AS d]", "PARAMS", "2", "vec",
-                             Blob(r.embedding)});
+    argv.insert(argv.end(),
+                {"(@sh:{" + HashHex(scope) + "})=>[KNN " + k + " @" + md.field + " $vec AS d]",
+                 "PARAMS", "2", "vec", Blob(r.embedding)});
   }
-  argv.insert(argv.end(), {"SORTBY", "d", "ASC", "LIMIT", "0", k, "RETURN", "3", "query", "response", "d", "DIALECT", "2"});
+  argv.insert(argv.end(), {"SORTBY", "d", "ASC", "LIMIT", "0", k, "RETURN", "3", "query",
+                           "response", "d", "DIALECT", "2"});
   const auto t0 = SteadyClock::now();
   auto found = OnIndex(argv);
   r.search_ms = MsSince(t0);
@@ -420,13 +450,15 @@ StatusOr<LookupResult> RedisCache::Impl::Search(const Model& md, const std::stri
     if (cq->type != RedisReply::Type::kString || cr->type != RedisReply::Type::kString) continue;
     cands.push_back({similarity, cq->str, cr->str});
   }
-  const bool opaque = opt.cache.guard && !cands.empty() && md.embedder->UnknownShare(query) > opt.cache.max_unknown_share;
+  const bool opaque = opt.cache.guard && !cands.empty() &&
+                      md.embedder->UnknownShare(query) > opt.cache.max_unknown_share;
   const std::shared_ptr<const HitVerifier> verifier = VerifierFor(md.embedder);
   PickHit(cands, opt.cache.guard ? verifier.get() : nullptr, *md.embedder, opaque, query, &r);
   return r;
 }
 
-StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_view ns, std::string_view query) {
+StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_view ns,
+                                          std::string_view query) {
   Impl& m = *impl_;
   m.cm.lookups->Add(1);
   m.cm.lookups_seen.fetch_add(1);
@@ -478,10 +510,11 @@ StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_
   return found;
 }
 
-Status RedisCache::Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
-                          const LookupResult* looked_up) {
+Status RedisCache::Insert(const std::string& scope, std::string_view ns, std::string_view query,
+                          std::string_view response, const LookupResult* looked_up) {
   Impl& m = *impl_;
-  if (query.size() > m.opt.cache.max_semantic_bytes) return Status::Ok();  // not cached (Lookup never embeds it either)
+  if (query.size() > m.opt.cache.max_semantic_bytes)
+    return Status::Ok();  // not cached (Lookup never embeds it either)
   SwitchGate::Pass pass(m.gate);
   Impl::Model md;
   std::optional<Impl::Model> next;
@@ -496,9 +529,15 @@ Status RedisCache::Insert(const std::string& scope, std::string_view ns, std::st
   } else {
     FRUGAL_ASSIGN_OR_RETURN(v, md.embedder->Embed(query));
   }
-  std::vector<std::string> hset = {"HSET", m.Key(scope, query), "sh", HashHex(scope), "nh", HashHex(ns), "scope", scope,
-                                   "ns", std::string(ns), "query", std::string(query), "response", std::string(response),
-                                   md.field, Blob(v), "t", std::to_string(WallMs())};
+  std::vector<std::string> hset = {"HSET",     m.Key(scope, query),
+                                   "sh",       HashHex(scope),
+                                   "nh",       HashHex(ns),
+                                   "scope",    scope,
+                                   "ns",       std::string(ns),
+                                   "query",    std::string(query),
+                                   "response", std::string(response),
+                                   md.field,   Blob(v),
+                                   "t",        std::to_string(WallMs())};
   if (next) {
     // A rotation to a new model is filling its index: the entry gets that model's vector too.
     FRUGAL_ASSIGN_OR_RETURN(std::vector<float> nv, next->embedder->Embed(query));
@@ -507,7 +546,8 @@ Status RedisCache::Insert(const std::string& scope, std::string_view ns, std::st
   const std::string key = m.Key(scope, query);
   Status st = m.EnsureReady();
   if (st.ok()) {
-    const int64_t ttl_ms = std::chrono::duration_cast<std::chrono::milliseconds>(m.opt.cache.ttl).count();
+    const int64_t ttl_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(m.opt.cache.ttl).count();
     auto r = m.redis.Pipeline({{"MULTI"},
                                hset,
                                {"PEXPIRE", key, std::to_string(ttl_ms)},
@@ -566,7 +606,8 @@ size_t RedisCache::Clear() {
     bool failed = false;
     for (size_t b = 0; b < keys.size() && !failed; b += kUnlinkBatch) {
       std::vector<std::string> del = {"UNLINK"};
-      for (size_t i = b; i < std::min(keys.size(), b + kUnlinkBatch); ++i) del.push_back(keys[i].Text());
+      for (size_t i = b; i < std::min(keys.size(), b + kUnlinkBatch); ++i)
+        del.push_back(keys[i].Text());
       auto d = m.redis.Command(del);
       if (!d.ok()) {
         m.Failed("invalidate", d.status());
@@ -581,16 +622,20 @@ size_t RedisCache::Clear() {
   return n;
 }
 
-StatusOr<std::string> RedisCache::CurrentIndex() const { return CurrentIndexOf(impl_->redis, impl_->Alias()); }
+StatusOr<std::string> RedisCache::CurrentIndex() const {
+  return CurrentIndexOf(impl_->redis, impl_->Alias());
+}
 
 bool RedisCache::reachable() const { return impl_->redis.reachable(); }
 
-Status RedisCache::Impl::RotateToModel(const std::shared_ptr<Embedder>& embedder, const HnswParams& p,
+Status RedisCache::Impl::RotateToModel(const std::shared_ptr<Embedder>& embedder,
+                                       const HnswParams& p,
                                        const std::function<void()>& keepalive) {
   const std::string meta = opt.prefix + ":meta";
   const Model cur = Current();
   const std::string dim = std::to_string(embedder->dim());
-  FRUGAL_ASSIGN_OR_RETURN(RedisReply got, redis.Command({"HMGET", meta, "embedder", "dim", "field"}));
+  FRUGAL_ASSIGN_OR_RETURN(RedisReply got,
+                          redis.Command({"HMGET", meta, "embedder", "dim", "field"}));
   if (got.elements.size() != 3) return Internal("Redis cache: unexpected HMGET reply");
   if (got.elements[0].Text() == embedder->name() && got.elements[1].Text() == dim) {
     // Another replica has moved the prefix to this model already: switch to it, then give the
@@ -604,7 +649,8 @@ Status RedisCache::Impl::RotateToModel(const std::shared_ptr<Embedder>& embedder
     return Backfill(adopted, keepalive).status();
   }
   if (got.elements[0].Text() != cur.embedder->name()) {
-    return InvalidArgument("Redis prefix '" + opt.prefix + "' holds entries of '" + got.elements[0].Text() +
+    return InvalidArgument("Redis prefix '" + opt.prefix + "' holds entries of '" +
+                           got.elements[0].Text() +
                            "', neither this cache's model nor the new one");
   }
   FRUGAL_ASSIGN_OR_RETURN(std::string old_index, RedisCache::CurrentIndexOf(redis, Alias()));
@@ -626,13 +672,17 @@ Status RedisCache::Impl::RotateToModel(const std::shared_ptr<Embedder>& embedder
     (void)DropField(next_model.field);
     return why;
   };
-  Status st = redis.Command({"HSET", meta, "next_embedder", embedder->name(), "next_field", next_model.field}).status();
+  Status st = redis
+                  .Command({"HSET", meta, "next_embedder", embedder->name(), "next_field",
+                            next_model.field})
+                  .status();
   if (st.ok()) st = redis.Command(CreateIndexArgs(name, p, next_model)).status();
   // Every entry gets the new model's vector (the index reads them as they land); a second pass
   // catches entries other replicas wrote with the old model alone meanwhile.
   for (int pass = 0; pass < 2 && st.ok(); ++pass) {
     st = Backfill(next_model, keepalive).status();
-    if (st.ok() && !WaitIndexed(name, SteadyClock::now() + opt.rotation_timeout, std::chrono::milliseconds(100))) {
+    if (st.ok() && !WaitIndexed(name, SteadyClock::now() + opt.rotation_timeout,
+                                std::chrono::milliseconds(100))) {
       st = DeadlineExceeded("the new index " + name + " was not complete in time");
     }
   }
@@ -642,8 +692,11 @@ Status RedisCache::Impl::RotateToModel(const std::shared_ptr<Embedder>& embedder
     SwitchGate::Switch sw(gate);
     st = redis.Command({"FT.ALIASUPDATE", Alias(), name}).status();
     if (st.ok()) {
-      st = redis.Pipeline({{"HSET", meta, "embedder", embedder->name(), "dim", dim, "field", next_model.field},
-                           {"HDEL", meta, "next_embedder", "next_field"}}).status();
+      st = redis
+               .Pipeline({{"HSET", meta, "embedder", embedder->name(), "dim", dim, "field",
+                           next_model.field},
+                          {"HDEL", meta, "next_embedder", "next_field"}})
+               .status();
     }
     if (st.ok()) {
       std::lock_guard<std::mutex> l(model_mu);
@@ -667,7 +720,8 @@ StatusOr<std::string> RedisCache::CurrentIndexOf(RedisClient& redis, const std::
 Status RedisCache::Rotate(const RotateOptions& options) {
   Impl& m = *impl_;
   const Impl::Model cur = m.Current();
-  const bool new_model = options.embedder && options.embedder != cur.embedder && options.embedder->name() != cur.embedder->name();
+  const bool new_model = options.embedder && options.embedder != cur.embedder &&
+                         options.embedder->name() != cur.embedder->name();
   std::lock_guard<std::mutex> rotating(m.rotate_mu);
   const auto t0 = SteadyClock::now();
   FRUGAL_RETURN_IF_ERROR(m.EnsureReady());
@@ -681,22 +735,28 @@ Status RedisCache::Rotate(const RotateOptions& options) {
   const std::string lock_key = m.opt.prefix + ":rotating";
   const std::string token = std::to_string(std::random_device{}()) + "-" + std::to_string(WallMs());
   const auto deadline = SteadyClock::now() + m.opt.rotation_timeout;
-  const std::string lock_ms =
-      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(m.opt.rotation_timeout).count() + 60'000);
+  const std::string lock_ms = std::to_string(
+      std::chrono::duration_cast<std::chrono::milliseconds>(m.opt.rotation_timeout).count() +
+      60'000);
   for (;;) {
-    FRUGAL_ASSIGN_OR_RETURN(RedisReply got, m.redis.Command({"SET", lock_key, token, "NX", "PX", lock_ms}));
+    FRUGAL_ASSIGN_OR_RETURN(RedisReply got,
+                            m.redis.Command({"SET", lock_key, token, "NX", "PX", lock_ms}));
     if (!got.is_nil()) break;
-    if (SteadyClock::now() > deadline) return DeadlineExceeded("another replica's rotation holds " + lock_key);
+    if (SteadyClock::now() > deadline)
+      return DeadlineExceeded("another replica's rotation holds " + lock_key);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   auto unlock = [&] {
-    (void)m.redis.Command({"EVAL", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+    (void)m.redis.Command({"EVAL",
+                           "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', "
+                           "KEYS[1]) end return 0",
                            "1", lock_key, token});
   };
   // A long rotation keeps its lock: each backfill page extends it while this token holds it.
   auto keepalive = [&] {
     (void)m.redis.Command({"EVAL",
-                           "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
+                           "if redis.call('GET', KEYS[1]) == ARGV[1] then return "
+                           "redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
                            "1", lock_key, token, lock_ms});
   };
   Status st = new_model ? m.RotateToModel(options.embedder, p, keepalive) : [&]() -> Status {

@@ -75,12 +75,14 @@ class RedisCache : public Cache {
  public:
   // Fails only on bad options or on a Redis that answers with a conflict (another embedding
   // model under the prefix); an unreachable Redis opens and misses until it is back.
-  static StatusOr<std::unique_ptr<RedisCache>> Open(std::shared_ptr<Embedder> embedder, RedisCacheOptions options);
+  static StatusOr<std::unique_ptr<RedisCache>> Open(std::shared_ptr<Embedder> embedder,
+                                                    RedisCacheOptions options);
   ~RedisCache() override;
 
-  StatusOr<LookupResult> Lookup(const std::string& scope, std::string_view ns, std::string_view query) override;
-  Status Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
-                const LookupResult* looked_up = nullptr) override;
+  StatusOr<LookupResult> Lookup(const std::string& scope, std::string_view ns,
+                                std::string_view query) override;
+  Status Insert(const std::string& scope, std::string_view ns, std::string_view query,
+                std::string_view response, const LookupResult* looked_up = nullptr) override;
   size_t InvalidateNamespace(std::string_view ns) override;
   size_t InvalidateQuery(const std::string& scope, std::string_view query) override;
   size_t Clear() override;

@@ -39,7 +39,8 @@ Status Convert(const redisReply* r, RedisReply* out) {
     case REDIS_REPLY_ARRAY:
       out->type = RedisReply::Type::kArray;
       out->elements.resize(r->elements);
-      for (size_t i = 0; i < r->elements; ++i) FRUGAL_RETURN_IF_ERROR(Convert(r->element[i], &out->elements[i]));
+      for (size_t i = 0; i < r->elements; ++i)
+        FRUGAL_RETURN_IF_ERROR(Convert(r->element[i], &out->elements[i]));
       return Status::Ok();
     case REDIS_REPLY_ERROR:
       return Internal("redis: " + std::string(r->str, r->len));
@@ -77,7 +78,8 @@ StatusOr<RedisOptions> ParseRedisAddress(std::string_view address) {
   while (a.ends_with('/')) a.remove_suffix(1);
   const size_t colon = a.rfind(':');
   if (a.empty() || a.find('@') != std::string_view::npos || a.find('/') != std::string_view::npos) {
-    return InvalidArgument("Redis address '" + std::string(address) + "': expected host:port or redis://host:port");
+    return InvalidArgument("Redis address '" + std::string(address) +
+                           "': expected host:port or redis://host:port");
   }
   if (colon == std::string_view::npos) {
     o.host = std::string(a);
@@ -87,8 +89,10 @@ StatusOr<RedisOptions> ParseRedisAddress(std::string_view address) {
   const std::string_view port = a.substr(colon + 1);
   int p = 0;
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-  if (o.host.empty() || ec != std::errc() || end != port.data() + port.size() || p < 1 || p > 65535) {
-    return InvalidArgument("Redis address '" + std::string(address) + "': expected host:port with a port in 1..65535");
+  if (o.host.empty() || ec != std::errc() || end != port.data() + port.size() || p < 1 ||
+      p > 65535) {
+    return InvalidArgument("Redis address '" + std::string(address) +
+                           "': expected host:port with a port in 1..65535");
   }
   o.port = p;
   return o;
@@ -106,13 +110,15 @@ void RedisClient::MarkDown(const std::string& why) {
     down_until_ = std::chrono::steady_clock::now() + opt_.retry_after;
   }
   if (reachable_.exchange(false)) {
-    std::fprintf(stderr, "frugal: Redis at %s unreachable (%s); the cache misses until it is back\n", address().c_str(),
-                 why.c_str());
+    std::fprintf(stderr,
+                 "frugal: Redis at %s unreachable (%s); the cache misses until it is back\n",
+                 address().c_str(), why.c_str());
   }
 }
 
 void RedisClient::MarkUp() {
-  if (!reachable_.exchange(true)) std::fprintf(stderr, "frugal: Redis at %s reachable again\n", address().c_str());
+  if (!reachable_.exchange(true))
+    std::fprintf(stderr, "frugal: Redis at %s reachable again\n", address().c_str());
 }
 
 StatusOr<redisContext*> RedisClient::Take(bool* reused) {
@@ -129,7 +135,8 @@ StatusOr<redisContext*> RedisClient::Take(bool* reused) {
       return IoError("Redis at " + address() + " is unreachable (retrying shortly)");
     }
   }
-  redisContext* c = redisConnectWithTimeout(opt_.host.c_str(), opt_.port, ToTimeval(opt_.connect_timeout));
+  redisContext* c =
+      redisConnectWithTimeout(opt_.host.c_str(), opt_.port, ToTimeval(opt_.connect_timeout));
   if (c == nullptr || c->err) {
     const std::string why = c ? c->errstr : "out of memory";
     if (c) redisFree(c);
@@ -156,7 +163,8 @@ StatusOr<RedisReply> RedisClient::Command(const std::vector<std::string>& argv) 
   return std::move(r.front());
 }
 
-StatusOr<std::vector<RedisReply>> RedisClient::Pipeline(const std::vector<std::vector<std::string>>& commands) {
+StatusOr<std::vector<RedisReply>> RedisClient::Pipeline(
+    const std::vector<std::vector<std::string>>& commands) {
   if (commands.empty()) return std::vector<RedisReply>{};
   bool stale = false;
   auto r = Send(commands, &stale);
@@ -173,7 +181,8 @@ StatusOr<std::vector<RedisReply>> RedisClient::Pipeline(const std::vector<std::v
   return r;
 }
 
-StatusOr<std::vector<RedisReply>> RedisClient::Send(const std::vector<std::vector<std::string>>& commands, bool* stale) {
+StatusOr<std::vector<RedisReply>> RedisClient::Send(
+    const std::vector<std::vector<std::string>>& commands, bool* stale) {
   *stale = false;
   bool reused = false;
   FRUGAL_ASSIGN_OR_RETURN(redisContext * c, Take(&reused));
@@ -186,7 +195,8 @@ StatusOr<std::vector<RedisReply>> RedisClient::Send(const std::vector<std::vecto
       args.push_back(a.data());
       lens.push_back(a.size());
     }
-    if (redisAppendCommandArgv(c, static_cast<int>(args.size()), args.data(), lens.data()) != REDIS_OK) {
+    if (redisAppendCommandArgv(c, static_cast<int>(args.size()), args.data(), lens.data()) !=
+        REDIS_OK) {
       const std::string why = c->errstr;
       Give(c, true);
       return IoError("Redis at " + address() + ": " + why);
@@ -200,7 +210,8 @@ StatusOr<std::vector<RedisReply>> RedisClient::Send(const std::vector<std::vecto
       // A timeout or a closed connection: this connection's stream is out of step, drop it.
       const std::string why = c->err ? c->errstr : "no reply";
       const int err = errno;
-      const bool eof = c->err == REDIS_ERR_EOF || (c->err == REDIS_ERR_IO && (err == ECONNRESET || err == EPIPE));
+      const bool eof = c->err == REDIS_ERR_EOF ||
+                       (c->err == REDIS_ERR_IO && (err == ECONNRESET || err == EPIPE));
       Give(c, true);
       if (reused && eof && i == 0) {
         *stale = true;

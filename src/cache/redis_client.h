@@ -46,7 +46,7 @@ struct RedisOptions {
   std::chrono::milliseconds connect_timeout{200};
   std::chrono::milliseconds command_timeout{1000};
   std::chrono::milliseconds retry_after{1000};  // after a failed connect
-  size_t max_idle = 16;                          // connections kept open between commands
+  size_t max_idle = 16;                         // connections kept open between commands
 };
 
 // "host:port", "redis://host:port" or "redis://host:port/" (no auth, no db selection).
@@ -73,14 +73,15 @@ class RedisClient {
 
  private:
   StatusOr<redisContext*> Take(bool* reused);
-  StatusOr<std::vector<RedisReply>> Send(const std::vector<std::vector<std::string>>& commands, bool* stale);
+  StatusOr<std::vector<RedisReply>> Send(const std::vector<std::vector<std::string>>& commands,
+                                         bool* stale);
   void Give(redisContext* c, bool broken);
   void MarkDown(const std::string& why);
   void MarkUp();
 
   RedisOptions opt_;
   std::mutex mu_;
-  std::vector<redisContext*> idle_;                      // guarded by mu_
+  std::vector<redisContext*> idle_;                     // guarded by mu_
   std::chrono::steady_clock::time_point down_until_{};  // guarded by mu_
   std::atomic<bool> reachable_{true};
 };

@@ -19,8 +19,6 @@ double MsSince(SteadyClock::time_point t0) {
   return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
 }
 
-
-
 constexpr char kSnapshotMagic[8] = {'F', 'R', 'G', 'L', 'C', 'A', 'C', '1'};
 
 // One scope's index. Searched under a shared lock; upgraded from exact to HNSW under an
@@ -75,11 +73,12 @@ struct SemanticCache::Impl {
   std::shared_ptr<Generation> next;     // guarded by mu: being built by a rotation
   std::mutex rotate_mu;                 // one rotation at a time
 
-  mutable std::mutex mu;  // the entry store and index mutations
-  std::unordered_map<uint64_t, Entry> entries;                                // guarded by mu
-  std::unordered_map<std::string, std::vector<uint64_t>> by_query;            // guarded by mu: scope+query -> ids
-  std::list<uint64_t> lru;                                                    // guarded by mu: front = newest
-  uint64_t next_id = 1;                                                       // guarded by mu
+  mutable std::mutex mu;                        // the entry store and index mutations
+  std::unordered_map<uint64_t, Entry> entries;  // guarded by mu
+  std::unordered_map<std::string, std::vector<uint64_t>>
+      by_query;             // guarded by mu: scope+query -> ids
+  std::list<uint64_t> lru;  // guarded by mu: front = newest
+  uint64_t next_id = 1;     // guarded by mu
   std::atomic<int64_t> rotations{0};
 
   std::thread snapshotter;
@@ -91,18 +90,24 @@ struct SemanticCache::Impl {
 
   int64_t Now() const {
     if (opt.now_ms) return opt.now_ms();
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
   }
   std::shared_ptr<Generation> Current() const { return std::atomic_load(&current); }
-  static std::string QueryKey(const std::string& scope, std::string_view q) { return scope + '\x1e' + std::string(q); }
+  static std::string QueryKey(const std::string& scope, std::string_view q) {
+    return scope + '\x1e' + std::string(q);
+  }
 
   // With mu held: adds e's vector to a generation's partition, upgrading it to HNSW when it grows.
-  Status AddToIndex(Generation& g, const std::string& scope, uint64_t id, std::span<const float> v) {
+  Status AddToIndex(Generation& g, const std::string& scope, uint64_t id,
+                    std::span<const float> v) {
     Partition& p = g.Get(scope, static_cast<int>(v.size()));
     {
       std::shared_lock lock(p.mu);
       FRUGAL_RETURN_IF_ERROR(p.index->Add(id, v));
-      if (p.index->size() <= opt.exact_max || std::strcmp(p.index->kind(), "hnsw") == 0) return Status::Ok();
+      if (p.index->size() <= opt.exact_max || std::strcmp(p.index->kind(), "hnsw") == 0)
+        return Status::Ok();
     }
     // Grew past exact search: rebuild this partition as HNSW from the stored embeddings.
     std::unique_lock lock(p.mu);
@@ -135,7 +140,8 @@ struct SemanticCache::Impl {
         }
         // An HNSW partition emptied (Clear, a namespace's invalidation, a scope expiring) starts
         // over as an exact one: hnswlib keeps deleted nodes in its graph, and new inserts would
-        // keep walking them (4 ms instead of 0.6 ms each after clearing 10k in cache_backend_bench).
+        // keep walking them (4 ms instead of 0.6 ms each after clearing 10k in
+        // cache_backend_bench).
         if (emptied) {
           std::unique_lock lock(p->mu);
           if (p->index->size() == 0) p->index = NewExactIndex(p->index->dim());
@@ -166,8 +172,9 @@ struct SemanticCache::Impl {
     }
   }
 
-  Status InsertVector(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
-                      std::vector<float> v, const std::vector<float>* next_v, int64_t created, int64_t expires) {
+  Status InsertVector(const std::string& scope, std::string_view ns, std::string_view query,
+                      std::string_view response, std::vector<float> v,
+                      const std::vector<float>* next_v, int64_t created, int64_t expires) {
     std::lock_guard<std::mutex> lock(mu);
     // The same query in the same scope: the newer answer replaces the older.
     if (auto it = by_query.find(QueryKey(scope, query)); it != by_query.end()) {
@@ -177,7 +184,9 @@ struct SemanticCache::Impl {
     const uint64_t id = next_id++;
     auto g = Current();
     FRUGAL_RETURN_IF_ERROR(AddToIndex(*g, scope, id, v));
-    if (next) FRUGAL_RETURN_IF_ERROR(AddToIndex(*next, scope, id, next_v ? std::span<const float>(*next_v) : std::span<const float>(v)));
+    if (next)
+      FRUGAL_RETURN_IF_ERROR(AddToIndex(
+          *next, scope, id, next_v ? std::span<const float>(*next_v) : std::span<const float>(v)));
     Entry& e = entries[id];
     e.id = id;
     e.scope = scope;
@@ -200,11 +209,14 @@ struct SemanticCache::Impl {
 
 SemanticCache::SemanticCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::Open(std::shared_ptr<Embedder> embedder, CacheOptions options) {
+StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::Open(std::shared_ptr<Embedder> embedder,
+                                                             CacheOptions options) {
   if (!embedder) return InvalidArgument("the semantic cache needs an embedder");
-  if (options.threshold < 0 || options.threshold > 1) return InvalidArgument("the cache threshold must be in [0, 1] (0: calibrated)");
+  if (options.threshold < 0 || options.threshold > 1)
+    return InvalidArgument("the cache threshold must be in [0, 1] (0: calibrated)");
   if (options.capacity == 0) return InvalidArgument("the cache capacity must be > 0");
-  if (options.candidates == 0) return InvalidArgument("the cache must check at least one candidate");
+  if (options.candidates == 0)
+    return InvalidArgument("the cache must check at least one candidate");
   auto impl = std::make_unique<Impl>();
   impl->opt = std::move(options);
   auto g = std::make_shared<Generation>();
@@ -216,7 +228,8 @@ StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::Open(std::shared_ptr<Emb
   Impl& m = *cache->impl_;
   MetricsRegistry& r = cache->metrics_;
   SemanticCache* self = cache.get();
-  m.cm.Register(r, [self] { return static_cast<double>(self->size()); }, "Index search time per lookup");
+  m.cm.Register(
+      r, [self] { return static_cast<double>(self->size()); }, "Index search time per lookup");
   if (!m.opt.snapshot_path.empty()) {
     std::ifstream probe(m.opt.snapshot_path, std::ios::binary);
     if (probe) FRUGAL_RETURN_IF_ERROR(m.Load(m.opt.snapshot_path));
@@ -226,7 +239,8 @@ StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::Open(std::shared_ptr<Emb
         while (!m.stop_cv.wait_for(lock, m.opt.snapshot_interval, [&m] { return m.stop; })) {
           lock.unlock();
           Status st = m.Save(m.opt.snapshot_path);
-          if (!st.ok()) std::fprintf(stderr, "frugal: cache snapshot failed: %s\n", st.ToString().c_str());
+          if (!st.ok())
+            std::fprintf(stderr, "frugal: cache snapshot failed: %s\n", st.ToString().c_str());
           lock.lock();
         }
       });
@@ -245,11 +259,13 @@ SemanticCache::~SemanticCache() {
   if (m.snapshotter.joinable()) m.snapshotter.join();
   if (!m.opt.snapshot_path.empty()) {
     Status st = m.Save(m.opt.snapshot_path);
-    if (!st.ok()) std::fprintf(stderr, "frugal: cache snapshot failed: %s\n", st.ToString().c_str());
+    if (!st.ok())
+      std::fprintf(stderr, "frugal: cache snapshot failed: %s\n", st.ToString().c_str());
   }
 }
 
-StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::string_view ns, std::string_view query) {
+StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::string_view ns,
+                                             std::string_view query) {
   Impl& m = *impl_;
   LookupResult r;
   m.cm.lookups->Add(1);
@@ -313,11 +329,14 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
       copies.push_back({n.label, n.similarity, it->second.query, it->second.response});
     }
   }
-  const bool opaque = m.opt.guard && !copies.empty() && g->embedder->UnknownShare(query) > m.opt.max_unknown_share;
+  const bool opaque =
+      m.opt.guard && !copies.empty() && g->embedder->UnknownShare(query) > m.opt.max_unknown_share;
   std::vector<HitCandidate> cands;
   cands.reserve(copies.size());
   for (const Copy& c : copies) cands.push_back({c.similarity, c.query, c.response});
-  if (const int hit = PickHit(cands, m.opt.guard ? g->verifier.get() : nullptr, *g->embedder, opaque, query, &r); hit >= 0) {
+  if (const int hit = PickHit(cands, m.opt.guard ? g->verifier.get() : nullptr, *g->embedder,
+                              opaque, query, &r);
+      hit >= 0) {
     std::lock_guard<std::mutex> lock(m.mu);
     auto it = m.entries.find(copies[static_cast<size_t>(hit)].id);
     if (it != m.entries.end()) m.lru.splice(m.lru.begin(), m.lru, it->second.lru);
@@ -327,10 +346,11 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   return r;
 }
 
-Status SemanticCache::Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
-                             const LookupResult* looked_up) {
+Status SemanticCache::Insert(const std::string& scope, std::string_view ns, std::string_view query,
+                             std::string_view response, const LookupResult* looked_up) {
   Impl& m = *impl_;
-  if (query.size() > m.opt.max_semantic_bytes) return Status::Ok();  // not cached (Lookup never embeds it either)
+  if (query.size() > m.opt.max_semantic_bytes)
+    return Status::Ok();  // not cached (Lookup never embeds it either)
   auto g = m.Current();
   std::vector<float> v;
   if (looked_up && looked_up->embedded_by == g->embedder && !looked_up->embedding.empty()) {
@@ -349,8 +369,9 @@ Status SemanticCache::Insert(const std::string& scope, std::string_view ns, std:
     FRUGAL_ASSIGN_OR_RETURN(nv, nx->embedder->Embed(query));
   }
   const int64_t now = m.Now();
-  return m.InsertVector(scope, ns, query, response, std::move(v), nv ? &*nv : nullptr, now,
-                        now + std::chrono::duration_cast<std::chrono::milliseconds>(m.opt.ttl).count());
+  return m.InsertVector(
+      scope, ns, query, response, std::move(v), nv ? &*nv : nullptr, now,
+      now + std::chrono::duration_cast<std::chrono::milliseconds>(m.opt.ttl).count());
 }
 
 size_t SemanticCache::InvalidateNamespace(std::string_view ns) {
@@ -482,7 +503,9 @@ Status SemanticCache::Snapshot(const std::string& path) const { return impl_->Sa
 
 namespace {
 
-void PutU64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+void PutU64(std::string& out, uint64_t v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
 void PutStr(std::string& out, std::string_view s) {
   PutU64(out, s.size());
   out.append(s);
@@ -536,7 +559,8 @@ Status SemanticCache::Impl::Save(const std::string& path) const {
       PutStr(out, e.response);
       PutU64(out, static_cast<uint64_t>(e.created_ms));
       PutU64(out, static_cast<uint64_t>(e.expires_ms));
-      out.append(reinterpret_cast<const char*>(e.embedding.data()), e.embedding.size() * sizeof(float));
+      out.append(reinterpret_cast<const char*>(e.embedding.data()),
+                 e.embedding.size() * sizeof(float));
     }
   }
   const std::string tmp = path + ".tmp";
@@ -546,14 +570,16 @@ Status SemanticCache::Impl::Save(const std::string& path) const {
     f.write(out.data(), static_cast<std::streamsize>(out.size()));
     if (!f) return IoError("cannot write " + tmp);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return IoError("cannot rename " + tmp + " to " + path);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return IoError("cannot rename " + tmp + " to " + path);
   return Status::Ok();
 }
 
 Status SemanticCache::Impl::Load(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::string buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (buf.size() < sizeof kSnapshotMagic || std::memcmp(buf.data(), kSnapshotMagic, sizeof kSnapshotMagic) != 0) {
+  if (buf.size() < sizeof kSnapshotMagic ||
+      std::memcmp(buf.data(), kSnapshotMagic, sizeof kSnapshotMagic) != 0) {
     return DataLoss(path + " is not a Frugal cache snapshot");
   }
   Reader r{buf, sizeof kSnapshotMagic};
@@ -568,7 +594,8 @@ Status SemanticCache::Impl::Load(const std::string& path) {
     std::string scope = r.Str(), ns = r.Str(), query = r.Str(), response = r.Str();
     const auto created = static_cast<int64_t>(r.U64()), expires = static_cast<int64_t>(r.U64());
     const size_t bytes = static_cast<size_t>(dim) * sizeof(float);
-    if (!r.ok || bytes > buf.size() - r.pos) return DataLoss(path + ": truncated at entry " + std::to_string(i));
+    if (!r.ok || bytes > buf.size() - r.pos)
+      return DataLoss(path + ": truncated at entry " + std::to_string(i));
     std::vector<float> v(static_cast<size_t>(dim));
     std::memcpy(v.data(), buf.data() + r.pos, bytes);
     r.pos += bytes;
@@ -576,7 +603,8 @@ Status SemanticCache::Impl::Load(const std::string& path) {
     if (reembed) {
       FRUGAL_ASSIGN_OR_RETURN(v, g->embedder->Embed(query));
     }
-    FRUGAL_RETURN_IF_ERROR(InsertVector(scope, ns, query, response, std::move(v), nullptr, created, expires));
+    FRUGAL_RETURN_IF_ERROR(
+        InsertVector(scope, ns, query, response, std::move(v), nullptr, created, expires));
   }
   if (!r.ok) return DataLoss(path + ": truncated");
   return Status::Ok();

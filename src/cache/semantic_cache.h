@@ -45,12 +45,14 @@ namespace frugal::cache {
 
 class SemanticCache : public Cache {
  public:
-  static StatusOr<std::unique_ptr<SemanticCache>> Open(std::shared_ptr<Embedder> embedder, CacheOptions options);
+  static StatusOr<std::unique_ptr<SemanticCache>> Open(std::shared_ptr<Embedder> embedder,
+                                                       CacheOptions options);
   ~SemanticCache() override;
 
-  StatusOr<LookupResult> Lookup(const std::string& scope, std::string_view ns, std::string_view query) override;
-  Status Insert(const std::string& scope, std::string_view ns, std::string_view query, std::string_view response,
-                const LookupResult* looked_up = nullptr) override;
+  StatusOr<LookupResult> Lookup(const std::string& scope, std::string_view ns,
+                                std::string_view query) override;
+  Status Insert(const std::string& scope, std::string_view ns, std::string_view query,
+                std::string_view response, const LookupResult* looked_up = nullptr) override;
 
   size_t InvalidateNamespace(std::string_view ns) override;
   size_t InvalidateQuery(const std::string& scope, std::string_view query) override;

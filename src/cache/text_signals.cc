@@ -24,15 +24,15 @@ enum class Kind { kWord, kNumber, kHan };
 
 struct Token {
   Kind kind;
-  std::string text;  // lower-case word, canonical digits, or one Han character (UTF-8)
-  uint32_t cp = 0;   // kHan: the code point
-  bool gap = true;   // a space or punctuation before it (Han runs and "1.5万" need adjacency)
-  bool used = false; // consumed by a number, a negation or a lexicon match
+  std::string text;   // lower-case word, canonical digits, or one Han character (UTF-8)
+  uint32_t cp = 0;    // kHan: the code point
+  bool gap = true;    // a space or punctuation before it (Han runs and "1.5万" need adjacency)
+  bool used = false;  // consumed by a number, a negation or a lexicon match
 };
 
 bool IsHan(uint32_t cp) {
-  return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
-         (cp >= 0xF900 && cp <= 0xFAFF) || cp == 0x3007;  // 〇
+  return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
+         (cp >= 0x20000 && cp <= 0x2A6DF) || (cp >= 0xF900 && cp <= 0xFAFF) || cp == 0x3007;  // 〇
 }
 
 bool IsLetter(uint32_t cp) {
@@ -59,10 +59,11 @@ std::string Normalize(std::string_view text) {
     i += static_cast<size_t>(n);
   }
   utf8proc_uint8_t* out = nullptr;
-  const auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(valid.data()),
-                              static_cast<utf8proc_ssize_t>(valid.size()), &out,
-                              static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT |
-                                                             UTF8PROC_CASEFOLD | UTF8PROC_IGNORE));
+  const auto n = utf8proc_map(
+      reinterpret_cast<const utf8proc_uint8_t*>(valid.data()),
+      static_cast<utf8proc_ssize_t>(valid.size()), &out,
+      static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT |
+                                     UTF8PROC_CASEFOLD | UTF8PROC_IGNORE));
   if (n < 0) return valid;
   std::string s(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
   std::free(out);
@@ -162,7 +163,9 @@ std::string Stem(std::string w) {
   if (w.size() > 2 && w.ends_with("'s")) w.resize(w.size() - 2);
   if (w.size() <= 3) return w;
   auto undouble = [](std::string& x) {
-    if (x.size() >= 3 && x[x.size() - 1] == x[x.size() - 2] && std::string("aeiouls").find(x.back()) == std::string::npos) x.pop_back();
+    if (x.size() >= 3 && x[x.size() - 1] == x[x.size() - 2] &&
+        std::string("aeiouls").find(x.back()) == std::string::npos)
+      x.pop_back();
   };
   if (w.size() > 4 && w.ends_with("ies")) {
     w.resize(w.size() - 3);
@@ -175,9 +178,11 @@ std::string Stem(std::string w) {
   } else if (w.size() > 4 && w.ends_with("ed") && !w.ends_with("eed")) {
     w.resize(w.size() - 2);
     undouble(w);
-  } else if (w.size() > 4 && (w.ends_with("ches") || w.ends_with("shes") || w.ends_with("xes") || w.ends_with("zes"))) {
+  } else if (w.size() > 4 && (w.ends_with("ches") || w.ends_with("shes") || w.ends_with("xes") ||
+                              w.ends_with("zes"))) {
     w.resize(w.size() - 2);
-  } else if (w.size() > 3 && w.back() == 's' && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is")) {
+  } else if (w.size() > 3 && w.back() == 's' && !w.ends_with("ss") && !w.ends_with("us") &&
+             !w.ends_with("is")) {
     w.pop_back();
   } else if (w.size() > 5 && w.ends_with("ly")) {
     w.resize(w.size() - 2);
@@ -192,23 +197,37 @@ const std::unordered_set<std::string>& EnglishStopwords() {
   static const std::unordered_set<std::string> kSet = [] {
     std::unordered_set<std::string> s;
     for (const char* w :
-         {"a", "an", "the", "and", "or", "but", "so", "to", "of", "in", "on", "at", "by", "for", "from", "with", "into",
-          "onto", "about", "as", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "done",
-          "doing", "have", "has", "had", "having", "i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "you",
-          "your", "yours", "he", "him", "his", "she", "her", "it", "its", "they", "them", "their", "this", "that",
-          "these", "those", "there", "here", "can", "could", "would", "will", "shall", "should", "may", "might", "must",
-          "please", "pls", "plz", "kindly", "hi", "hello", "hey", "dear", "thanks", "thank", "thx", "ty", "cheers",
-          "sir", "madam", "team", "support", "tell", "know", "let", "wonder", "wondering", "wondered", "curious",
-          "question", "quick", "quickly", "just", "really", "actually", "also", "still", "yet", "again", "then", "now",
-          "currently", "anyone", "somebody", "someone", "any", "some", "possible", "able", "way", "ok", "okay",
-          "like", "want", "wanted", "need", "needed", "help", "assist", "guys", "folks", "um", "uh", "well", "oh",
-          "sorry", "excuse", "appreciate", "if", "whether", "exactly", "basically", "is't", "it's", "i'm", "i'd",
-          "i've", "i'll", "you're", "what's", "how's", "where's", "when's", "there's", "that's", "get", "got",
-          "find", "out", "see", "check", "say", "explain", "info", "information", "details", "detail", "u", "ur",
-          "ya", "yo", "usually", "normally", "typically", "generally", "dollar", "dollars", "usd", "bucks", "buck",
-          "percent", "pct", "ask", "asking", "advance", "bother", "bothering", "morning", "afternoon", "evening",
-          "regards", "best", "greetings", "lot", "much", "very", "so", "many", "ive", "im", "whats", "hows",
-          "wheres", "whens", "thats", "theres", "youre", "offer", "provide", "usual", "take", "takes"}) {
+         {"a",         "an",      "the",         "and",        "or",        "but",       "so",
+          "to",        "of",      "in",          "on",         "at",        "by",        "for",
+          "from",      "with",    "into",        "onto",       "about",     "as",        "is",
+          "are",       "was",     "were",        "be",         "been",      "being",     "am",
+          "do",        "does",    "did",         "done",       "doing",     "have",      "has",
+          "had",       "having",  "i",           "me",         "my",        "mine",      "myself",
+          "we",        "us",      "our",         "ours",       "you",       "your",      "yours",
+          "he",        "him",     "his",         "she",        "her",       "it",        "its",
+          "they",      "them",    "their",       "this",       "that",      "these",     "those",
+          "there",     "here",    "can",         "could",      "would",     "will",      "shall",
+          "should",    "may",     "might",       "must",       "please",    "pls",       "plz",
+          "kindly",    "hi",      "hello",       "hey",        "dear",      "thanks",    "thank",
+          "thx",       "ty",      "cheers",      "sir",        "madam",     "team",      "support",
+          "tell",      "know",    "let",         "wonder",     "wondering", "wondered",  "curious",
+          "question",  "quick",   "quickly",     "just",       "really",    "actually",  "also",
+          "still",     "yet",     "again",       "then",       "now",       "currently", "anyone",
+          "somebody",  "someone", "any",         "some",       "possible",  "able",      "way",
+          "ok",        "okay",    "like",        "want",       "wanted",    "need",      "needed",
+          "help",      "assist",  "guys",        "folks",      "um",        "uh",        "well",
+          "oh",        "sorry",   "excuse",      "appreciate", "if",        "whether",   "exactly",
+          "basically", "is't",    "it's",        "i'm",        "i'd",       "i've",      "i'll",
+          "you're",    "what's",  "how's",       "where's",    "when's",    "there's",   "that's",
+          "get",       "got",     "find",        "out",        "see",       "check",     "say",
+          "explain",   "info",    "information", "details",    "detail",    "u",         "ur",
+          "ya",        "yo",      "usually",     "normally",   "typically", "generally", "dollar",
+          "dollars",   "usd",     "bucks",       "buck",       "percent",   "pct",       "ask",
+          "asking",    "advance", "bother",      "bothering",  "morning",   "afternoon", "evening",
+          "regards",   "best",    "greetings",   "lot",        "much",      "very",      "so",
+          "many",      "ive",     "im",          "whats",      "hows",      "wheres",    "whens",
+          "thats",     "theres",  "youre",       "offer",      "provide",   "usual",     "take",
+          "takes"}) {
       s.insert(w);
     }
     return s;
@@ -218,11 +237,27 @@ const std::unordered_set<std::string>& EnglishStopwords() {
 
 // Words that negate, whole.
 const std::unordered_set<std::string>& EnglishNegations() {
-  static const std::unordered_set<std::string> kSet = {
-      "not", "no", "never", "none", "nothing", "nobody", "nowhere", "neither", "nor", "without", "cannot", "cant",
-      "wont", "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "havent", "hasnt", "hadnt", "shouldnt",
-      "wouldnt", "couldnt", "mustnt", "unable", "non", "unavailable", "invalid", "ineligible", "nonrefundable",
-      "nontransferable", "unpaid", "undelivered", "unused", "unopened", "unworn", "unwashed", "unsealed"};
+  static const std::unordered_set<std::string> kSet = {"not",           "no",
+                                                       "never",         "none",
+                                                       "nothing",       "nobody",
+                                                       "nowhere",       "neither",
+                                                       "nor",           "without",
+                                                       "cannot",        "cant",
+                                                       "wont",          "dont",
+                                                       "doesnt",        "didnt",
+                                                       "isnt",          "arent",
+                                                       "wasnt",         "werent",
+                                                       "havent",        "hasnt",
+                                                       "hadnt",         "shouldnt",
+                                                       "wouldnt",       "couldnt",
+                                                       "mustnt",        "unable",
+                                                       "non",           "unavailable",
+                                                       "invalid",       "ineligible",
+                                                       "nonrefundable", "nontransferable",
+                                                       "unpaid",        "undelivered",
+                                                       "unused",        "unopened",
+                                                       "unworn",        "unwashed",
+                                                       "unsealed"};
   return kSet;
 }
 
@@ -252,7 +287,8 @@ std::string StemPhrase(std::string_view phrase) {
   size_t i = 0;
   while (i < phrase.size()) {
     const size_t sp = phrase.find(' ', i);
-    const std::string w(phrase.substr(i, sp == std::string_view::npos ? std::string_view::npos : sp - i));
+    const std::string w(
+        phrase.substr(i, sp == std::string_view::npos ? std::string_view::npos : sp - i));
     if (!out.empty()) out += ' ';
     out += Stem(w);
     if (sp == std::string_view::npos) break;
@@ -270,21 +306,25 @@ size_t CountChars(std::string_view s) {
 const Lexicon& GetLexicon() {
   static const Lexicon kLex = [] {
     Lexicon lx;
-    auto en = [&](std::string canonical, std::initializer_list<const char*> surfaces, bool question = false) {
+    auto en = [&](std::string canonical, std::initializer_list<const char*> surfaces,
+                  bool question = false) {
       for (const char* s : surfaces) {
         const std::string k = StemPhrase(s);
         lx.en[k] = {canonical.empty() ? "" : StemPhrase(canonical), -1, question};
-        lx.en_max_words = std::max<size_t>(lx.en_max_words, std::count(k.begin(), k.end(), ' ') + 1);
+        lx.en_max_words =
+            std::max<size_t>(lx.en_max_words, std::count(k.begin(), k.end(), ' ') + 1);
       }
     };
-    auto zh = [&](std::string canonical, std::initializer_list<const char*> surfaces, bool question = false) {
+    auto zh = [&](std::string canonical, std::initializer_list<const char*> surfaces,
+                  bool question = false) {
       for (const char* s : surfaces) {
         lx.zh[s] = {canonical, -1, question};
         lx.zh_max_chars = std::max(lx.zh_max_chars, CountChars(s));
       }
     };
     // --- English synonyms ---
-    en("ship", {"shipping", "ship", "shipment", "delivery", "deliver", "postage", "dispatch", "send out"});
+    en("ship",
+       {"shipping", "ship", "shipment", "delivery", "deliver", "postage", "dispatch", "send out"});
     en("price", {"price", "cost", "fee", "charge", "rate", "fare", "pricing"});
     en("refund", {"refund", "money back", "reimburse", "reimbursement", "pay back"});
     en("package", {"package", "parcel"});
@@ -294,12 +334,13 @@ const Lexicon& GetLexicon() {
     en("password", {"password", "passcode"});
     en("login", {"log in", "login", "sign in", "signin", "log on", "logon"});
     en("register", {"sign up", "signup", "register", "registration", "create an account"});
-    en("coupon", {"coupon", "coupon code", "voucher", "voucher code", "promo code", "promo", "discount code",
-                  "promotion code", "promotional code"});
+    en("coupon", {"coupon", "coupon code", "voucher", "voucher code", "promo code", "promo",
+                  "discount code", "promotion code", "promotional code"});
     en("store", {"store", "shop", "outlet"});
-    en("hours", {"hours", "opening hours", "opening times", "business hours", "open hours", "hours of operation"});
-    en("agent", {"customer service", "customer support", "human agent", "agent", "representative", "live agent",
-                 "real person", "human"});
+    en("hours", {"hours", "opening hours", "opening times", "business hours", "open hours",
+                 "hours of operation"});
+    en("agent", {"customer service", "customer support", "human agent", "agent", "representative",
+                 "live agent", "real person", "human"});
     en("email", {"email", "e-mail", "e mail"});
     en("phone", {"phone", "telephone", "phone number", "mobile number", "cell number"});
     en("broken", {"broken", "damaged", "defective", "faulty", "damage"});
@@ -337,12 +378,42 @@ const Lexicon& GetLexicon() {
     en("inch", {"inch", "inches"});
     en("cm", {"cm", "centimeter", "centimeters", "centimetre", "centimetres"});
     // Fillers: greetings, thanks and hedges around the question.
-    en("", {"quick question", "a quick question", "quick one", "thanks a lot", "thank you very much", "thank you so much",
-            "thanks so much", "thanks in advance", "many thanks", "good morning", "good afternoon", "good evening",
-            "sorry to bother you", "sorry to bother", "may i ask", "i would like to know", "i'd like to know",
-            "just wondering", "by the way", "btw", "hi there", "hello there", "hey there", "is it possible",
-            "is there a way", "i was wondering", "do you know", "can you tell me", "could you tell me",
-            "would you tell me", "let me know", "i want to know", "i need to know", "any idea", "times", "time"});
+    en("", {"quick question",
+            "a quick question",
+            "quick one",
+            "thanks a lot",
+            "thank you very much",
+            "thank you so much",
+            "thanks so much",
+            "thanks in advance",
+            "many thanks",
+            "good morning",
+            "good afternoon",
+            "good evening",
+            "sorry to bother you",
+            "sorry to bother",
+            "may i ask",
+            "i would like to know",
+            "i'd like to know",
+            "just wondering",
+            "by the way",
+            "btw",
+            "hi there",
+            "hello there",
+            "hey there",
+            "is it possible",
+            "is there a way",
+            "i was wondering",
+            "do you know",
+            "can you tell me",
+            "could you tell me",
+            "would you tell me",
+            "let me know",
+            "i want to know",
+            "i need to know",
+            "any idea",
+            "times",
+            "time"});
     en("howmuch", {"how much", "how much is the price", "how much does it cost"}, true);
     en("howmany", {"how many"}, true);
     en("howlong", {"how long", "how many days", "how much time", "how soon"}, true);
@@ -384,8 +455,9 @@ const Lexicon& GetLexicon() {
     zh("前台", {"前台"});
     zh("参加", {"参加", "参与"});
     zh("加急", {"加急"});
-    zh("", {"然后", "后来", "之后呢", "在吗", "在不在", "哈喽", "多谢", "谢谢啦", "谢谢您", "辛苦了", "打扰了",
-            "打扰一下", "急", "着急", "很急", "安排", "给", "元", "块", "块钱", "人民币", "一下子"});
+    zh("", {"然后",   "后来",   "之后呢", "在吗",     "在不在", "哈喽",  "多谢", "谢谢啦",
+            "谢谢您", "辛苦了", "打扰了", "打扰一下", "急",     "着急",  "很急", "安排",
+            "给",     "元",     "块",     "块钱",     "人民币", "一下子"});
     zh("什么", {"哪家", "哪一家", "哪个"}, true);
     zh("kg", {"公斤", "千克"});
     zh("cm", {"厘米"});
@@ -402,17 +474,23 @@ const Lexicon& GetLexicon() {
     zh("why", {"为什么", "为啥", "怎么会"}, true);
     zh("what", {"什么", "啥", "哪个", "哪些", "哪种"}, true);
     // Function words and fillers (removed): particles, pronouns, politeness, modal verbs.
-    zh("", {"请问", "麻烦", "您好", "你好", "谢谢", "亲", "想问", "想问一下", "问一下", "问下", "一下", "我想",
-            "知道", "可以", "能", "能否", "可否", "能够", "可", "会", "要", "需要", "需", "想", "请", "帮我", "帮忙",
-            "帮", "给我", "告诉", "告诉我", "吗", "呢", "吧", "啊", "呀", "哦", "嘛", "么", "呗", "哈", "嗯", "哇",
-            "噢", "的", "了", "得", "地", "着", "过", "我", "我们", "你", "你们", "您", "他", "她", "它", "这", "那",
-            "这个", "那个", "这件", "是", "在", "有", "就", "都", "也", "还", "又", "很", "太", "挺", "让", "把",
-            "被", "对", "和", "与", "跟", "及", "或", "或者", "还是", "一个", "个", "下", "些", "一些", "吧", "呐",
-            "咱", "咱们", "如果", "的话", "现在", "目前", "请教", "咨询", "问问", "问", "查", "查一下", "看看",
-            "看一下", "到底", "究竟", "一般", "大概", "大约", "左右"});
+    zh("",
+       {"请问",   "麻烦", "您好", "你好",   "谢谢", "亲",     "想问", "想问一下", "问一下", "问下",
+        "一下",   "我想", "知道", "可以",   "能",   "能否",   "可否", "能够",     "可",     "会",
+        "要",     "需要", "需",   "想",     "请",   "帮我",   "帮忙", "帮",       "给我",   "告诉",
+        "告诉我", "吗",   "呢",   "吧",     "啊",   "呀",     "哦",   "嘛",       "么",     "呗",
+        "哈",     "嗯",   "哇",   "噢",     "的",   "了",     "得",   "地",       "着",     "过",
+        "我",     "我们", "你",   "你们",   "您",   "他",     "她",   "它",       "这",     "那",
+        "这个",   "那个", "这件", "是",     "在",   "有",     "就",   "都",       "也",     "还",
+        "又",     "很",   "太",   "挺",     "让",   "把",     "被",   "对",       "和",     "与",
+        "跟",     "及",   "或",   "或者",   "还是", "一个",   "个",   "下",       "些",     "一些",
+        "吧",     "呐",   "咱",   "咱们",   "如果", "的话",   "现在", "目前",     "请教",   "咨询",
+        "问问",   "问",   "查",   "查一下", "看看", "看一下", "到底", "究竟",     "一般",   "大概",
+        "大约",   "左右"});
     // --- Opposites: each pair's two sides ---
     int pair = 0;
-    auto opp = [&](bool chinese, std::initializer_list<const char*> one, std::initializer_list<const char*> other) {
+    auto opp = [&](bool chinese, std::initializer_list<const char*> one,
+                   std::initializer_list<const char*> other) {
       for (int side = 0; side < 2; ++side) {
         for (const char* s : side == 0 ? one : other) {
           // A word that is also a synonym keeps its canonical form and gains the opposite.
@@ -424,7 +502,8 @@ const Lexicon& GetLexicon() {
             const std::string k = StemPhrase(s);
             auto [it, fresh] = lx.en.try_emplace(k, LexEntry{k, -1, false});
             it->second.opposite = pair * 2 + side;
-            lx.en_max_words = std::max<size_t>(lx.en_max_words, std::count(k.begin(), k.end(), ' ') + 1);
+            lx.en_max_words =
+                std::max<size_t>(lx.en_max_words, std::count(k.begin(), k.end(), ' ') + 1);
           }
         }
       }
@@ -432,10 +511,12 @@ const Lexicon& GetLexicon() {
     };
     opp(false, {"subscribe", "subscription"}, {"unsubscribe"});
     opp(false, {"opt in", "opt-in"}, {"opt out", "opt-out"});
-    opp(false, {"increase", "raise", "higher", "more"}, {"decrease", "reduce", "lower", "less", "fewer"});
+    opp(false, {"increase", "raise", "higher", "more"},
+        {"decrease", "reduce", "lower", "less", "fewer"});
     opp(false, {"upgrade"}, {"downgrade"});
     opp(false, {"add"}, {"remove", "delete"});
-    opp(false, {"enable", "turn on", "switch on", "activate"}, {"disable", "turn off", "switch off", "deactivate"});
+    opp(false, {"enable", "turn on", "switch on", "activate"},
+        {"disable", "turn off", "switch off", "deactivate"});
     opp(false, {"open"}, {"close", "closing"});
     opp(false, {"lock"}, {"unlock"});
     opp(false, {"include", "included"}, {"exclude", "excluded"});
@@ -462,7 +543,8 @@ const Lexicon& GetLexicon() {
     opp(false, {"import"}, {"export"});
     opp(false, {"cheap", "cheapest"}, {"expensive", "most expensive"});
     opp(false, {"fast", "fastest"}, {"slow", "slowest"});
-    opp(false, {"big", "large", "bigger", "larger", "biggest", "largest"}, {"small", "smaller", "smallest"});
+    opp(false, {"big", "large", "bigger", "larger", "biggest", "largest"},
+        {"small", "smaller", "smallest"});
     opp(false, {"heavy"}, {"light"});
     opp(false, {"domestic"}, {"international", "overseas", "abroad"});
     opp(false, {"men", "man", "male", "mens"}, {"women", "woman", "female", "womens", "ladies"});
@@ -478,7 +560,8 @@ const Lexicon& GetLexicon() {
     opp(false, {"sender"}, {"recipient", "receiver"});
     opp(false, {"online"}, {"offline", "in store", "in-store"});
     opp(true, {"订阅"}, {"退订", "取消订阅"});
-    opp(true, {"增加", "加", "提高", "上调", "涨", "涨价", "调高", "变多"}, {"减少", "减", "降低", "下调", "降", "降价", "调低", "变少"});
+    opp(true, {"增加", "加", "提高", "上调", "涨", "涨价", "调高", "变多"},
+        {"减少", "减", "降低", "下调", "降", "降价", "调低", "变少"});
     opp(true, {"升级"}, {"降级"});
     opp(true, {"开通", "打开", "开启", "启用"}, {"关闭", "关掉", "停用", "禁用"});
     opp(true, {"绑定", "关联"}, {"解绑", "解除绑定", "取消关联"});
@@ -491,7 +574,8 @@ const Lexicon& GetLexicon() {
     opp(true, {"锁定", "冻结"}, {"解锁", "解冻"});
     opp(true, {"充值"}, {"提现"});
     opp(true, {"存入", "存钱"}, {"取出", "取钱"});
-    opp(true, {"最高", "最多", "最大", "最贵", "最长", "上限"}, {"最低", "最少", "最小", "最便宜", "最短", "下限"});
+    opp(true, {"最高", "最多", "最大", "最贵", "最长", "上限"},
+        {"最低", "最少", "最小", "最便宜", "最短", "下限"});
     opp(true, {"最早", "最快"}, {"最晚", "最迟", "最慢"});
     opp(true, {"以上", "超过", "大于", "高于"}, {"以下", "低于", "小于", "不到"});
     opp(true, {"之前", "以前", "前"}, {"之后", "以后", "后"});
@@ -522,28 +606,47 @@ const Lexicon& GetLexicon() {
 
 int ChineseDigit(uint32_t cp) {
   switch (cp) {
-    case 0x96F6: case 0x3007: return 0;  // 零 〇
-    case 0x4E00: return 1;               // 一
-    case 0x4E8C: case 0x4E24: return 2;  // 二 两
-    case 0x4E09: return 3;               // 三
-    case 0x56DB: return 4;               // 四
-    case 0x4E94: return 5;               // 五
-    case 0x516D: return 6;               // 六
-    case 0x4E03: return 7;               // 七
-    case 0x516B: return 8;               // 八
-    case 0x4E5D: return 9;               // 九
-    default: return -1;
+    case 0x96F6:
+    case 0x3007:
+      return 0;  // 零 〇
+    case 0x4E00:
+      return 1;  // 一
+    case 0x4E8C:
+    case 0x4E24:
+      return 2;  // 二 两
+    case 0x4E09:
+      return 3;  // 三
+    case 0x56DB:
+      return 4;  // 四
+    case 0x4E94:
+      return 5;  // 五
+    case 0x516D:
+      return 6;  // 六
+    case 0x4E03:
+      return 7;  // 七
+    case 0x516B:
+      return 8;  // 八
+    case 0x4E5D:
+      return 9;  // 九
+    default:
+      return -1;
   }
 }
 
 int64_t ChineseUnit(uint32_t cp) {
   switch (cp) {
-    case 0x5341: return 10;         // 十
-    case 0x767E: return 100;        // 百
-    case 0x5343: return 1000;       // 千
-    case 0x4E07: return 10000;      // 万
-    case 0x4EBF: return 100000000;  // 亿
-    default: return 0;
+    case 0x5341:
+      return 10;  // 十
+    case 0x767E:
+      return 100;  // 百
+    case 0x5343:
+      return 1000;  // 千
+    case 0x4E07:
+      return 10000;  // 万
+    case 0x4EBF:
+      return 100000000;  // 亿
+    default:
+      return 0;
   }
 }
 
@@ -552,7 +655,8 @@ bool IsNumeral(uint32_t cp) { return ChineseDigit(cp) >= 0 || ChineseUnit(cp) > 
 // Characters a quantity is counted in: 一件 / 两天 are numbers, 一下 / 一起 are not.
 bool IsMeasure(uint32_t cp) {
   static const std::u32string kMeasures =
-      U"个件元块双天月日号年周次台部张条只斤克米箱包盒瓶本支套份位分秒点折倍岁层楼小时钟期码寸升毫度角毛人单周期款种样杯袋根颗粒片枚笔倍成星";
+      U"个件元块双天月日号年周次台部张条只斤克米箱包盒瓶本支套份位分秒点折倍岁层楼小时钟期码寸升毫"
+      U"度角毛人单周期款种样杯袋根颗粒片枚笔倍成星";
   return kMeasures.find(static_cast<char32_t>(cp)) != std::u32string::npos;
 }
 
@@ -565,7 +669,8 @@ std::string FormatValue(double v) {
   return CanonicalDigits(buf);
 }
 
-// The value of a run of Chinese numerals: 三百 300, 两千五 2500, 十一 11, 一百零五 105, 三万五 35000.
+// The value of a run of Chinese numerals: 三百 300, 两千五 2500, 十一 11, 一百零五 105, 三万五
+// 35000.
 std::optional<double> ParseChineseNumber(const std::vector<uint32_t>& cps, double leading) {
   double total = 0, section = 0;
   double digit = leading;  // "1.5万": the ASCII number before the run
@@ -619,10 +724,11 @@ std::optional<double> ParseChineseNumber(const std::vector<uint32_t>& cps, doubl
 // Words with numeral characters that are not quantities.
 bool NumeralIdiom(const std::vector<Token>& t, size_t i) {
   static const std::unordered_set<std::string> kIdioms = {
-      "一下", "一起", "一样", "一直", "一定", "一般", "一些", "一点", "一旦", "一切", "一共", "一边", "一会", "一律",
-      "一致", "一向", "一再", "一同", "一并", "一口价", "统一", "唯一", "之一", "万一", "千万", "十分", "一模一样",
-      "一次性", "第一", "一手", "一半", "专一", "一路", "一旁", "一番", "一块儿", "一面", "一生", "万能", "百货",
-      "百度", "千克", "三思", "一些些"};
+      "一下",   "一起",   "一样", "一直", "一定", "一般", "一些", "一点",  "一旦",
+      "一切",   "一共",   "一边", "一会", "一律", "一致", "一向", "一再",  "一同",
+      "一并",   "一口价", "统一", "唯一", "之一", "万一", "千万", "十分",  "一模一样",
+      "一次性", "第一",   "一手", "一半", "专一", "一路", "一旁", "一番",  "一块儿",
+      "一面",   "一生",   "万能", "百货", "百度", "千克", "三思", "一些些"};
   for (size_t len = 4; len >= 2; --len) {
     for (size_t start = i >= len - 1 ? i - (len - 1) : 0; start <= i; ++start) {
       if (start + len > t.size()) continue;
@@ -637,7 +743,9 @@ bool NumeralIdiom(const std::vector<Token>& t, size_t i) {
       }
       if (!ok || !kIdioms.count(w)) continue;
       // 十分钟 (ten minutes) is a quantity; 十分满意 (very satisfied) is not.
-      if (w == "十分" && start + 2 < t.size() && t[start + 2].kind == Kind::kHan && t[start + 2].text == "钟") continue;
+      if (w == "十分" && start + 2 < t.size() && t[start + 2].kind == Kind::kHan &&
+          t[start + 2].text == "钟")
+        continue;
       if (w == "千克") continue;  // a unit after a number: handled by the caller
       return true;
     }
@@ -647,12 +755,15 @@ bool NumeralIdiom(const std::vector<Token>& t, size_t i) {
 
 int EnglishNumberWord(const std::string& w) {
   static const std::unordered_map<std::string, int> kWords = {
-      {"zero", 0},      {"one", 1},        {"two", 2},       {"three", 3},     {"four", 4},      {"five", 5},
-      {"six", 6},       {"seven", 7},      {"eight", 8},     {"nine", 9},      {"ten", 10},      {"eleven", 11},
-      {"twelve", 12},   {"thirteen", 13},  {"fourteen", 14}, {"fifteen", 15},  {"sixteen", 16},  {"seventeen", 17},
-      {"eighteen", 18}, {"nineteen", 19},  {"twenty", 20},   {"thirty", 30},   {"forty", 40},    {"fifty", 50},
-      {"sixty", 60},    {"seventy", 70},   {"eighty", 80},   {"ninety", 90},   {"hundred", 100}, {"thousand", 1000},
-      {"million", 1000000}, {"dozen", 12}, {"twice", 2}};  // not "once": "once the order ships"
+      {"zero", 0},      {"one", 1},         {"two", 2},           {"three", 3},
+      {"four", 4},      {"five", 5},        {"six", 6},           {"seven", 7},
+      {"eight", 8},     {"nine", 9},        {"ten", 10},          {"eleven", 11},
+      {"twelve", 12},   {"thirteen", 13},   {"fourteen", 14},     {"fifteen", 15},
+      {"sixteen", 16},  {"seventeen", 17},  {"eighteen", 18},     {"nineteen", 19},
+      {"twenty", 20},   {"thirty", 30},     {"forty", 40},        {"fifty", 50},
+      {"sixty", 60},    {"seventy", 70},    {"eighty", 80},       {"ninety", 90},
+      {"hundred", 100}, {"thousand", 1000}, {"million", 1000000}, {"dozen", 12},
+      {"twice", 2}};  // not "once": "once the order ships"
   auto it = kWords.find(w);
   return it == kWords.end() ? -1 : it->second;
 }
@@ -660,10 +771,11 @@ int EnglishNumberWord(const std::string& w) {
 // first .. thirty-first ("second" only where it cannot be the time unit: the caller checks).
 int OrdinalWord(const std::string& w) {
   static const std::unordered_map<std::string, int> kOrd = {
-      {"first", 1},       {"second", 2},      {"third", 3},        {"fourth", 4},      {"fifth", 5},
-      {"sixth", 6},       {"seventh", 7},     {"eighth", 8},       {"ninth", 9},       {"tenth", 10},
-      {"eleventh", 11},   {"twelfth", 12},    {"thirteenth", 13},  {"fourteenth", 14}, {"fifteenth", 15},
-      {"sixteenth", 16},  {"seventeenth", 17}, {"eighteenth", 18}, {"nineteenth", 19}, {"twentieth", 20},
+      {"first", 1},        {"second", 2},      {"third", 3},       {"fourth", 4},
+      {"fifth", 5},        {"sixth", 6},       {"seventh", 7},     {"eighth", 8},
+      {"ninth", 9},        {"tenth", 10},      {"eleventh", 11},   {"twelfth", 12},
+      {"thirteenth", 13},  {"fourteenth", 14}, {"fifteenth", 15},  {"sixteenth", 16},
+      {"seventeenth", 17}, {"eighteenth", 18}, {"nineteenth", 19}, {"twentieth", 20},
       {"thirtieth", 30}};
   auto it = kOrd.find(w);
   return it == kOrd.end() ? -1 : it->second;
@@ -671,16 +783,19 @@ int OrdinalWord(const std::string& w) {
 
 int MonthNumber(const std::string& w) {
   static const std::unordered_map<std::string, int> kMonths = {
-      {"january", 1}, {"jan", 1},  {"february", 2}, {"feb", 2},  {"march", 3},     {"mar", 3},  {"april", 4},
-      {"apr", 4},     {"may", 5},  {"june", 6},     {"jun", 6},  {"july", 7},      {"jul", 7},  {"august", 8},
-      {"aug", 8},     {"september", 9}, {"sep", 9}, {"sept", 9}, {"october", 10},  {"oct", 10}, {"november", 11},
-      {"nov", 11},    {"december", 12}, {"dec", 12}};
+      {"january", 1},   {"jan", 1},   {"february", 2},  {"feb", 2},      {"march", 3},
+      {"mar", 3},       {"april", 4}, {"apr", 4},       {"may", 5},      {"june", 6},
+      {"jun", 6},       {"july", 7},  {"jul", 7},       {"august", 8},   {"aug", 8},
+      {"september", 9}, {"sep", 9},   {"sept", 9},      {"october", 10}, {"oct", 10},
+      {"november", 11}, {"nov", 11},  {"december", 12}, {"dec", 12}};
   auto it = kMonths.find(w);
   return it == kMonths.end() ? 0 : it->second;
 }
 
 bool IsDayNumber(const Token& t, int* day) {
-  if (t.kind != Kind::kNumber || t.text.find_first_not_of("0123456789") != std::string::npos || t.text.size() > 2) return false;
+  if (t.kind != Kind::kNumber || t.text.find_first_not_of("0123456789") != std::string::npos ||
+      t.text.size() > 2)
+    return false;
   *day = std::atoi(t.text.c_str());
   return *day >= 1 && *day <= 31;
 }
@@ -694,12 +809,15 @@ std::string DateValue(int month, int day) {
 // A run of Han numerals starting at i (adjacent, no gap); returns its end.
 size_t NumeralRun(const std::vector<Token>& t, size_t i) {
   size_t j = i;
-  while (j < t.size() && t[j].kind == Kind::kHan && IsNumeral(t[j].cp) && (j == i || !t[j].gap)) ++j;
+  while (j < t.size() && t[j].kind == Kind::kHan && IsNumeral(t[j].cp) && (j == i || !t[j].gap))
+    ++j;
   return j;
 }
 
 void ExtractNumbers(std::vector<Token>& t, std::vector<NumberValue>* out) {
-  auto han_is = [&](size_t k, const char* s) { return k < t.size() && t[k].kind == Kind::kHan && !t[k].gap && t[k].text == s; };
+  auto han_is = [&](size_t k, const char* s) {
+    return k < t.size() && t[k].kind == Kind::kHan && !t[k].gap && t[k].text == s;
+  };
   for (size_t i = 0; i < t.size(); ++i) {
     Token& tok = t[i];
     if (tok.used) continue;
@@ -732,7 +850,8 @@ void ExtractNumbers(std::vector<Token>& t, std::vector<NumberValue>* out) {
       const bool plain = tok.text.find_first_of("-/:") == std::string::npos;
       size_t end = i + 1;
       std::string value = tok.text, alt;
-      if (plain && end < t.size() && t[end].kind == Kind::kHan && !t[end].gap && ChineseUnit(t[end].cp) > 0) {
+      if (plain && end < t.size() && t[end].kind == Kind::kHan && !t[end].gap &&
+          ChineseUnit(t[end].cp) > 0) {
         const size_t r = NumeralRun(t, end);
         std::vector<uint32_t> cps;
         for (size_t k = end; k < r; ++k) cps.push_back(t[k].cp);
@@ -764,7 +883,8 @@ void ExtractNumbers(std::vector<Token>& t, std::vector<NumberValue>* out) {
         }
       }
       // May 3 / 3 May written with a month name after the number.
-      if (plain && end < t.size() && t[end].kind == Kind::kWord && MonthNumber(t[end].text) > 0 && t[end].text != "may") {
+      if (plain && end < t.size() && t[end].kind == Kind::kWord && MonthNumber(t[end].text) > 0 &&
+          t[end].text != "may") {
         int day = 0;
         if (IsDayNumber(tok, &day)) {
           out->push_back({DateValue(MonthNumber(t[end].text), day), ""});
@@ -775,13 +895,18 @@ void ExtractNumbers(std::vector<Token>& t, std::vector<NumberValue>* out) {
       }
       // 11.11 / 6.18 read as prices or as dates; 11/11 as a date.
       const size_t dot = value.find('.');
-      if (dot != std::string::npos && value.find('.', dot + 1) == std::string::npos && tok.text == value) {
-        const int m = std::atoi(value.substr(0, dot).c_str()), d = std::atoi(value.substr(dot + 1).c_str());
-        if (m >= 1 && m <= 12 && d >= 1 && d <= 31 && value.size() - dot - 1 <= 2) alt = DateValue(m, d);
+      if (dot != std::string::npos && value.find('.', dot + 1) == std::string::npos &&
+          tok.text == value) {
+        const int m = std::atoi(value.substr(0, dot).c_str()),
+                  d = std::atoi(value.substr(dot + 1).c_str());
+        if (m >= 1 && m <= 12 && d >= 1 && d <= 31 && value.size() - dot - 1 <= 2)
+          alt = DateValue(m, d);
       }
       const size_t slash = value.find('/');
-      if (slash != std::string::npos && value.find_first_of("/-:", slash + 1) == std::string::npos) {
-        const int m = std::atoi(value.substr(0, slash).c_str()), d = std::atoi(value.substr(slash + 1).c_str());
+      if (slash != std::string::npos &&
+          value.find_first_of("/-:", slash + 1) == std::string::npos) {
+        const int m = std::atoi(value.substr(0, slash).c_str()),
+                  d = std::atoi(value.substr(slash + 1).c_str());
         if (m >= 1 && m <= 12 && d >= 1 && d <= 31) value = DateValue(m, d);
       }
       out->push_back({value, alt});
@@ -789,11 +914,13 @@ void ExtractNumbers(std::vector<Token>& t, std::vector<NumberValue>* out) {
       // Ordinal and unit suffixes glued to the digits: 1st, 2nd, 5pcs stay a number + a word;
       // the ordinal letters are not content.
       if (end < t.size() && t[end].kind == Kind::kWord && !t[end].gap &&
-          (t[end].text == "st" || t[end].text == "nd" || t[end].text == "rd" || t[end].text == "th")) {
+          (t[end].text == "st" || t[end].text == "nd" || t[end].text == "rd" ||
+           t[end].text == "th")) {
         t[end].used = true;
         int day = 0;
-        if (end + 2 < t.size() && t[end + 1].kind == Kind::kWord && t[end + 1].text == "of" && IsDayNumber(tok, &day) &&
-            t[end + 2].kind == Kind::kWord && MonthNumber(t[end + 2].text) > 0) {
+        if (end + 2 < t.size() && t[end + 1].kind == Kind::kWord && t[end + 1].text == "of" &&
+            IsDayNumber(tok, &day) && t[end + 2].kind == Kind::kWord &&
+            MonthNumber(t[end + 2].text) > 0) {
           out->back() = {DateValue(MonthNumber(t[end + 2].text), day), ""};
           t[end + 1].used = t[end + 2].used = true;
           end += 2;
@@ -809,8 +936,10 @@ void ExtractNumbers(std::vector<Token>& t, std::vector<NumberValue>* out) {
       const size_t r = NumeralRun(t, i);
       if (NumeralIdiom(t, i)) continue;
       // A lone 一 / 两 counts only before a measure word (一件, 两天), and 百分之 is a percentage.
-      const bool lone_small = r == i + 1 && (tok.text == "一" || tok.text == "两" || tok.text == "二");
-      const bool measured = r < t.size() && t[r].kind == Kind::kHan && !t[r].gap && IsMeasure(t[r].cp);
+      const bool lone_small =
+          r == i + 1 && (tok.text == "一" || tok.text == "两" || tok.text == "二");
+      const bool measured =
+          r < t.size() && t[r].kind == Kind::kHan && !t[r].gap && IsMeasure(t[r].cp);
       if (lone_small && !measured) continue;
       std::vector<uint32_t> cps;
       for (size_t k = i; k < r; ++k) cps.push_back(t[k].cp);
@@ -847,13 +976,17 @@ void ExtractNumbers(std::vector<Token>& t, std::vector<NumberValue>* out) {
     if (tok.kind == Kind::kWord && EnglishNumberWord(tok.text) >= 0) {
       if (tok.text == "one") {
         // "which one", "this one", "one of": a pronoun, not a quantity.
-        static const std::unordered_set<std::string> kBefore = {"which", "this", "that", "the", "each", "any", "every", "no",
-                                                                "some", "another", "other", "a", "new", "only", "same", "right", "wrong",
-                                                                "quick", "last", "next", "first", "cheaper", "bigger", "smaller"};
-        const bool pron_before = i > 0 && t[i - 1].kind == Kind::kWord && kBefore.count(t[i - 1].text);
-        const bool of_after = i + 1 < t.size() && t[i + 1].kind == Kind::kWord && (t[i + 1].text == "of" || t[i + 1].text == "by");
+        static const std::unordered_set<std::string> kBefore = {
+            "which", "this",    "that",  "the",  "each",  "any",     "every",  "no",
+            "some",  "another", "other", "a",    "new",   "only",    "same",   "right",
+            "wrong", "quick",   "last",  "next", "first", "cheaper", "bigger", "smaller"};
+        const bool pron_before =
+            i > 0 && t[i - 1].kind == Kind::kWord && kBefore.count(t[i - 1].text);
+        const bool of_after = i + 1 < t.size() && t[i + 1].kind == Kind::kWord &&
+                              (t[i + 1].text == "of" || t[i + 1].text == "by");
         const bool last = i + 1 >= t.size();
-        const bool scaled = i + 1 < t.size() && t[i + 1].kind == Kind::kWord && EnglishNumberWord(t[i + 1].text) >= 100;
+        const bool scaled = i + 1 < t.size() && t[i + 1].kind == Kind::kWord &&
+                            EnglishNumberWord(t[i + 1].text) >= 100;
         if (!scaled && (pron_before || of_after || last)) continue;
       }
       double total = 0, current = 0;
@@ -862,7 +995,8 @@ void ExtractNumbers(std::vector<Token>& t, std::vector<NumberValue>* out) {
       while (j < t.size() && t[j].kind == Kind::kWord) {
         const int v = EnglishNumberWord(t[j].text);
         if (v < 0) {
-          if (t[j].text == "and" && any && j + 1 < t.size() && EnglishNumberWord(t[j + 1].text) > 0) {
+          if (t[j].text == "and" && any && j + 1 < t.size() &&
+              EnglishNumberWord(t[j + 1].text) > 0) {
             ++j;
             continue;
           }
@@ -887,14 +1021,18 @@ void ExtractNumbers(std::vector<Token>& t, std::vector<NumberValue>* out) {
     // Ordinals: the third (of March), a second bag, twenty-first; "30th of November" below.
     if (tok.kind == Kind::kWord && OrdinalWord(tok.text) > 0) {
       int v = OrdinalWord(tok.text);
-      const std::string& before = i > 0 && t[i - 1].kind == Kind::kWord ? t[i - 1].text : std::string();
-      const bool of_next = i + 1 < t.size() && t[i + 1].kind == Kind::kWord && t[i + 1].text == "of";
+      const std::string& before =
+          i > 0 && t[i - 1].kind == Kind::kWord ? t[i - 1].text : std::string();
+      const bool of_next =
+          i + 1 < t.size() && t[i + 1].kind == Kind::kWord && t[i + 1].text == "of";
       if (tok.text == "second" && !of_next &&
-          !(before == "the" || before == "a" || before == "my" || before == "your" || before == "our" || before == "their")) {
+          !(before == "the" || before == "a" || before == "my" || before == "your" ||
+            before == "our" || before == "their")) {
         continue;
       }
       size_t end = i + 1;
-      if (of_next && i + 2 < t.size() && t[i + 2].kind == Kind::kWord && MonthNumber(t[i + 2].text) > 0) {
+      if (of_next && i + 2 < t.size() && t[i + 2].kind == Kind::kWord &&
+          MonthNumber(t[i + 2].text) > 0) {
         out->push_back({DateValue(MonthNumber(t[i + 2].text), v), ""});
         end = i + 3;
       } else {
@@ -911,7 +1049,8 @@ void ExtractNumbers(std::vector<Token>& t, std::vector<NumberValue>* out) {
         out->push_back({DateValue(MonthNumber(tok.text), day), ""});
         tok.used = t[i + 1].used = true;
         if (i + 2 < t.size() && t[i + 2].kind == Kind::kWord && !t[i + 2].gap &&
-            (t[i + 2].text == "st" || t[i + 2].text == "nd" || t[i + 2].text == "rd" || t[i + 2].text == "th")) {
+            (t[i + 2].text == "st" || t[i + 2].text == "nd" || t[i + 2].text == "rd" ||
+             t[i + 2].text == "th")) {
           t[i + 2].used = true;
         }
         ++i;
@@ -932,8 +1071,8 @@ int CountNegations(std::vector<Token>& t) {
   };
   for (size_t i = 0; i < t.size(); ++i) {
     Token& tok = t[i];
-    if (tok.kind == Kind::kWord && tok.text == "w" && i + 1 < t.size() && t[i + 1].kind == Kind::kWord && t[i + 1].text == "o" &&
-        t[i + 1].gap) {
+    if (tok.kind == Kind::kWord && tok.text == "w" && i + 1 < t.size() &&
+        t[i + 1].kind == Kind::kWord && t[i + 1].text == "o" && t[i + 1].gap) {
       tok.used = t[i + 1].used = true;  // w/o = without
       ++n;
       ++i;
@@ -962,11 +1101,15 @@ int CountNegations(std::vector<Token>& t) {
     }
     if (tok.kind != Kind::kHan || tok.used) continue;
     auto han = [&](size_t k) -> std::string {
-      return k < t.size() && t[k].kind == Kind::kHan && (k == i || !t[k].gap || k < i) ? t[k].text : std::string();
+      return k < t.size() && t[k].kind == Kind::kHan && (k == i || !t[k].gap || k < i)
+                 ? t[k].text
+                 : std::string();
     };
-    const std::string prev = i > 0 && !tok.gap && t[i - 1].kind == Kind::kHan ? t[i - 1].text : std::string();
+    const std::string prev =
+        i > 0 && !tok.gap && t[i - 1].kind == Kind::kHan ? t[i - 1].text : std::string();
     const std::string next = i + 1 < t.size() && !t[i + 1].gap ? han(i + 1) : std::string();
-    const std::string next2 = i + 2 < t.size() && !t[i + 1].gap && !t[i + 2].gap ? han(i + 2) : std::string();
+    const std::string next2 =
+        i + 2 < t.size() && !t[i + 1].gap && !t[i + 2].gap ? han(i + 2) : std::string();
     const std::string& c = tok.text;
     auto is = [&](std::initializer_list<const char*> words, const std::string& w) {
       for (const char* x : words) {
@@ -981,15 +1124,19 @@ int CountNegations(std::vector<Token>& t) {
         t[i - 1].used = true;  // 包不包邮 = 包邮: the repeated head is not content of its own
         continue;
       }
-      if (c == "不" && (is({"错", "客", "好", "仅", "过", "管", "论", "久", "然", "得", "如", "少", "止"}, next) ||
-                       is({"差", "对", "要", "了"}, prev))) {
-        // 不错 不客气 不好意思 不仅 不过 不管 不论 不久 不然 不得不 不如 不少 不止; 差不多 对不起 要不 了不起
+      if (c == "不" &&
+          (is({"错", "客", "好", "仅", "过", "管", "论", "久", "然", "得", "如", "少", "止"},
+              next) ||
+           is({"差", "对", "要", "了"}, prev))) {
+        // 不错 不客气 不好意思 不仅 不过 不管 不论 不久 不然 不得不 不如 不少 不止; 差不多 对不起
+        // 要不 了不起
         if (!(next == "好" && next2 != "意")) {
           tok.used = true;
           continue;
         }
       }
-      if (c == "不" && (next == "知" || next == "清" || next == "懂" || next == "明" || next == "太")) {
+      if (c == "不" &&
+          (next == "知" || next == "清" || next == "懂" || next == "明" || next == "太")) {
         // 不知道 / 不清楚 / 不懂 / 不明白 / 不太会: "I don't know how to ...", a hedge.
         if (next != "太") {
           tok.used = true;
@@ -1005,7 +1152,8 @@ int CountNegations(std::vector<Token>& t) {
       continue;
     }
     if (c == "无") {
-      if (is({"法", "货", "效", "需", "须", "权", "人"}, next)) {  // 无法 无货 无效 无需 无须 无权 无人
+      if (is({"法", "货", "效", "需", "须", "权", "人"},
+             next)) {  // 无法 无货 无效 无需 无须 无权 无人
         tok.used = true;
         ++n;
       }
@@ -1024,7 +1172,9 @@ int CountNegations(std::vector<Token>& t) {
       continue;
     }
     if (c == "别") {
-      if (is({"人", "的", "处"}, next) || is({"区", "类", "特", "个", "告", "分", "级", "识", "差", "性", "派", "辨", "鉴"}, prev)) continue;
+      if (is({"人", "的", "处"}, next) ||
+          is({"区", "类", "特", "个", "告", "分", "级", "识", "差", "性", "派", "辨", "鉴"}, prev))
+        continue;
       tok.used = true;
       ++n;
       continue;
@@ -1037,7 +1187,8 @@ int CountNegations(std::vector<Token>& t) {
   // Phrases: out of stock, sold out.
   for (size_t i = 0; i + 1 < t.size(); ++i) {
     if (t[i].kind != Kind::kWord) continue;
-    if (t[i].text == "out" && i + 2 < t.size() && t[i + 1].text == "of" && (t[i + 2].text == "stock")) {
+    if (t[i].text == "out" && i + 2 < t.size() && t[i + 1].text == "of" &&
+        (t[i + 2].text == "stock")) {
       t[i].used = t[i + 1].used = t[i + 2].used = true;
       ++n;
     } else if (t[i].text == "sold" && t[i + 1].text == "out") {
@@ -1079,7 +1230,9 @@ TextSignals AnalyzeText(std::string_view text) {
     const size_t most = han ? lx.zh_max_chars : lx.en_max_words;
     const LexEntry* hit = nullptr;
     std::string key;
-    for (size_t k = i; k < t.size() && k - i < most && t[k].kind == t[i].kind && !t[k].used && (k == i || !han || !t[k].gap); ++k) {
+    for (size_t k = i; k < t.size() && k - i < most && t[k].kind == t[i].kind && !t[k].used &&
+                       (k == i || !han || !t[k].gap);
+         ++k) {
       if (k > i && !han) key += ' ';
       key += han ? t[k].text : stems[k];
       if (auto it = table.find(key); it != table.end()) {
@@ -1136,15 +1289,21 @@ TextSignals AnalyzeText(std::string_view text) {
   auto greeting_near = [&](int at) {
     for (int k = std::max(0, at - 3); k < std::min<int>(static_cast<int>(t.size()), at + 5); ++k) {
       const Token& g = t[static_cast<size_t>(k)];
-      if (g.kind == Kind::kWord && (g.text == "hi" || g.text == "hello" || g.text == "hey" || g.text == "dear")) return true;
-      if (g.kind == Kind::kHan && (g.text == "好" || g.text == "在") && k > 0 && t[static_cast<size_t>(k - 1)].kind == Kind::kHan &&
-          (t[static_cast<size_t>(k - 1)].text == "你" || t[static_cast<size_t>(k - 1)].text == "您" || g.text == "在")) {
+      if (g.kind == Kind::kWord &&
+          (g.text == "hi" || g.text == "hello" || g.text == "hey" || g.text == "dear"))
+        return true;
+      if (g.kind == Kind::kHan && (g.text == "好" || g.text == "在") && k > 0 &&
+          t[static_cast<size_t>(k - 1)].kind == Kind::kHan &&
+          (t[static_cast<size_t>(k - 1)].text == "你" ||
+           t[static_cast<size_t>(k - 1)].text == "您" || g.text == "在")) {
         return true;
       }
     }
     return false;
   };
-  std::erase_if(s.content, [&](const ContentUnit& u) { return (u.text == "agent" || u.text == "客服") && greeting_near(u.index); });
+  std::erase_if(s.content, [&](const ContentUnit& u) {
+    return (u.text == "agent" || u.text == "客服") && greeting_near(u.index);
+  });
   std::sort(s.opposites.begin(), s.opposites.end());
   s.opposites.erase(std::unique(s.opposites.begin(), s.opposites.end()), s.opposites.end());
   std::sort(s.questions.begin(), s.questions.end());
@@ -1164,8 +1323,10 @@ size_t EditDistance(std::string_view a, std::string_view b, size_t limit) {
     cur[0] = i;
     size_t best = cur[0];
     for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+      cur[j] =
+          std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        cur[j] = std::min(cur[j], prev2[j - 2] + 1);
       best = std::min(best, cur[j]);
     }
     if (best > limit) return limit + 1;
@@ -1223,9 +1384,10 @@ bool NumbersMatch(const std::vector<NumberValue>& a, const std::vector<NumberVal
       if (done[i]) continue;
       for (size_t j = 0; j < b.size(); ++j) {
         if (taken[j]) continue;
-        const bool eq = pass == 0 ? a[i].value == b[j].value
-                                  : (!a[i].alt.empty() && (a[i].alt == b[j].value || a[i].alt == b[j].alt)) ||
-                                        (!b[j].alt.empty() && b[j].alt == a[i].value);
+        const bool eq =
+            pass == 0 ? a[i].value == b[j].value
+                      : (!a[i].alt.empty() && (a[i].alt == b[j].value || a[i].alt == b[j].alt)) ||
+                            (!b[j].alt.empty() && b[j].alt == a[i].value);
         if (eq) {
           taken[j] = true;
           done[i] = true;
@@ -1263,7 +1425,8 @@ PairDiff Compare(const TextSignals& a, const TextSignals& b) {
   }
   // A wh-question against a yes/no question ("how much is international shipping" / "do you
   // ship internationally"); "what" counts as a wh-question here.
-  d.question_one_sided = (!qa.empty() && b.questions.empty()) || (!qb.empty() && a.questions.empty());
+  d.question_one_sided =
+      (!qa.empty() && b.questions.empty()) || (!qb.empty() && a.questions.empty());
   d.negation_differs = (a.negations % 2) != (b.negations % 2);
   // X on one side, its opposite on the other, and neither side has both.
   for (int x : a.opposites) {
@@ -1335,10 +1498,11 @@ PairDiff Compare(const TextSignals& a, const TextSignals& b) {
       }
     }
     // Two adjacent units of one side against one unit of the other: "phone line" / "phoneline".
-    auto joined = [&](const std::vector<ContentUnit>& x, std::vector<bool>& mx, const std::vector<ContentUnit>& y,
-                      std::vector<bool>& my) {
+    auto joined = [&](const std::vector<ContentUnit>& x, std::vector<bool>& mx,
+                      const std::vector<ContentUnit>& y, std::vector<bool>& my) {
       for (size_t i = 0; i + 1 < x.size(); ++i) {
-        if (x[i].han || x[i + 1].han || x[i + 1].index != x[i].index + 1 || (mx[i] && mx[i + 1])) continue;
+        if (x[i].han || x[i + 1].han || x[i + 1].index != x[i].index + 1 || (mx[i] && mx[i + 1]))
+          continue;
         const std::string both = x[i].surface + x[i + 1].surface;
         for (size_t j = 0; j < y.size(); ++j) {
           if (y[j].han || my[j] || !SameSpelling(both, WithoutSpaces(y[j].surface))) continue;
@@ -1360,7 +1524,8 @@ PairDiff Compare(const TextSignals& a, const TextSignals& b) {
       }
     }
   }
-  auto spans = [](const std::vector<ContentUnit>& units, const std::vector<bool>& matched, std::vector<std::string>* out) {
+  auto spans = [](const std::vector<ContentUnit>& units, const std::vector<bool>& matched,
+                  std::vector<std::string>* out) {
     int count = 0;
     int last = -10;
     for (size_t i = 0; i < units.size(); ++i) {
@@ -1399,7 +1564,8 @@ std::string CanonicalText(std::string_view text) {
     if (skipped) continue;
     const auto u = static_cast<unsigned char>(text[i]);
     // Punctuation goes, except inside a number (24.99 and 249.9 stay apart).
-    const bool in_number = i > 0 && i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i - 1])) &&
+    const bool in_number = i > 0 && i + 1 < text.size() &&
+                           std::isdigit(static_cast<unsigned char>(text[i - 1])) &&
                            std::isdigit(static_cast<unsigned char>(text[i + 1]));
     if (u < 128 && (std::isspace(u) || (std::ispunct(u) && !in_number))) {
       ++i;

@@ -52,10 +52,10 @@ struct TextSignals {
   std::string normalized;            // NFKC, case-folded
   std::vector<NumberValue> numbers;  // in text order
   int negations = 0;
-  std::vector<int> opposites;        // lexicon pair ids * 2 + side, sorted
+  std::vector<int> opposites;          // lexicon pair ids * 2 + side, sorted
   std::vector<std::string> questions;  // canonical question words (how, when, howmuch, ...), sorted
   std::vector<ContentUnit> content;
-  int tokens = 0;                    // words + Chinese characters
+  int tokens = 0;  // words + Chinese characters
 };
 
 TextSignals AnalyzeText(std::string_view text);
@@ -65,7 +65,7 @@ struct PairDiff {
   bool too_long = false;
   bool numbers_differ = false;
   bool negation_differs = false;
-  bool opposite = false;  // one says X where the other says its opposite
+  bool opposite = false;            // one says X where the other says its opposite
   bool question_differs = false;    // how vs when, how much vs how long (what fits any)
   bool question_one_sided = false;  // a wh-question (how, when, ...) against a yes/no one
   // Content of one side that the other lacks (after synonyms, stems and typos), as spans of

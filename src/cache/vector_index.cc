@@ -56,7 +56,8 @@ class ExactIndex : public VectorIndex {
     // Swap with the last row, keep the arrays dense.
     const size_t i = it->second, last = labels_.size() - 1;
     if (i != last) {
-      std::copy_n(data_.begin() + static_cast<std::ptrdiff_t>(last * dim_), dim_, data_.begin() + static_cast<std::ptrdiff_t>(i * dim_));
+      std::copy_n(data_.begin() + static_cast<std::ptrdiff_t>(last * dim_), dim_,
+                  data_.begin() + static_cast<std::ptrdiff_t>(i * dim_));
       labels_[i] = labels_[last];
       where_[labels_[i]] = i;
     }
@@ -69,11 +70,14 @@ class ExactIndex : public VectorIndex {
     std::shared_lock lock(mu_);
     std::vector<Neighbor> all(labels_.size());
     for (size_t i = 0; i < labels_.size(); ++i) {
-      all[i] = {labels_[i], Similarity(q, std::span<const float>(data_.data() + i * static_cast<size_t>(dim_), static_cast<size_t>(dim_)))};
+      all[i] = {labels_[i],
+                Similarity(q, std::span<const float>(data_.data() + i * static_cast<size_t>(dim_),
+                                                     static_cast<size_t>(dim_)))};
     }
     k = std::min(k, all.size());
-    std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(),
-                      [](const Neighbor& a, const Neighbor& b) { return a.similarity > b.similarity; });
+    std::partial_sort(
+        all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(),
+        [](const Neighbor& a, const Neighbor& b) { return a.similarity > b.similarity; });
     all.resize(k);
     return all;
   }
@@ -97,9 +101,9 @@ class ExactIndex : public VectorIndex {
  private:
   const int dim_;
   mutable std::shared_mutex mu_;
-  std::vector<uint64_t> labels_;                   // guarded by mu_
-  std::vector<float> data_;                        // guarded by mu_: [row][dim]
-  std::unordered_map<uint64_t, size_t> where_;     // guarded by mu_
+  std::vector<uint64_t> labels_;                // guarded by mu_
+  std::vector<float> data_;                     // guarded by mu_: [row][dim]
+  std::unordered_map<uint64_t, size_t> where_;  // guarded by mu_
 };
 
 // Inner-product space whose distance runs Frugal's run-time-dispatched dot product (AVX2 where
@@ -123,8 +127,10 @@ class DotSpace : public hnswlib::SpaceInterface<float> {
 class HnswIndex : public VectorIndex {
  public:
   HnswIndex(int dim, const HnswParams& p, size_t capacity)
-      : dim_(dim), space_(static_cast<size_t>(dim)),
-        index_(std::make_unique<hnswlib::HierarchicalNSW<float>>(&space_, std::max<size_t>(capacity, 16), p.m, p.ef_construction)) {
+      : dim_(dim),
+        space_(static_cast<size_t>(dim)),
+        index_(std::make_unique<hnswlib::HierarchicalNSW<float>>(
+            &space_, std::max<size_t>(capacity, 16), p.m, p.ef_construction)) {
     index_->setEf(p.ef_search);
   }
 
@@ -144,7 +150,8 @@ class HnswIndex : public VectorIndex {
     }
     try {
       std::unique_lock lock(mu_);
-      if (index_->cur_element_count >= index_->max_elements_) index_->resizeIndex(index_->max_elements_ * 2);
+      if (index_->cur_element_count >= index_->max_elements_)
+        index_->resizeIndex(index_->max_elements_ * 2);
       index_->addPoint(v.data(), label);
       return Status::Ok();
     } catch (const std::exception& e) {
@@ -208,7 +215,8 @@ class HnswIndex : public VectorIndex {
 
 std::unique_ptr<VectorIndex> NewExactIndex(int dim) { return std::make_unique<ExactIndex>(dim); }
 
-std::unique_ptr<VectorIndex> NewHnswIndex(int dim, const HnswParams& params, size_t initial_capacity) {
+std::unique_ptr<VectorIndex> NewHnswIndex(int dim, const HnswParams& params,
+                                          size_t initial_capacity) {
   return std::make_unique<HnswIndex>(dim, params, initial_capacity);
 }
 

@@ -45,7 +45,8 @@ class VectorIndex {
 };
 
 std::unique_ptr<VectorIndex> NewExactIndex(int dim);
-std::unique_ptr<VectorIndex> NewHnswIndex(int dim, const HnswParams& params, size_t initial_capacity = 1024);
+std::unique_ptr<VectorIndex> NewHnswIndex(int dim, const HnswParams& params,
+                                          size_t initial_capacity = 1024);
 
 // Cosine of two unit vectors (their inner product), as both indexes compute it.
 float Similarity(std::span<const float> a, std::span<const float> b);

@@ -30,7 +30,8 @@ PairFeatures ComputePairFeatures(std::string_view query, std::string_view cached
     f.veto = "opposite";
   } else if (d.question_differs) {
     f.veto = "question";
-  } else if (std::max(d.content_a, d.content_b) > kLongContentUnits && (d.unmatched_a > 0 || d.unmatched_b > 0)) {
+  } else if (std::max(d.content_a, d.content_b) > kLongContentUnits &&
+             (d.unmatched_a > 0 || d.unmatched_b > 0)) {
     f.veto = "long_differs";
   }
   if (f.veto != nullptr) return f;
@@ -61,7 +62,8 @@ Verdict PairVerifier::Decide(const PairFeatures& f) const {
   }
   if (!cal_) {
     // Uncalibrated: the same content on both sides (up to synonyms, stems, typos and fillers).
-    const bool same = f.diff.unmatched_a == 0 && f.diff.unmatched_b == 0 && !f.diff.question_one_sided;
+    const bool same =
+        f.diff.unmatched_a == 0 && f.diff.unmatched_b == 0 && !f.diff.question_one_sided;
     v.accept = same;
     v.p_same = same ? 1 : 0;
     v.reason = same ? "" : "content";
@@ -75,13 +77,15 @@ Verdict PairVerifier::Decide(const PairFeatures& f) const {
   return v;
 }
 
-Verdict PairVerifier::Verify(std::string_view query, std::string_view cached, float cosine, Embedder& /*embedder*/) const {
+Verdict PairVerifier::Verify(std::string_view query, std::string_view cached, float cosine,
+                             Embedder& /*embedder*/) const {
   return Decide(ComputePairFeatures(query, cached, cosine));
 }
 
 StatusOr<VerifierCalibration> ParseCalibration(std::string_view text) {
   const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgument("a verifier calibration must be a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument("a verifier calibration must be a JSON object");
   VerifierCalibration c;
   try {
     c.embedder = j.at("embedder").get<std::string>();
@@ -90,13 +94,14 @@ StatusOr<VerifierCalibration> ParseCalibration(std::string_view text) {
     const auto& m = j.at("verifier");
     const auto names = m.at("features").get<std::vector<std::string>>();
     if (names.size() != static_cast<size_t>(kNumFeatures)) {
-      return InvalidArgument("calibration for " + c.embedder + ": " + std::to_string(names.size()) + " features, this build has " +
-                             std::to_string(kNumFeatures));
+      return InvalidArgument("calibration for " + c.embedder + ": " + std::to_string(names.size()) +
+                             " features, this build has " + std::to_string(kNumFeatures));
     }
     for (int i = 0; i < kNumFeatures; ++i) {
       if (names[static_cast<size_t>(i)] != kFeatureNames[i]) {
-        return InvalidArgument("calibration for " + c.embedder + ": feature " + std::to_string(i) + " is '" +
-                               names[static_cast<size_t>(i)] + "', this build has '" + kFeatureNames[i] + "'");
+        return InvalidArgument("calibration for " + c.embedder + ": feature " + std::to_string(i) +
+                               " is '" + names[static_cast<size_t>(i)] + "', this build has '" +
+                               kFeatureNames[i] + "'");
       }
     }
     c.weights = m.at("weights").get<std::vector<double>>();
@@ -106,9 +111,12 @@ StatusOr<VerifierCalibration> ParseCalibration(std::string_view text) {
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgument(std::string("bad verifier calibration: ") + e.what());
   }
-  if (c.weights.size() != static_cast<size_t>(kNumFeatures)) return InvalidArgument("calibration: one weight per feature");
-  if (!(c.recall_threshold > 0 && c.recall_threshold <= 1)) return InvalidArgument("calibration: recall_threshold outside (0, 1]");
-  if (!(c.operating_point >= 0 && c.operating_point <= 1)) return InvalidArgument("calibration: operating_point outside [0, 1]");
+  if (c.weights.size() != static_cast<size_t>(kNumFeatures))
+    return InvalidArgument("calibration: one weight per feature");
+  if (!(c.recall_threshold > 0 && c.recall_threshold <= 1))
+    return InvalidArgument("calibration: recall_threshold outside (0, 1]");
+  if (!(c.operating_point >= 0 && c.operating_point <= 1))
+    return InvalidArgument("calibration: operating_point outside [0, 1]");
   return c;
 }
 

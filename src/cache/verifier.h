@@ -28,16 +28,17 @@
 #include <string_view>
 #include <vector>
 
-#include "frugal/status.h"
 #include "cache/embedder.h"
 #include "cache/text_signals.h"
+#include "frugal/status.h"
 
 namespace frugal::cache {
 
 struct Verdict {
   bool accept = false;
-  double p_same = 0;     // the model's probability (1 / 0 for rule decisions)
-  const char* reason = "";  // why it refused: "numbers", "negation", "opposite", "too_long", "score", ...
+  double p_same = 0;  // the model's probability (1 / 0 for rule decisions)
+  const char* reason =
+      "";  // why it refused: "numbers", "negation", "opposite", "too_long", "score", ...
 };
 
 class HitVerifier {
@@ -45,27 +46,29 @@ class HitVerifier {
   virtual ~HitVerifier() = default;
   // Whether the answer cached for `cached` may answer `query`, whose vectors (by `embedder`)
   // have cosine `cosine`. A verifier may embed more text with `embedder`.
-  virtual Verdict Verify(std::string_view query, std::string_view cached, float cosine, Embedder& embedder) const = 0;
+  virtual Verdict Verify(std::string_view query, std::string_view cached, float cosine,
+                         Embedder& embedder) const = 0;
   virtual const char* name() const = 0;
 };
 
 // The features the model reads, in order (kFeatureNames). Computed the same way for training
 // (`frugal cache-eval --features`) and serving.
 inline constexpr const char* kFeatureNames[] = {
-    "cosine",          // sentence cosine
-    "one_sided",       // content only one side has (1/0)
-    "both_sided",      // each side has content the other lacks (1/0)
-    "unmatched",       // unmatched content units, both sides (capped at 8)
-    "unmatched_share", // unmatched / all content units
-    "max_side",        // the larger side's unmatched units (capped at 8)
-    "question_one_sided",// a wh-question against a yes/no question (1/0)
-    "typos",           // units matched only as misspellings (capped at 4)
-    "han",             // Chinese text (1/0)
-    "short",           // fewer than 3 content units on the shorter side (1/0)
-    "cosine_one",      // cosine x one_sided: what the cosine says depends on the kind of difference
-    "cosine_both",     // cosine x both_sided
+    "cosine",              // sentence cosine
+    "one_sided",           // content only one side has (1/0)
+    "both_sided",          // each side has content the other lacks (1/0)
+    "unmatched",           // unmatched content units, both sides (capped at 8)
+    "unmatched_share",     // unmatched / all content units
+    "max_side",            // the larger side's unmatched units (capped at 8)
+    "question_one_sided",  // a wh-question against a yes/no question (1/0)
+    "typos",               // units matched only as misspellings (capped at 4)
+    "han",                 // Chinese text (1/0)
+    "short",               // fewer than 3 content units on the shorter side (1/0)
+    "cosine_one",   // cosine x one_sided: what the cosine says depends on the kind of difference
+    "cosine_both",  // cosine x both_sided
 };
-inline constexpr int kNumFeatures = static_cast<int>(sizeof(kFeatureNames) / sizeof(kFeatureNames[0]));
+inline constexpr int kNumFeatures =
+    static_cast<int>(sizeof(kFeatureNames) / sizeof(kFeatureNames[0]));
 inline constexpr int kLongContentUnits = 40;
 
 struct PairFeatures {
@@ -83,13 +86,13 @@ inline constexpr float kUncalibratedRecallThreshold = 0.92f;
 
 // A verifier model and where it was calibrated.
 struct VerifierCalibration {
-  std::string embedder;           // what it was made for (display)
-  std::string fingerprint;        // Embedder::fingerprint() it applies to
+  std::string embedder;                                   // what it was made for (display)
+  std::string fingerprint;                                // Embedder::fingerprint() it applies to
   float recall_threshold = kUncalibratedRecallThreshold;  // candidates: cosine >= this
-  std::vector<double> weights;    // one per feature (kFeatureNames order)
+  std::vector<double> weights;                            // one per feature (kFeatureNames order)
   double bias = 0;
-  double operating_point = 0.5;   // accept when P(same) >= this
-  double target_precision = 0;    // what the operating point was chosen for
+  double operating_point = 0.5;  // accept when P(same) >= this
+  double target_precision = 0;   // what the operating point was chosen for
 };
 
 // Parses a calibration file's JSON.
@@ -102,7 +105,8 @@ class PairVerifier : public HitVerifier {
   // Without a calibration: the strict rule (no content difference at all).
   explicit PairVerifier(std::shared_ptr<const VerifierCalibration> calibration = nullptr)
       : cal_(std::move(calibration)) {}
-  Verdict Verify(std::string_view query, std::string_view cached, float cosine, Embedder& embedder) const override;
+  Verdict Verify(std::string_view query, std::string_view cached, float cosine,
+                 Embedder& embedder) const override;
   const char* name() const override { return cal_ ? "pair-classifier" : "strict"; }
   // The decision on computed features.
   Verdict Decide(const PairFeatures& f) const;

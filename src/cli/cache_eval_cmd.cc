@@ -11,12 +11,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "cli/commands.h"
-#include "common/mmap_file.h"
-#include "frugal/engine.h"
 #include "cache/embedder.h"
 #include "cache/eval.h"
 #include "cache/semantic_cache.h"
+#include "cli/commands.h"
+#include "common/mmap_file.h"
+#include "frugal/engine.h"
 
 namespace frugal::cli {
 namespace {
@@ -33,7 +33,12 @@ struct CacheEvalFlags {
 };
 
 json ConfusionJson(const cache::Confusion& c) {
-  return {{"precision", c.precision()}, {"recall", c.recall()}, {"tp", c.tp}, {"fp", c.fp}, {"fn", c.fn}, {"tn", c.tn}};
+  return {{"precision", c.precision()},
+          {"recall", c.recall()},
+          {"tp", c.tp},
+          {"fp", c.fp},
+          {"fn", c.fn},
+          {"tn", c.tn}};
 }
 
 double Round(double v, double unit) { return std::round(v / unit) * unit; }
@@ -64,7 +69,9 @@ int Run(const CacheEvalFlags& f) {
     }
   }
   const cache::PairVerifier verifier(cal);
-  const float threshold = f.threshold > 0 ? static_cast<float>(f.threshold) : cal ? cal->recall_threshold : cache::kUncalibratedRecallThreshold;
+  const float threshold = f.threshold > 0 ? static_cast<float>(f.threshold)
+                          : cal           ? cal->recall_threshold
+                                          : cache::kUncalibratedRecallThreshold;
 
   auto scores = cache::ScorePairs(emb, verifier, *pairs);
   if (!scores.ok()) return Fail(scores.status());
@@ -126,40 +133,51 @@ int Run(const CacheEvalFlags& f) {
       row["guard"] = r.guard;
       sw.push_back(row);
     }
-    const json out = {{"model", f.model}, {"fingerprint", emb.fingerprint()}, {"pairs", f.pairs},
-                      {"n", pairs->size()}, {"default", d}, {"sweep", sw}};
+    const json out = {{"model", f.model}, {"fingerprint", emb.fingerprint()},
+                      {"pairs", f.pairs}, {"n", pairs->size()},
+                      {"default", d},     {"sweep", sw}};
     std::printf("%s\n", out.dump().c_str());
     return 0;
   }
   std::printf("%zu pairs from %s; embedder %s\n", pairs->size(), f.pairs.c_str(), f.model.c_str());
   std::printf("default: candidates at cosine >= %.3f, verifier %s%s\n", threshold, verifier.name(),
-              cal ? (" (" + cal->embedder + ", calibrated for precision " + std::to_string(cal->target_precision).substr(0, 4) + ")").c_str() : "");
-  std::printf("  %-8s precision %.4f  recall %.4f  (tp %lld fp %lld fn %lld tn %lld)\n", "all", all.precision(), all.recall(),
-              static_cast<long long>(all.tp), static_cast<long long>(all.fp), static_cast<long long>(all.fn),
+              cal ? (" (" + cal->embedder + ", calibrated for precision " +
+                     std::to_string(cal->target_precision).substr(0, 4) + ")")
+                        .c_str()
+                  : "");
+  std::printf("  %-8s precision %.4f  recall %.4f  (tp %lld fp %lld fn %lld tn %lld)\n", "all",
+              all.precision(), all.recall(), static_cast<long long>(all.tp),
+              static_cast<long long>(all.fp), static_cast<long long>(all.fn),
               static_cast<long long>(all.tn));
   for (const auto& [k, c] : by_lang) {
-    std::printf("  %-8s precision %.4f  recall %.4f  (tp %lld fp %lld fn %lld tn %lld)\n", k.c_str(), c.precision(), c.recall(),
-                static_cast<long long>(c.tp), static_cast<long long>(c.fp), static_cast<long long>(c.fn),
+    std::printf("  %-8s precision %.4f  recall %.4f  (tp %lld fp %lld fn %lld tn %lld)\n",
+                k.c_str(), c.precision(), c.recall(), static_cast<long long>(c.tp),
+                static_cast<long long>(c.fp), static_cast<long long>(c.fn),
                 static_cast<long long>(c.tn));
   }
   std::printf("\nsweep: threshold  verifier  precision  recall   tp   fp   fn\n");
   for (const auto& r : rows) {
-    std::printf("       %9.2f  %8s  %9.4f  %6.4f %4lld %4lld %4lld\n", r.threshold, r.guard ? "on" : "off", r.c.precision(),
-                r.c.recall(), static_cast<long long>(r.c.tp), static_cast<long long>(r.c.fp), static_cast<long long>(r.c.fn));
+    std::printf("       %9.2f  %8s  %9.4f  %6.4f %4lld %4lld %4lld\n", r.threshold,
+                r.guard ? "on" : "off", r.c.precision(), r.c.recall(),
+                static_cast<long long>(r.c.tp), static_cast<long long>(r.c.fp),
+                static_cast<long long>(r.c.fn));
   }
   if (f.by_kind) {
     std::printf("\nby kind (default decision): wrong of all\n");
     for (const auto& [k, c] : by_kind) {
-      std::printf("  %-14s %3lld of %3lld  (false hits %lld, misses %lld)\n", k.c_str(), static_cast<long long>(c.fp + c.fn),
-                  static_cast<long long>(c.tp + c.fp + c.fn + c.tn), static_cast<long long>(c.fp), static_cast<long long>(c.fn));
+      std::printf("  %-14s %3lld of %3lld  (false hits %lld, misses %lld)\n", k.c_str(),
+                  static_cast<long long>(c.fp + c.fn),
+                  static_cast<long long>(c.tp + c.fp + c.fn + c.tn), static_cast<long long>(c.fp),
+                  static_cast<long long>(c.fn));
     }
     std::printf("\nfalse hits (the harmful errors):\n");
     for (size_t i = 0; i < pairs->size(); ++i) {
       const auto& p = (*pairs)[i];
       const auto& s = (*scores)[i];
       if (!p.same && cache::WouldHit(s, threshold, true)) {
-        std::printf("  %.3f p=%.2f [%s/%s]  %s  |  %s\n", s.similarity, s.verdict.p_same, p.kind.c_str(), p.lang.c_str(),
-                    p.a.substr(0, 160).c_str(), p.b.substr(0, 160).c_str());
+        std::printf("  %.3f p=%.2f [%s/%s]  %s  |  %s\n", s.similarity, s.verdict.p_same,
+                    p.kind.c_str(), p.lang.c_str(), p.a.substr(0, 160).c_str(),
+                    p.b.substr(0, 160).c_str());
       }
     }
   }
@@ -170,18 +188,29 @@ int Run(const CacheEvalFlags& f) {
 
 void AddCacheEvalCommand(CLI::App& app, Commands& out) {
   auto f = std::make_shared<CacheEvalFlags>();
-  auto* ce = app.add_subcommand("cache-eval", "precision/recall of semantic-cache hit decisions on labelled query pairs");
-  ce->add_option("-m,--model", f->model, "embedding model (default models/multilingual-e5-small/e5-small-q4.bin)");
-  ce->add_option("-t,--threads", f->threads, "compute threads (default: all CPUs)")->check(CLI::Range(0, 1024));
-  ce->add_option("--pairs", f->pairs, "JSONL of {\"a\", \"b\", \"same\"} (+ \"kind\", \"lang\") (default tests/data/cache_pairs.jsonl)");
-  ce->add_flag("--json", f->json_out, "one JSON object: default {precision, recall, tp, fp, fn, tn, by_lang, by_kind}, sweep");
+  auto* ce = app.add_subcommand(
+      "cache-eval", "precision/recall of semantic-cache hit decisions on labelled query pairs");
+  ce->add_option("-m,--model", f->model,
+                 "embedding model (default models/multilingual-e5-small/e5-small-q4.bin)");
+  ce->add_option("-t,--threads", f->threads, "compute threads (default: all CPUs)")
+      ->check(CLI::Range(0, 1024));
+  ce->add_option("--pairs", f->pairs,
+                 "JSONL of {\"a\", \"b\", \"same\"} (+ \"kind\", \"lang\") (default "
+                 "tests/data/cache_pairs.jsonl)");
+  ce->add_flag(
+      "--json", f->json_out,
+      "one JSON object: default {precision, recall, tp, fp, fn, tn, by_lang, by_kind}, sweep");
   ce->add_flag("--by-kind", f->by_kind, "also list wrong decisions by kind and every false hit");
-  ce->add_option("--threshold", f->threshold, "candidate cosine (default: the embedder's calibrated one, " +
+  ce->add_option("--threshold", f->threshold,
+                 "candidate cosine (default: the embedder's calibrated one, " +
                      ShortNumber(cache::kUncalibratedRecallThreshold) + " without)")
       ->check(CLI::Range(0.01, 1.0));
-  ce->add_option("--calibration", f->calibration_file, "a verifier calibration JSON instead of the shipped one");
-  ce->add_flag("--strict", f->strict, "the uncalibrated rule (no content difference) instead of the calibration");
-  ce->add_option("--features", f->features_out, "write each pair's verifier features as JSONL (training input)");
+  ce->add_option("--calibration", f->calibration_file,
+                 "a verifier calibration JSON instead of the shipped one");
+  ce->add_flag("--strict", f->strict,
+               "the uncalibrated rule (no content difference) instead of the calibration");
+  ce->add_option("--features", f->features_out,
+                 "write each pair's verifier features as JSONL (training input)");
   out.emplace_back(ce, [f] { return Run(*f); });
 }
 

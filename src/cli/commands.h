@@ -3,13 +3,12 @@
 
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "frugal/status.h"
 
@@ -48,10 +47,10 @@ inline std::string ShortNumber(double v) {
 
 using Commands = std::vector<std::pair<CLI::App*, std::function<int()>>>;
 
-void AddLoadgenCommand(CLI::App& app, Commands& out);   // loadgen_cmd.cc
-void AddGatewayCommands(CLI::App& app, Commands& out);  // gateway_cmd.cc: gateway, up
-void AddQuantizeCommand(CLI::App& app, Commands& out);  // quantize_cmd.cc
-void AddEvalCommand(CLI::App& app, Commands& out);  // eval_cmd.cc
+void AddLoadgenCommand(CLI::App& app, Commands& out);    // loadgen_cmd.cc
+void AddGatewayCommands(CLI::App& app, Commands& out);   // gateway_cmd.cc: gateway, up
+void AddQuantizeCommand(CLI::App& app, Commands& out);   // quantize_cmd.cc
+void AddEvalCommand(CLI::App& app, Commands& out);       // eval_cmd.cc
 void AddCacheEvalCommand(CLI::App& app, Commands& out);  // cache_eval_cmd.cc
 
 }  // namespace frugal::cli

@@ -2,11 +2,10 @@
 
 #include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace frugal {
 namespace {
@@ -45,7 +44,9 @@ std::vector<std::pair<std::string, std::string>> QuantMetadata(const ModelSource
 }
 
 double BitsPerWeight(const ModelInfo& info) {
-  return info.parameters > 0 ? 8.0 * static_cast<double>(info.weight_bytes) / static_cast<double>(info.parameters) : 0;
+  return info.parameters > 0
+             ? 8.0 * static_cast<double>(info.weight_bytes) / static_cast<double>(info.parameters)
+             : 0;
 }
 
 }  // namespace
@@ -65,17 +66,21 @@ std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, 
     add("architecture:  %s\n", info.architecture.c_str());
     add("loadable:      no: %s\n", not_loadable.c_str());
   } else {
-    add("architecture:  %s (%s)\n", info.architecture.c_str(), info.kind == ModelKind::kDecoder ? "decoder" : "encoder");
+    add("architecture:  %s (%s)\n", info.architecture.c_str(),
+        info.kind == ModelKind::kDecoder ? "decoder" : "encoder");
     add("layers:        %lld\n", static_cast<long long>(info.n_layer));
     add("embedding:     %lld\n", static_cast<long long>(info.n_embd));
-    add("heads:         %lld (kv %lld)\n", static_cast<long long>(info.n_head), static_cast<long long>(info.n_head_kv));
+    add("heads:         %lld (kv %lld)\n", static_cast<long long>(info.n_head),
+        static_cast<long long>(info.n_head_kv));
     add("feed-forward:  %lld\n", static_cast<long long>(info.n_ff));
     add("vocabulary:    %lld\n", static_cast<long long>(info.n_vocab));
-    add("context:       %lld (trained %lld)\n", static_cast<long long>(info.context_length), static_cast<long long>(info.train_context));
+    add("context:       %lld (trained %lld)\n", static_cast<long long>(info.context_length),
+        static_cast<long long>(info.train_context));
     if (!info.chat_format.empty()) add("chat template: %s\n", info.chat_format.c_str());
   }
   add("parameters:    %.1f M\n", static_cast<double>(info.parameters) / 1e6);
-  add("size:          %s (%.2f bits/weight)\n", HumanBytes(info.weight_bytes).c_str(), BitsPerWeight(info));
+  add("size:          %s (%.2f bits/weight)\n", HumanBytes(info.weight_bytes).c_str(),
+      BitsPerWeight(info));
   std::map<std::string, std::pair<int, size_t>> by_type;
   for (const auto* t : source.AllTensors()) {
     auto& e = by_type[TypeName(t->type)];
@@ -86,22 +91,27 @@ std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, 
   if (!quant.empty()) {
     std::map<std::string, std::string> q(quant.begin(), quant.end());
     add("quantized:     %s, recipe %s", q["method"].c_str(), q["recipe_name"].c_str());
-    if (!q["scale_fit"].empty()) add(", %s scales", q["scale_fit"] == "search" ? "searched" : "min-max");
+    if (!q["scale_fit"].empty())
+      add(", %s scales", q["scale_fit"] == "search" ? "searched" : "min-max");
     if (!q["calib_tokens"].empty()) {
-      add(", calibration %s tokens (sha256 %s)", q["calib_tokens"].c_str(), q["calib_sha256"].c_str());
+      add(", calibration %s tokens (sha256 %s)", q["calib_tokens"].c_str(),
+          q["calib_sha256"].c_str());
     }
     if (!q["raised_to_int8"].empty()) add(", raised to INT8: %s", q["raised_to_int8"].c_str());
-    if (!q["regrouped_to_g32"].empty()) add(", regrouped to g32: %s", q["regrouped_to_g32"].c_str());
+    if (!q["regrouped_to_g32"].empty())
+      add(", regrouped to g32: %s", q["regrouped_to_g32"].c_str());
     out += "\n";
   }
   out += "tensor types: ";
-  for (const auto& [type, e] : by_type) add(" %s x%d (%s)", type.c_str(), e.first, HumanBytes(e.second).c_str());
+  for (const auto& [type, e] : by_type)
+    add(" %s x%d (%s)", type.c_str(), e.first, HumanBytes(e.second).c_str());
   out += "\n";
   if (tensors) {
     out += "tensors:\n";
     for (const auto* t : source.AllTensors()) {
-      add("  %-48s %-9s %-22s %10zu bytes %6.3f bits/weight\n", t->name.c_str(), TypeName(t->type).c_str(),
-          t->ShapeString().c_str(), t->nbytes, 8.0 * static_cast<double>(t->nbytes) / static_cast<double>(t->elements()));
+      add("  %-48s %-9s %-22s %10zu bytes %6.3f bits/weight\n", t->name.c_str(),
+          TypeName(t->type).c_str(), t->ShapeString().c_str(), t->nbytes,
+          8.0 * static_cast<double>(t->nbytes) / static_cast<double>(t->elements()));
     }
   }
   return out;
@@ -138,7 +148,8 @@ std::string DescribeModelJson(const ModelInfo& info, const ModelSource& source,
   for (const auto* t : source.AllTensors()) {
     nlohmann::json shape = nlohmann::json::array();
     for (int d = 0; d < t->n_dims; ++d) shape.push_back(t->ne[d]);
-    arr.push_back({{"name", t->name}, {"type", TypeName(t->type)}, {"shape", shape}, {"bytes", t->nbytes}});
+    arr.push_back(
+        {{"name", t->name}, {"type", TypeName(t->type)}, {"shape", shape}, {"bytes", t->nbytes}});
   }
   return j.dump();
 }

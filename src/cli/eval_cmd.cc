@@ -3,13 +3,13 @@
 //
 // Exit codes: 0 measured (and the gate, if any, passed); 3 the gate failed (the report is still
 // printed); 2 bad input (flags, files, probes, gate); 1 internal or I/O failure.
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli/commands.h"
@@ -38,17 +38,19 @@ class ProgressPrinter {
       last_tenth_ = -1;
       stage_t0_ = std::chrono::steady_clock::now();
     }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - stage_t0_).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - stage_t0_).count();
     if (tty_) {
-      std::fprintf(stderr, "\rfrugal eval: %s %lld/%lld (%.1f s)%s", stage_.c_str(), static_cast<long long>(done),
-                   static_cast<long long>(total), s, done == total ? "\n" : "");
+      std::fprintf(stderr, "\rfrugal eval: %s %lld/%lld (%.1f s)%s", stage_.c_str(),
+                   static_cast<long long>(done), static_cast<long long>(total), s,
+                   done == total ? "\n" : "");
       return;
     }
     const int64_t tenth = total > 0 ? done * 10 / total : 10;
     if (done == 0 || tenth == last_tenth_) return;
     last_tenth_ = tenth;
-    std::fprintf(stderr, "frugal eval: %s %lld/%lld (%.1f s)\n", stage_.c_str(), static_cast<long long>(done),
-                 static_cast<long long>(total), s);
+    std::fprintf(stderr, "frugal eval: %s %lld/%lld (%.1f s)\n", stage_.c_str(),
+                 static_cast<long long>(done), static_cast<long long>(total), s);
   }
 
  private:
@@ -67,12 +69,16 @@ int RunEval(EvalFlags& f) {
     if (!g.ok()) return Fail(g.status());
     gate = std::make_unique<Gate>(std::move(g).value());
     if (gate->uses_numeric() && f.opt.probes_path.empty()) {
-      return Fail(InvalidArgument("the gate '" + f.gate + "' checks numeric fidelity: give --probes"));
+      return Fail(
+          InvalidArgument("the gate '" + f.gate + "' checks numeric fidelity: give --probes"));
     }
   }
   f.opt.int8_activations = f.activations == "int8";
   auto printer = std::make_shared<ProgressPrinter>();
-  if (!f.quiet) f.opt.progress = [printer](std::string_view stage, int64_t done, int64_t total) { (*printer)(stage, done, total); };
+  if (!f.quiet)
+    f.opt.progress = [printer](std::string_view stage, int64_t done, int64_t total) {
+      (*printer)(stage, done, total);
+    };
   auto reports = Evaluate(f.opt);
   if (!reports.ok()) return Fail(reports.status());
   // Several models: one report each (a JSON object per line with --json), in the order given;
@@ -95,7 +101,8 @@ bool PrintReport(const EvalFlags& f, const EvalReport& report, const Gate* gate)
       for (const auto& x : failures) {
         failed.push_back({{"clause", x.clause.text},
                           {"metric", GateMetricName(x.clause.metric)},
-                          {"measured", std::isfinite(x.measured) ? nlohmann::json(x.measured) : nlohmann::json(nullptr)},
+                          {"measured", std::isfinite(x.measured) ? nlohmann::json(x.measured)
+                                                                 : nlohmann::json(nullptr)},
                           {"limit", x.clause.value},
                           {"message", x.message}});
       }
@@ -126,20 +133,47 @@ void AddEvalCommand(CLI::App& app, Commands& out) {
   auto f = std::make_shared<EvalFlags>();
   EvalOptions& o = f->opt;
   o.text_path = "models/text/alice-wonderland-ch1-3.txt";
-  auto* cmd = app.add_subcommand("eval", "quality of a (quantized) model against its reference: perplexity, KL divergence, top-1 agreement, numeric fidelity; --gate checks limits (exit 3 when they fail)");
-  cmd->add_option("-m,--model", o.models, "the model to evaluate: a .gguf file or a Hugging Face folder; repeat it to "
-                  "evaluate several against one run of the reference (one report each, a JSON object per line)")->required();
-  cmd->add_option("--ref", o.ref, "the reference model (e.g. the unquantized one); must share the tokenizer")->required();
-  cmd->add_option("--text", o.text_path, "text scored for perplexity, KL divergence and top-1 (default models/text/alice-wonderland-ch1-3.txt)");
-  cmd->add_option("--probes", o.probes_path, "JSONL, one {\"prompt\": ...} or {\"messages\": [...]} per line (optional \"id\"), answered greedily by both models for numeric fidelity (default: none)");
-  cmd->add_option("--chunk", o.chunk, "tokens per chunk; the second half of each is scored (default min(ctx, 512))")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
-  cmd->add_option("--max-tokens", o.max_tokens, "use only the first N tokens of the text; 0 = all. The reference keeps ~N/2 x vocabulary halves in memory (default 4096: ~200 MB for a 49k vocabulary)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  cmd->add_option("--max-new-tokens", o.max_new_tokens, "greedy tokens per probe answer (default 48)")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--max-batch", o.max_batch, "probes decoded together (default 16)")->check(CLI::Range(1, 4096));
-  cmd->add_option("-t,--threads", o.threads, "compute threads (default: all CPUs)")->check(CLI::Range(0, 1024));
-  cmd->add_option("--activations", f->activations, "matmul activations of both models: f32 (default: the weights alone are measured) or int8 (as served)")
+  auto* cmd = app.add_subcommand(
+      "eval",
+      "quality of a (quantized) model against its reference: perplexity, KL divergence, top-1 "
+      "agreement, numeric fidelity; --gate checks limits (exit 3 when they fail)");
+  cmd->add_option("-m,--model", o.models,
+                  "the model to evaluate: a .gguf file or a Hugging Face folder; repeat it to "
+                  "evaluate several against one run of the reference (one report each, a JSON "
+                  "object per line)")
+      ->required();
+  cmd->add_option("--ref", o.ref,
+                  "the reference model (e.g. the unquantized one); must share the tokenizer")
+      ->required();
+  cmd->add_option("--text", o.text_path,
+                  "text scored for perplexity, KL divergence and top-1 (default "
+                  "models/text/alice-wonderland-ch1-3.txt)");
+  cmd->add_option("--probes", o.probes_path,
+                  "JSONL, one {\"prompt\": ...} or {\"messages\": [...]} per line (optional "
+                  "\"id\"), answered greedily by both models for numeric fidelity (default: none)");
+  cmd->add_option("--chunk", o.chunk,
+                  "tokens per chunk; the second half of each is scored (default min(ctx, 512))")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("--max-tokens", o.max_tokens,
+                  "use only the first N tokens of the text; 0 = all. The reference keeps ~N/2 x "
+                  "vocabulary halves in memory (default 4096: ~200 MB for a 49k vocabulary)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd->add_option("--max-new-tokens", o.max_new_tokens,
+                  "greedy tokens per probe answer (default 48)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-batch", o.max_batch, "probes decoded together (default 16)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("-t,--threads", o.threads, "compute threads (default: all CPUs)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--activations", f->activations,
+                  "matmul activations of both models: f32 (default: the weights alone are "
+                  "measured) or int8 (as served)")
       ->check(CLI::IsMember({"f32", "int8"}));
-  cmd->add_option("--gate", f->gate, "limits, e.g. 'ppl<+3%,kld<0.05,numeric>=0.98' (metrics ppl kld kld_p99 top1 numeric; < <= > >=; ppl<+X is over ppl_ref, ppl<+X% relative); exit 3 when one fails")->type_name("SPEC");
+  cmd->add_option(
+         "--gate", f->gate,
+         "limits, e.g. 'ppl<+3%,kld<0.05,numeric>=0.98' (metrics ppl kld kld_p99 top1 numeric; < "
+         "<= > >=; ppl<+X is over ppl_ref, ppl<+X% relative); exit 3 when one fails")
+      ->type_name("SPEC");
   cmd->add_flag("--json", f->json, "print one JSON object instead of the table");
   cmd->add_flag("-q,--quiet", f->quiet, "no progress on stderr");
   out.emplace_back(cmd, [f] { return RunEval(*f); });

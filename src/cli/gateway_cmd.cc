@@ -10,10 +10,10 @@
 #include <thread>
 #include <vector>
 
+#include "cache/verifier.h"
 #include "cli/commands.h"
 #include "cli/supervisor.h"
 #include "frugal/engine.h"
-#include "cache/verifier.h"
 #include "gateway/gateway.h"
 #include "http/client.h"
 
@@ -35,23 +35,39 @@ struct GatewayFlags {
 
   void Add(CLI::App* cmd, bool with_workers) {
     cmd->add_option("--config", config, "YAML config file (docs/gateway.md); flags override it");
-    if (with_workers) cmd->add_option("--worker", workers, "a worker, http://HOST:PORT or NAME=http://HOST:PORT (repeatable)");
+    if (with_workers)
+      cmd->add_option("--worker", workers,
+                      "a worker, http://HOST:PORT or NAME=http://HOST:PORT (repeatable)");
     cmd->add_option("--host", host, "address to listen on (default 127.0.0.1)");
-    cmd->add_option("--port", port, "port; 0 = any free port (default 8000)")->check(CLI::Range(0, 65535));
-    cmd->add_option("--policy", policy, "round_robin, queue_weighted, least_cost or p2c (default p2c)")
+    cmd->add_option("--port", port, "port; 0 = any free port (default 8000)")
+        ->check(CLI::Range(0, 65535));
+    cmd->add_option("--policy", policy,
+                    "round_robin, queue_weighted, least_cost or p2c (default p2c)")
         ->check(CLI::IsMember({"round_robin", "queue_weighted", "least_cost", "p2c"}));
-    cmd->add_option("--health-interval-ms", health_interval_ms, "milliseconds between health polls of each worker (default 1000)")
+    cmd->add_option("--health-interval-ms", health_interval_ms,
+                    "milliseconds between health polls of each worker (default 1000)")
         ->check(CLI::Range(int64_t{10}, int64_t{3'600'000}));
-    cmd->add_option("--max-retries", max_retries, "other workers tried after a failure before the first byte (default 2)")->check(CLI::Range(0, 10));
+    cmd->add_option("--max-retries", max_retries,
+                    "other workers tried after a failure before the first byte (default 2)")
+        ->check(CLI::Range(0, 10));
     cmd->add_flag("--no-cache", no_cache, "no semantic cache");
-    cmd->add_option("--cache-model", cache_model, "embedding model of the cache (default models/multilingual-e5-small/e5-small-q4.bin)");
-    cmd->add_option("--cache-threshold", cache_threshold, "candidate cosine of the cache (default: the embedder's calibrated one; " +
+    cmd->add_option(
+        "--cache-model", cache_model,
+        "embedding model of the cache (default models/multilingual-e5-small/e5-small-q4.bin)");
+    cmd->add_option("--cache-threshold", cache_threshold,
+                    "candidate cosine of the cache (default: the embedder's calibrated one; " +
                         ShortNumber(cache::kUncalibratedRecallThreshold) + " without)")
         ->check(CLI::Range(0.01, 1.0));
-    cmd->add_option("--cache-snapshot", cache_snapshot, "file the cache is saved to (periodically and on exit) and reloaded from");
-    cmd->add_option("--cache-redis", cache_redis, "share the cache through this Redis with RediSearch (host:port or redis://host:port)");
-    cmd->add_option("--admin-token", admin_token, "token of the admin API (default: the config's; none = admin API off)");
-    cmd->add_option("--shutdown-grace", shutdown_grace_s, "seconds in-flight requests get on SIGINT/SIGTERM (default 30)")->check(CLI::Range(0.0, 1e6));
+    cmd->add_option("--cache-snapshot", cache_snapshot,
+                    "file the cache is saved to (periodically and on exit) and reloaded from");
+    cmd->add_option(
+        "--cache-redis", cache_redis,
+        "share the cache through this Redis with RediSearch (host:port or redis://host:port)");
+    cmd->add_option("--admin-token", admin_token,
+                    "token of the admin API (default: the config's; none = admin API off)");
+    cmd->add_option("--shutdown-grace", shutdown_grace_s,
+                    "seconds in-flight requests get on SIGINT/SIGTERM (default 30)")
+        ->check(CLI::Range(0.0, 1e6));
   }
 
   StatusOr<GatewayConfig> Resolve() const {
@@ -94,7 +110,8 @@ StatusOr<std::unique_ptr<gateway::Gateway>> StartGateway(const GatewayConfig& c)
   if (c.cache.enabled) {
     auto e = cache::OpenEngineEmbedder(c.cache.model, c.cache.threads);
     if (!e.ok()) {
-      return InvalidArgument("the cache's embedding model: " + e.status().message() + " (run scripts/get-models.sh, or --no-cache)");
+      return InvalidArgument("the cache's embedding model: " + e.status().message() +
+                             " (run scripts/get-models.sh, or --no-cache)");
     }
     embedder = std::move(e).value();
   }
@@ -102,8 +119,9 @@ StatusOr<std::unique_ptr<gateway::Gateway>> StartGateway(const GatewayConfig& c)
 }
 
 void PrintListening(const char* who, const GatewayConfig& c, uint16_t port) {
-  std::printf("frugal %s: listening on http://%s:%u (policy %s, %zu workers, cache %s)\n", who, c.host.c_str(),
-              static_cast<unsigned>(port), c.policy.c_str(), c.workers.size(), c.cache.enabled ? "on" : "off");
+  std::printf("frugal %s: listening on http://%s:%u (policy %s, %zu workers, cache %s)\n", who,
+              c.host.c_str(), static_cast<unsigned>(port), c.policy.c_str(), c.workers.size(),
+              c.cache.enabled ? "on" : "off");
   std::fflush(stdout);
 }
 
@@ -116,7 +134,8 @@ int RunGateway(const GatewayFlags& f) {
   PrintListening("gateway", *cfg, (*gw)->port());
   int sig = 0;
   sigwait(&stop, &sig);
-  std::fprintf(stderr, "frugal gateway: %s: finishing requests in flight (up to %.0f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", f.shutdown_grace_s);
+  std::fprintf(stderr, "frugal gateway: %s: finishing requests in flight (up to %.0f s)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", f.shutdown_grace_s);
   (*gw)->Shutdown(std::chrono::milliseconds(static_cast<int64_t>(f.shutdown_grace_s * 1e3)));
   return 0;
 }
@@ -131,11 +150,17 @@ void Ask(uint16_t port, const std::string& model, const std::string& question) {
   r.method = "POST";
   r.target = "/v1/chat/completions";
   r.headers = {{"Content-Type", "application/json"}};
-  r.body = nlohmann::json{{"model", model}, {"messages", {{{"role", "user"}, {"content", question}}}}, {"max_tokens", 96}, {"temperature", 0}}.dump();
+  r.body = nlohmann::json{
+      {"model", model},
+      {"messages", {{{"role", "user"}, {"content", question}}}},
+      {"max_tokens", 96},
+      {"temperature",
+       0}}.dump();
   for (int i = 0; i < 2; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     auto resp = client.Fetch(r);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!resp.ok()) {
       std::fprintf(stderr, "frugal up: asking failed: %s\n", resp.status().message().c_str());
       return;
@@ -143,8 +168,10 @@ void Ask(uint16_t port, const std::string& model, const std::string& question) {
     const std::string* cache = resp->Header("X-Frugal-Cache");
     auto j = nlohmann::json::parse(resp->body, nullptr, false);
     std::string answer = resp->body;
-    if (resp->status == 200 && j.is_object()) answer = j["choices"][0]["message"].value("content", "");
-    std::printf("> %s\n%s\n[HTTP %d, cache %s, %.0f ms]\n", question.c_str(), answer.c_str(), resp->status, cache ? cache->c_str() : "?", ms);
+    if (resp->status == 200 && j.is_object())
+      answer = j["choices"][0]["message"].value("content", "");
+    std::printf("> %s\n%s\n[HTTP %d, cache %s, %.0f ms]\n", question.c_str(), answer.c_str(),
+                resp->status, cache ? cache->c_str() : "?", ms);
     std::fflush(stdout);
   }
 }
@@ -162,12 +189,15 @@ int RunUp(const UpFlags& f) {
   sigset_t stop = BlockStopSignals();
   auto cfg = f.gw.Resolve();
   if (!cfg.ok()) return Fail(cfg.status());
-  if (!std::filesystem::exists(f.model)) return Fail(NotFound("model not found: " + f.model + " (run scripts/get-models.sh)"));
+  if (!std::filesystem::exists(f.model))
+    return Fail(NotFound("model not found: " + f.model + " (run scripts/get-models.sh)"));
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = f.threads > 0 ? f.threads : std::max(1, cores / f.workers);
   std::vector<Child> kids;
   for (int i = 0; i < f.workers; ++i) {
-    std::vector<std::string> args = {"frugal", "serve", "-m", f.model, "--port", "0", "--host", "127.0.0.1", "-t", std::to_string(threads)};
+    std::vector<std::string> args = {
+        "frugal", "serve",  "-m",        f.model, "--port",
+        "0",      "--host", "127.0.0.1", "-t",    std::to_string(threads)};
     if (!f.simulate.empty()) args.insert(args.end(), {"--simulate", f.simulate});
     args.insert(args.end(), f.serve_args.begin(), f.serve_args.end());
     auto c = SpawnWorker(args, std::chrono::seconds(300));
@@ -175,7 +205,8 @@ int RunUp(const UpFlags& f) {
       StopWorkers(kids, std::chrono::seconds(5));
       return Fail(c.status());
     }
-    std::fprintf(stderr, "frugal up: worker w%d at %s (pid %d, threads %d)\n", i, c->url.c_str(), static_cast<int>(c->pid), threads);
+    std::fprintf(stderr, "frugal up: worker w%d at %s (pid %d, threads %d)\n", i, c->url.c_str(),
+                 static_cast<int>(c->pid), threads);
     cfg->workers.push_back({"w" + std::to_string(i), c->url, 1});
     kids.push_back(std::move(*c));
   }
@@ -186,10 +217,14 @@ int RunUp(const UpFlags& f) {
   }
   PrintListening("up: gateway", *cfg, (*gw)->port());
   const std::string model = std::filesystem::path(f.model).stem().string();
-  std::printf("frugal up: try  curl -s http://%s:%u/v1/chat/completions -H 'Content-Type: application/json' "
-              "-d '{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"temperature\": 0}'\n"
-              "frugal up: status page http://%s:%u/status  (Ctrl-C stops everything)\n",
-              cfg->host.c_str(), static_cast<unsigned>((*gw)->port()), model.c_str(), cfg->host.c_str(), static_cast<unsigned>((*gw)->port()));
+  std::printf(
+      "frugal up: try  curl -s http://%s:%u/v1/chat/completions -H 'Content-Type: "
+      "application/json' "
+      "-d '{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], "
+      "\"temperature\": 0}'\n"
+      "frugal up: status page http://%s:%u/status  (Ctrl-C stops everything)\n",
+      cfg->host.c_str(), static_cast<unsigned>((*gw)->port()), model.c_str(), cfg->host.c_str(),
+      static_cast<unsigned>((*gw)->port()));
   std::fflush(stdout);
   if (!f.ask.empty()) {
     // The gateway learns the model ids at its first poll.
@@ -203,7 +238,8 @@ int RunUp(const UpFlags& f) {
     if (sig > 0) break;
     Supervise(kids);
   }
-  std::fprintf(stderr, "frugal up: %s: stopping the gateway, then %zu workers\n", sig == SIGINT ? "SIGINT" : "SIGTERM", kids.size());
+  std::fprintf(stderr, "frugal up: %s: stopping the gateway, then %zu workers\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", kids.size());
   (*gw)->Shutdown(std::chrono::milliseconds(static_cast<int64_t>(f.gw.shutdown_grace_s * 1e3)));
   StopWorkers(kids, std::chrono::seconds(static_cast<int64_t>(f.gw.shutdown_grace_s) + 5));
   return 0;
@@ -213,19 +249,32 @@ int RunUp(const UpFlags& f) {
 
 void AddGatewayCommands(CLI::App& app, Commands& out) {
   auto gf = std::make_shared<GatewayFlags>();
-  auto* gw = app.add_subcommand("gateway", "OpenAI-compatible front door: semantic cache + cost-aware load balancing over workers");
+  auto* gw = app.add_subcommand(
+      "gateway",
+      "OpenAI-compatible front door: semantic cache + cost-aware load balancing over workers");
   gf->Add(gw, true);
   out.emplace_back(gw, [gf] { return RunGateway(*gf); });
 
   auto uf = std::make_shared<UpFlags>();
-  auto* up = app.add_subcommand("up", "the whole stack on this machine: N workers on free ports + the gateway with the embedded cache");
+  auto* up = app.add_subcommand("up",
+                                "the whole stack on this machine: N workers on free ports + the "
+                                "gateway with the embedded cache");
   uf->gw.Add(up, false);
-  up->add_option("--workers", uf->workers, "local workers to start (default 2)")->check(CLI::Range(1, 64));
-  up->add_option("-m,--model", uf->model, "the workers' model (default: SmolLM2-135M-Instruct Q4_1)");
-  up->add_option("-t,--threads", uf->threads, "compute threads per worker (default: the cores shared out)")->check(CLI::Range(0, 1024));
-  up->add_option("--simulate", uf->simulate, "start simulated workers (test instrument, see frugal serve --simulate)");
-  up->add_option("--ask", uf->ask, "once up, ask this question twice through the gateway (the second answer comes from the cache)");
-  up->add_option("--serve-arg", uf->serve_args, "an extra argument for every `frugal serve` (repeatable)")->allow_extra_args(false);
+  up->add_option("--workers", uf->workers, "local workers to start (default 2)")
+      ->check(CLI::Range(1, 64));
+  up->add_option("-m,--model", uf->model,
+                 "the workers' model (default: SmolLM2-135M-Instruct Q4_1)");
+  up->add_option("-t,--threads", uf->threads,
+                 "compute threads per worker (default: the cores shared out)")
+      ->check(CLI::Range(0, 1024));
+  up->add_option("--simulate", uf->simulate,
+                 "start simulated workers (test instrument, see frugal serve --simulate)");
+  up->add_option("--ask", uf->ask,
+                 "once up, ask this question twice through the gateway (the second answer comes "
+                 "from the cache)");
+  up->add_option("--serve-arg", uf->serve_args,
+                 "an extra argument for every `frugal serve` (repeatable)")
+      ->allow_extra_args(false);
   out.emplace_back(up, [uf] {
     if (uf->gw.port < 0) uf->gw.port = 8000;
     return RunUp(*uf);

@@ -42,9 +42,11 @@ int RunLoadgen(const LoadgenFlags& f) {
   std::function<void(const loadgen::Progress&)> progress;
   if (!f.quiet) {
     progress = [](const loadgen::Progress& pr) {
-      std::fprintf(stderr, "loadgen: %-8s %6.1f s  sent %lld  done %lld  in flight %lld  errors %lld\n", pr.phase.c_str(),
-                   pr.elapsed_s, static_cast<long long>(pr.sent), static_cast<long long>(pr.done),
-                   static_cast<long long>(pr.sent - pr.done), static_cast<long long>(pr.errors));
+      std::fprintf(stderr,
+                   "loadgen: %-8s %6.1f s  sent %lld  done %lld  in flight %lld  errors %lld\n",
+                   pr.phase.c_str(), pr.elapsed_s, static_cast<long long>(pr.sent),
+                   static_cast<long long>(pr.done), static_cast<long long>(pr.sent - pr.done),
+                   static_cast<long long>(pr.errors));
     };
   }
   auto result = loadgen::Run(f.run, *groups, progress);
@@ -67,24 +69,52 @@ void AddLoadgenCommand(CLI::App& app, Commands& out) {
   // Shared with the run closure: the flags are filled in by app.parse, after this returns.
   auto f = std::make_shared<LoadgenFlags>();
   auto& o = f->run;
-  auto* cmd = app.add_subcommand("loadgen", "open-loop load generator for an OpenAI-compatible endpoint (steady, spike, recovery)");
-  cmd->add_option("--target", o.target, "base URL of a gateway or worker, e.g. http://127.0.0.1:8080")->required();
-  cmd->add_option("--model", o.model, "model name in the requests (default: the first id of GET /v1/models)");
+  auto* cmd = app.add_subcommand(
+      "loadgen",
+      "open-loop load generator for an OpenAI-compatible endpoint (steady, spike, recovery)");
+  cmd->add_option("--target", o.target,
+                  "base URL of a gateway or worker, e.g. http://127.0.0.1:8080")
+      ->required();
+  cmd->add_option("--model", o.model,
+                  "model name in the requests (default: the first id of GET /v1/models)");
   cmd->add_option("--api-key", o.api_key, "sent as Authorization: Bearer KEY");
-  cmd->add_option("--rate", o.profile.rate, "requests per second in steady and recovery (default 2)")->check(CLI::Range(0.001, 1e5));
-  cmd->add_option("--spike-factor", o.profile.spike_factor, "spike rate = rate x this (default 6)")->check(CLI::Range(0.0, 1e4));
-  cmd->add_option("--steady-seconds", o.profile.steady_s, "length of the steady phase (default 20; 0 = none)")->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--spike-seconds", o.profile.spike_s, "length of the spike phase (default 20; 0 = none)")->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--after-seconds", o.profile.recovery_s, "length of the recovery phase (default 20; 0 = none)")->check(CLI::Range(0.0, 1e6));
-  cmd->add_option("--questions", f->questions, "JSONL of {\"question\", \"paraphrases\"} (default tests/data/loadgen_questions.jsonl)");
-  cmd->add_option("--repeat-share", o.mix.repeat_share, "share of requests that re-ask an earlier question or a paraphrase (default 0.35)")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--long-share", o.mix.long_share, "share of long requests: context passage (~3x prompt) and 3x max tokens (default 0.3)")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--max-tokens", o.max_tokens, "max_tokens of short requests; long ones get 3x (default 32)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--rate", o.profile.rate,
+                  "requests per second in steady and recovery (default 2)")
+      ->check(CLI::Range(0.001, 1e5));
+  cmd->add_option("--spike-factor", o.profile.spike_factor, "spike rate = rate x this (default 6)")
+      ->check(CLI::Range(0.0, 1e4));
+  cmd->add_option("--steady-seconds", o.profile.steady_s,
+                  "length of the steady phase (default 20; 0 = none)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--spike-seconds", o.profile.spike_s,
+                  "length of the spike phase (default 20; 0 = none)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--after-seconds", o.profile.recovery_s,
+                  "length of the recovery phase (default 20; 0 = none)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option(
+      "--questions", f->questions,
+      "JSONL of {\"question\", \"paraphrases\"} (default tests/data/loadgen_questions.jsonl)");
+  cmd->add_option(
+         "--repeat-share", o.mix.repeat_share,
+         "share of requests that re-ask an earlier question or a paraphrase (default 0.35)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option(
+         "--long-share", o.mix.long_share,
+         "share of long requests: context passage (~3x prompt) and 3x max tokens (default 0.3)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--max-tokens", o.max_tokens,
+                  "max_tokens of short requests; long ones get 3x (default 32)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--seed", o.seed, "seed of the schedule and the question mix (default 1)");
-  cmd->add_option("--timeout", o.timeout_s, "seconds per request, and for the drain after the last phase (default 120)")->check(CLI::Range(0.001, 1e6));
-  cmd->add_option("--io-threads", o.io_threads, "HTTP client event-loop threads (default 2)")->check(CLI::Range(1, 64));
+  cmd->add_option("--timeout", o.timeout_s,
+                  "seconds per request, and for the drain after the last phase (default 120)")
+      ->check(CLI::Range(0.001, 1e6));
+  cmd->add_option("--io-threads", o.io_threads, "HTTP client event-loop threads (default 2)")
+      ->check(CLI::Range(1, 64));
   cmd->add_flag("--json", f->json, "print one JSON object instead of the table");
-  cmd->add_option("--plot", f->plot, "write latency over time as a self-contained HTML page (inline SVG)");
+  cmd->add_option("--plot", f->plot,
+                  "write latency over time as a self-contained HTML page (inline SVG)");
   cmd->add_option("--csv", f->csv, "write one CSV row per request");
   cmd->add_flag("-q,--quiet", f->quiet, "no progress lines on stderr");
   out.emplace_back(cmd, [f] { return RunLoadgen(*f); });

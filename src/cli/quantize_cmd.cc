@@ -3,15 +3,14 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
-#include <optional>
-#include <sstream>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "quant/eval.h"
@@ -53,9 +52,9 @@ StatusOr<size_t> ParseSize(const std::string& text) {
   }
   std::string unit = text.substr(used);
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const std::map<std::string, double> kUnits = {{"b", 1},     {"kb", 1e3},         {"mb", 1e6},
-                                                       {"gb", 1e9},  {"tb", 1e12},        {"kib", 1024.0},
-                                                       {"mib", 1048576.0}, {"gib", 1073741824.0}};
+  static const std::map<std::string, double> kUnits = {
+      {"b", 1},     {"kb", 1e3},     {"mb", 1e6},        {"gb", 1e9},
+      {"tb", 1e12}, {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0}};
   const auto u = kUnits.find(unit);
   if (used == 0 || u == kUnits.end() || !(v > 0) || !std::isfinite(v) || v * u->second > 1e18) {
     return InvalidArgument("--max-size: '" + text + "' is not a size such as 104MB or 52GB");
@@ -81,23 +80,26 @@ std::function<void(const QuantProgress&)> ProgressPrinter() {
   const bool tty = isatty(STDERR_FILENO) != 0;
   const auto t0 = std::chrono::steady_clock::now();
   return [tty, t0](const QuantProgress& p) {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double frac = p.total > 0 ? static_cast<double>(p.done) / static_cast<double>(p.total) : 0;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double frac =
+        p.total > 0 ? static_cast<double>(p.done) / static_cast<double>(p.total) : 0;
     const std::string eta = p.done > 0 && frac < 1 ? Duration(elapsed * (1 - frac) / frac) : "-";
     constexpr int kWidth = 30;
     const int fill = static_cast<int>(frac * kWidth);
     std::string bar(static_cast<size_t>(fill), '=');
     bar.resize(kWidth, ' ');
-    std::fprintf(stderr, "%squantize [%s] %3.0f%% %s %lld/%lld  elapsed %s  ETA %s%s", tty ? "\r" : "", bar.c_str(),
-                 100 * frac, p.stage.c_str(), static_cast<long long>(p.done), static_cast<long long>(p.total),
+    std::fprintf(stderr, "%squantize [%s] %3.0f%% %s %lld/%lld  elapsed %s  ETA %s%s",
+                 tty ? "\r" : "", bar.c_str(), 100 * frac, p.stage.c_str(),
+                 static_cast<long long>(p.done), static_cast<long long>(p.total),
                  Duration(elapsed).c_str(), eta.c_str(), tty && frac < 1 ? "" : "\n");
     std::fflush(stderr);
   };
 }
 
 // The reports describe the file as written: `raised` tensors in the alternative it names.
-nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o, const std::string& output,
-                          const Raise& raised) {
+nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o,
+                          const std::string& output, const Raise& raised) {
   const SizeSummary size = m.Size(raised);
   nlohmann::json j;
   j["output"] = output;
@@ -106,7 +108,9 @@ nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o, con
   j["recipe"] = o.recipe.name;
   j["bytes"] = size.bytes;
   j["f16_bytes"] = size.f16_bytes;
-  j["size_vs_f16"] = size.f16_bytes > 0 ? static_cast<double>(size.bytes) / static_cast<double>(size.f16_bytes) : 0;
+  j["size_vs_f16"] = size.f16_bytes > 0
+                         ? static_cast<double>(size.bytes) / static_cast<double>(size.f16_bytes)
+                         : 0;
   j["params"] = size.params;
   j["bits_per_weight"] = size.bits_per_weight();
   j["seconds"] = m.seconds();
@@ -114,15 +118,20 @@ nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o, con
   if (!m.calib_sha256().empty()) j["calib_sha256"] = m.calib_sha256();
   nlohmann::json ts = nlohmann::json::array();
   for (const TensorReport& t : m.tensors()) {
-    nlohmann::json e{{"name", t.name}, {"type", TypeName(t.TypeIn(raised))}, {"source_type", TypeName(t.source)},
-                     {"elements", t.elements}, {"bytes", t.BytesIn(raised)}};
+    nlohmann::json e{{"name", t.name},
+                     {"type", TypeName(t.TypeIn(raised))},
+                     {"source_type", TypeName(t.source)},
+                     {"elements", t.elements},
+                     {"bytes", t.BytesIn(raised)}};
     if (raised.count(t.name)) e["raised_from"] = TypeName(t.type);
     if (!t.note.empty()) e["note"] = t.note;
-    if (t.rel_error >= 0) e["rel_error"] = t.rel_error;  // as quantized to `type` (raised_from when raised)
+    if (t.rel_error >= 0)
+      e["rel_error"] = t.rel_error;  // as quantized to `type` (raised_from when raised)
     if (!t.alternatives.empty()) {
       nlohmann::json alts = nlohmann::json::array();
       for (const TensorReport::Alternative& a : t.alternatives) {
-        alts.push_back({{"type", TypeName(a.type)}, {"bytes", a.bytes}, {"rel_error", a.rel_error}});
+        alts.push_back(
+            {{"type", TypeName(a.type)}, {"bytes", a.bytes}, {"rel_error", a.rel_error}});
       }
       e["alternatives"] = std::move(alts);
     }
@@ -150,29 +159,33 @@ std::string ReportText(const QuantizedModel& m, const QuantizeOptions& o, const 
     if (t.rel_error > worst && !raised.count(t.name)) worst = t.rel_error, worst_name = t.name;
   }
   const SizeSummary size = m.Size(raised);
-  std::snprintf(buf, sizeof buf, "wrote %s: %s, recipe %s\n", output.c_str(), QuantMethodName(o.method), o.recipe.name.c_str());
+  std::snprintf(buf, sizeof buf, "wrote %s: %s, recipe %s\n", output.c_str(),
+                QuantMethodName(o.method), o.recipe.name.c_str());
   s += buf;
   for (const auto& [type, e] : by_type) {
-    std::snprintf(buf, sizeof buf, "  %-9s x%-4d %9.2f MB\n", type.c_str(), e.first, static_cast<double>(e.second) / 1e6);
+    std::snprintf(buf, sizeof buf, "  %-9s x%-4d %9.2f MB\n", type.c_str(), e.first,
+                  static_cast<double>(e.second) / 1e6);
     s += buf;
   }
   for (const auto& [note, n] : notes) {
     std::snprintf(buf, sizeof buf, "  note: %s (%d tensors)\n", note.c_str(), n);
     s += buf;
   }
-  std::snprintf(buf, sizeof buf, "size: %.2f MB, %.3f bits/weight, %.1f%% of F16 (%.2f MB)\n", static_cast<double>(size.bytes) / 1e6,
-                size.bits_per_weight(), 100.0 * static_cast<double>(size.bytes) / static_cast<double>(size.f16_bytes),
+  std::snprintf(buf, sizeof buf, "size: %.2f MB, %.3f bits/weight, %.1f%% of F16 (%.2f MB)\n",
+                static_cast<double>(size.bytes) / 1e6, size.bits_per_weight(),
+                100.0 * static_cast<double>(size.bytes) / static_cast<double>(size.f16_bytes),
                 static_cast<double>(size.f16_bytes) / 1e6);
   s += buf;
   if (worst >= 0) {
-    std::snprintf(buf, sizeof buf, "largest relative output error: %.3g (%s)\n", worst, worst_name.c_str());
+    std::snprintf(buf, sizeof buf, "largest relative output error: %.3g (%s)\n", worst,
+                  worst_name.c_str());
     s += buf;
   }
   std::snprintf(buf, sizeof buf, "time: %.1f s", m.seconds());
   s += buf;
   if (m.calib_tokens() > 0) {
-    std::snprintf(buf, sizeof buf, ", calibration %lld tokens (sha256 %.12s)", static_cast<long long>(m.calib_tokens()),
-                  m.calib_sha256().c_str());
+    std::snprintf(buf, sizeof buf, ", calibration %lld tokens (sha256 %.12s)",
+                  static_cast<long long>(m.calib_tokens()), m.calib_sha256().c_str());
     s += buf;
   }
   return s + "\n";
@@ -203,9 +216,11 @@ int RunQuantize(const QuantizeFlags& f) {
   o.fit = f.no_scale_search ? ScaleFit::kMinMax : ScaleFit::kSearch;
   o.threads = f.threads;
   if (o.method != QuantMethod::kRtn && o.calib_path.empty()) {
-    return Fail(InvalidArgument(std::string("--method ") + f.method + " needs calibration data: --calib FILE (text or JSONL)"));
+    return Fail(InvalidArgument(std::string("--method ") + f.method +
+                                " needs calibration data: --calib FILE (text or JSONL)"));
   }
-  if (FILE* probe = std::fopen((f.output + ".tmp").c_str(), "wb")) {  // fail on a bad output path before the work
+  if (FILE* probe = std::fopen((f.output + ".tmp").c_str(),
+                               "wb")) {  // fail on a bad output path before the work
     std::fclose(probe);
     std::remove((f.output + ".tmp").c_str());
   } else {
@@ -219,7 +234,9 @@ int RunQuantize(const QuantizeFlags& f) {
     if (!g.ok()) return Fail(g.status());
     gate = *g;
     std::ifstream in(f.eval_text, std::ios::binary);
-    if (!in) return Fail(NotFound("cannot read --eval-text " + f.eval_text + " (held-out text for the gate)"));
+    if (!in)
+      return Fail(
+          NotFound("cannot read --eval-text " + f.eval_text + " (held-out text for the gate)"));
     std::stringstream ss;
     ss << in.rdbuf();
     eval_text = ss.str();
@@ -229,13 +246,16 @@ int RunQuantize(const QuantizeFlags& f) {
       probes = std::move(p).value();
     }
   } else if (f.auto_mixed) {
-    return Fail(InvalidArgument("--auto-mixed needs --gate: it raises layers until the gate holds"));
+    return Fail(
+        InvalidArgument("--auto-mixed needs --gate: it raises layers until the gate holds"));
   }
   std::optional<size_t> max_size;
   if (!f.max_size.empty()) {
     auto b = ParseSize(f.max_size);
     if (!b.ok()) return Fail(b.status());
-    if (f.auto_mixed) return Fail(InvalidArgument("--max-size and --auto-mixed both choose the tensors to raise: use one"));
+    if (f.auto_mixed)
+      return Fail(
+          InvalidArgument("--max-size and --auto-mixed both choose the tensors to raise: use one"));
     max_size = *b;
   }
   o.int8_alternatives = f.auto_mixed || max_size.has_value();
@@ -256,24 +276,30 @@ int RunQuantize(const QuantizeFlags& f) {
   if (max_size) {
     if (base.bytes > *max_size) {
       char msg[256];
-      std::snprintf(msg, sizeof msg, "the quantized tensors take %.2f MB, over --max-size %s: choose a smaller recipe",
-                    static_cast<double>(base.bytes) / 1e6, f.max_size.c_str());
+      std::snprintf(
+          msg, sizeof msg,
+          "the quantized tensors take %.2f MB, over --max-size %s: choose a smaller recipe",
+          static_cast<double>(base.bytes) / 1e6, f.max_size.c_str());
       return Fail(InvalidArgument(msg));
     }
     raised = qm.RaiseWithin(*max_size);
   }
   auto add_max_size = [&](nlohmann::json& j) {
     if (!max_size) return;
-    j["max_size"] = {{"bytes_allowed", *max_size}, {"bytes_before", base.bytes}, {"bytes", qm.Size(raised).bytes},
+    j["max_size"] = {{"bytes_allowed", *max_size},
+                     {"bytes_before", base.bytes},
+                     {"bytes", qm.Size(raised).bytes},
                      {"raised", names(raised)}};
     for (const auto& [name, type] : raised) j["max_size"]["raised_to"][name] = TypeName(type);
   };
   auto print_raised = [&](const char* why) {
     if (raised.empty()) return;
     const SizeSummary now = qm.Size(raised);
-    std::printf("%s: raised %zu INT4 tensors (+%.2f MB, %.3f -> %.3f bits/weight):", why, raised.size(),
-                static_cast<double>(now.bytes - base.bytes) / 1e6, base.bits_per_weight(), now.bits_per_weight());
-    for (const auto& [name, type] : raised) std::printf(" %s->%s", name.c_str(), TypeName(type).c_str());
+    std::printf("%s: raised %zu INT4 tensors (+%.2f MB, %.3f -> %.3f bits/weight):", why,
+                raised.size(), static_cast<double>(now.bytes - base.bytes) / 1e6,
+                base.bits_per_weight(), now.bits_per_weight());
+    for (const auto& [name, type] : raised)
+      std::printf(" %s->%s", name.c_str(), TypeName(type).c_str());
     std::printf("\n");
   };
   if (!gate) {
@@ -329,13 +355,19 @@ int RunQuantize(const QuantizeFlags& f) {
     report = *r;
     failures = CheckGate(report, *gate);
     const SizeSummary size = qm.Size(raised);
-    steps.push_back({{"raised", names(raised)}, {"bytes", size.bytes},
-                     {"ppl", report.ppl}, {"kld_mean", report.kld_mean}, {"passed", failures.empty()}});
+    steps.push_back({{"raised", names(raised)},
+                     {"bytes", size.bytes},
+                     {"ppl", report.ppl},
+                     {"kld_mean", report.kld_mean},
+                     {"passed", failures.empty()}});
     if (!f.quiet) {
-      std::fprintf(stderr, "gate: %zu raised to INT8, %.2f MB: %s\n", raised.size(), static_cast<double>(size.bytes) / 1e6,
+      std::fprintf(stderr, "gate: %zu raised to INT8, %.2f MB: %s\n", raised.size(),
+                   static_cast<double>(size.bytes) / 1e6,
                    failures.empty() ? "passes" : failures.front().message.c_str());
     }
-    if (failures.empty() || !f.auto_mixed || step >= static_cast<size_t>(f.auto_mixed_max) || step >= order.size()) break;
+    if (failures.empty() || !f.auto_mixed || step >= static_cast<size_t>(f.auto_mixed_max) ||
+        step >= order.size())
+      break;
     raised.insert(order[step]);  // the most sensitive INT4 tensor left
   }
   const bool passed = failures.empty();
@@ -357,7 +389,9 @@ int RunQuantize(const QuantizeFlags& f) {
     j["gate"] = {{"spec", f.gate}, {"passed", passed}, {"failures", fails}};
     if (f.auto_mixed) {
       j["auto_mixed"] = {{"raised", names(raised)},
-                         {"bytes", final_size.bytes}, {"bytes_before", base.bytes}, {"steps", steps}};
+                         {"bytes", final_size.bytes},
+                         {"bytes_before", base.bytes},
+                         {"steps", steps}};
     }
     std::printf("%s\n", j.dump().c_str());
   } else {
@@ -378,34 +412,63 @@ int RunQuantize(const QuantizeFlags& f) {
 
 void AddQuantizeCommand(CLI::App& app, Commands& out) {
   auto f = std::make_shared<QuantizeFlags>();
-  auto* cmd = app.add_subcommand("quantize", "quantize a model to Frugal's INT8/INT4 formats (RTN, GPTQ, AWQ)");
-  cmd->add_option("-m,--model", f->input, "the model to quantize: a GGUF file (any type the engine reads) or a Hugging Face folder (llama, mistral, qwen2)")->required();
+  auto* cmd = app.add_subcommand("quantize",
+                                 "quantize a model to Frugal's INT8/INT4 formats (RTN, GPTQ, AWQ)");
+  cmd->add_option("-m,--model", f->input,
+                  "the model to quantize: a GGUF file (any type the engine reads) or a Hugging "
+                  "Face folder (llama, mistral, qwen2)")
+      ->required();
   cmd->add_option("-o,--output", f->output, "the quantized GGUF file to write")->required();
-  auto* recipe = cmd->add_option("--recipe", f->recipe_file, "a recipe YAML file (docs/quantization.md)");
-  cmd->add_option("--preset", f->preset, "a built-in recipe: mixed-int4-int8 (default), all-int4, all-int8, f16, f32")
+  auto* recipe =
+      cmd->add_option("--recipe", f->recipe_file, "a recipe YAML file (docs/quantization.md)");
+  cmd->add_option("--preset", f->preset,
+                  "a built-in recipe: mixed-int4-int8 (default), all-int4, all-int8, f16, f32")
       ->excludes(recipe);
   cmd->add_option("--method", f->method, "rtn | gptq (default) | awq | awq+gptq");
-  cmd->add_option("--group-size", f->group_size, "inputs per scale for every INT rule: 32, 64 or 128")
+  cmd->add_option("--group-size", f->group_size,
+                  "inputs per scale for every INT rule: 32, 64 or 128")
       ->check(CLI::IsMember({32, 64, 128}));
-  cmd->add_option("--calib", f->calib, "calibration data: a text file or JSONL ({\"text\"}, {\"prompt\", \"answer\"} or {\"messages\"})");
-  cmd->add_option("--calib-samples", f->calib_samples, "calibration sequences (default 32)")->check(CLI::Range(1, 100000));
-  cmd->add_option("--seq-len", f->seq_len, "tokens per calibration sequence (default 256)")->check(CLI::Range(8, 65536));
-  cmd->add_option("--damp", f->damp, "GPTQ damping, a share of the Hessian's mean diagonal (default 0.01)")->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--calib", f->calib,
+                  "calibration data: a text file or JSONL ({\"text\"}, {\"prompt\", \"answer\"} or "
+                  "{\"messages\"})");
+  cmd->add_option("--calib-samples", f->calib_samples, "calibration sequences (default 32)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--seq-len", f->seq_len, "tokens per calibration sequence (default 256)")
+      ->check(CLI::Range(8, 65536));
+  cmd->add_option("--damp", f->damp,
+                  "GPTQ damping, a share of the Hessian's mean diagonal (default 0.01)")
+      ->check(CLI::Range(0.0, 10.0));
   cmd->add_flag("--no-act-order", f->no_act_order, "GPTQ: quantize columns in their stored order");
-  cmd->add_flag("--no-scale-search", f->no_scale_search, "INT4 group scales from the group's range alone, without the "
+  cmd->add_flag("--no-scale-search", f->no_scale_search,
+                "INT4 group scales from the group's range alone, without the "
                 "error-minimising search (every method)");
-  cmd->add_option("--awq-grid", f->awq_grid, "AWQ: points of the scale exponent's grid (default 20)")->check(CLI::Range(1, 200));
-  cmd->add_option("-t,--threads", f->threads, "compute threads (default: one per CPU)")->check(CLI::Range(0, 1024));
-  cmd->add_option("--gate", f->gate, "quality gate, e.g. 'ppl<+3%,kld<0.05,numeric>=0.98' (docs/eval.md): evaluate "
-                  "against the input model after quantizing; exit 3 and write nothing when it fails");
-  cmd->add_option("--eval-text", f->eval_text, "held-out text the gate scores (default tests/data/heldout_cs.txt)");
-  cmd->add_option("--eval-probes", f->eval_probes, "numeric probes for a gate with numeric (default tests/data/numeric_probes.jsonl)");
-  cmd->add_option("--eval-max-tokens", f->eval_max_tokens, "held-out tokens the gate scores (default 2048)")->check(CLI::Range(16, 1 << 20));
-  cmd->add_flag("--auto-mixed", f->auto_mixed, "with --gate: raise the INT4 tensors with the largest output error to INT8, "
+  cmd->add_option("--awq-grid", f->awq_grid,
+                  "AWQ: points of the scale exponent's grid (default 20)")
+      ->check(CLI::Range(1, 200));
+  cmd->add_option("-t,--threads", f->threads, "compute threads (default: one per CPU)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option(
+      "--gate", f->gate,
+      "quality gate, e.g. 'ppl<+3%,kld<0.05,numeric>=0.98' (docs/eval.md): evaluate "
+      "against the input model after quantizing; exit 3 and write nothing when it fails");
+  cmd->add_option("--eval-text", f->eval_text,
+                  "held-out text the gate scores (default tests/data/heldout_cs.txt)");
+  cmd->add_option(
+      "--eval-probes", f->eval_probes,
+      "numeric probes for a gate with numeric (default tests/data/numeric_probes.jsonl)");
+  cmd->add_option("--eval-max-tokens", f->eval_max_tokens,
+                  "held-out tokens the gate scores (default 2048)")
+      ->check(CLI::Range(16, 1 << 20));
+  cmd->add_flag("--auto-mixed", f->auto_mixed,
+                "with --gate: raise the INT4 tensors with the largest output error to INT8, "
                 "one at a time, until the gate holds");
-  cmd->add_option("--max-size", f->max_size, "a size for the tensor data, e.g. 104MB or 52GB: raise INT4 tensors to INT4 g32 or INT8, "
-                  "most output error removed per byte first, while it fits (with or without --gate)");
-  cmd->add_option("--auto-mixed-max", f->auto_mixed_max, "most tensors --auto-mixed may raise (default 16)")->check(CLI::Range(1, 10000));
+  cmd->add_option(
+      "--max-size", f->max_size,
+      "a size for the tensor data, e.g. 104MB or 52GB: raise INT4 tensors to INT4 g32 or INT8, "
+      "most output error removed per byte first, while it fits (with or without --gate)");
+  cmd->add_option("--auto-mixed-max", f->auto_mixed_max,
+                  "most tensors --auto-mixed may raise (default 16)")
+      ->check(CLI::Range(1, 10000));
   cmd->add_flag("--json", f->json, "print the report as one JSON object");
   cmd->add_flag("-q,--quiet", f->quiet, "no progress on stderr");
   out.emplace_back(cmd, [f] { return RunQuantize(*f); });

@@ -92,9 +92,10 @@ void Supervise(std::vector<Child>& kids) {
     if (k.pid > 0) {
       int status = 0;
       if (waitpid(k.pid, &status, WNOHANG) != k.pid) continue;
-      std::fprintf(stderr, "frugal up: worker w%zu (pid %d) %s %d: starting it again on %s\n", i, static_cast<int>(k.pid),
-                   WIFSIGNALED(status) ? "was killed by signal" : "exited with", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
-                   k.url.c_str());
+      std::fprintf(stderr, "frugal up: worker w%zu (pid %d) %s %d: starting it again on %s\n", i,
+                   static_cast<int>(k.pid),
+                   WIFSIGNALED(status) ? "was killed by signal" : "exited with",
+                   WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), k.url.c_str());
       close(k.out_fd);
       k.pid = -1;
       k.out_fd = -1;
@@ -115,11 +116,12 @@ void Supervise(std::vector<Child>& kids) {
       }
       k.backoff = std::min(k.backoff * 2, std::chrono::milliseconds(30'000));
       k.retry_at = now + k.backoff;
-      std::fprintf(stderr, "frugal up: worker w%zu did not come back on %s; next try in %lld ms\n", i, k.url.c_str(),
-                   static_cast<long long>(k.backoff.count()));
+      std::fprintf(stderr, "frugal up: worker w%zu did not come back on %s; next try in %lld ms\n",
+                   i, k.url.c_str(), static_cast<long long>(k.backoff.count()));
       continue;
     }
-    std::fprintf(stderr, "frugal up: worker w%zu back at %s (pid %d)\n", i, c->url.c_str(), static_cast<int>(c->pid));
+    std::fprintf(stderr, "frugal up: worker w%zu back at %s (pid %d)\n", i, c->url.c_str(),
+                 static_cast<int>(c->pid));
     c->args = k.args;
     k = std::move(*c);
   }

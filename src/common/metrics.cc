@@ -45,14 +45,16 @@ void MetricsRegistry::Counter::Add(double v, const std::string& label_value) {
 }
 
 void MetricsRegistry::Histogram::Observe(double v) {
-  const size_t b = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
+  const size_t b =
+      static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
   std::lock_guard<std::mutex> lock(mu_);
   ++counts_[b];
   sum_ += v;
   ++count_;
 }
 
-MetricsRegistry::Counter& MetricsRegistry::AddCounter(const std::string& name, const std::string& help,
+MetricsRegistry::Counter& MetricsRegistry::AddCounter(const std::string& name,
+                                                      const std::string& help,
                                                       const std::string& label) {
   std::lock_guard<std::mutex> lock(mu_);
   auto c = std::make_unique<Counter>();
@@ -65,7 +67,8 @@ MetricsRegistry::Counter& MetricsRegistry::AddCounter(const std::string& name, c
   return *counters_.back();
 }
 
-MetricsRegistry::Histogram& MetricsRegistry::AddHistogram(const std::string& name, const std::string& help,
+MetricsRegistry::Histogram& MetricsRegistry::AddHistogram(const std::string& name,
+                                                          const std::string& help,
                                                           std::vector<double> bounds) {
   std::lock_guard<std::mutex> lock(mu_);
   auto h = std::make_unique<Histogram>();
@@ -79,7 +82,8 @@ MetricsRegistry::Histogram& MetricsRegistry::AddHistogram(const std::string& nam
   return *histograms_.back();
 }
 
-void MetricsRegistry::AddGauge(const std::string& name, const std::string& help, std::function<double()> read) {
+void MetricsRegistry::AddGauge(const std::string& name, const std::string& help,
+                               std::function<double()> read) {
   std::lock_guard<std::mutex> lock(mu_);
   gauges_.push_back(std::make_unique<Gauge>(Gauge{name, help, std::move(read)}));
   order_.push_back({nullptr, nullptr, gauges_.back().get()});
@@ -95,7 +99,8 @@ std::string MetricsRegistry::Render() const {
       std::lock_guard<std::mutex> l2(c.mu_);
       for (const auto& [lv, v] : c.values_) {
         out.append(c.name_).append("_total");
-        if (!c.label_.empty()) out.append("{").append(c.label_).append("=\"").append(Escape(lv)).append("\"}");
+        if (!c.label_.empty())
+          out.append("{").append(c.label_).append("=\"").append(Escape(lv)).append("\"}");
         out.append(" ").append(Num(v)).append("\n");
       }
     } else if (e.histogram) {
@@ -105,9 +110,17 @@ std::string MetricsRegistry::Render() const {
       uint64_t cum = 0;
       for (size_t b = 0; b < h.bounds_.size(); ++b) {
         cum += h.counts_[b];
-        out.append(h.name_).append("_bucket{le=\"").append(Num(h.bounds_[b])).append("\"} ").append(std::to_string(cum)).append("\n");
+        out.append(h.name_)
+            .append("_bucket{le=\"")
+            .append(Num(h.bounds_[b]))
+            .append("\"} ")
+            .append(std::to_string(cum))
+            .append("\n");
       }
-      out.append(h.name_).append("_bucket{le=\"+Inf\"} ").append(std::to_string(h.count_)).append("\n");
+      out.append(h.name_)
+          .append("_bucket{le=\"+Inf\"} ")
+          .append(std::to_string(h.count_))
+          .append("\n");
       out.append(h.name_).append("_sum ").append(Num(h.sum_)).append("\n");
       out.append(h.name_).append("_count ").append(std::to_string(h.count_)).append("\n");
     } else {
@@ -120,8 +133,8 @@ std::string MetricsRegistry::Render() const {
 }
 
 std::vector<double> MetricsRegistry::LatencyBuckets() {
-  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75,
-          1, 1.5, 2, 3, 5, 7.5, 10, 15, 20, 30, 60};
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5,
+          0.75,  1,      1.5,   2,    3,     5,    7.5,   10,  15,   20,  30,  60};
 }
 
 }  // namespace frugal

@@ -19,6 +19,7 @@ class MetricsRegistry {
   class Counter {
    public:
     void Add(double v = 1, const std::string& label_value = "");
+
    private:
     friend class MetricsRegistry;
     std::string name_, help_, label_;
@@ -29,10 +30,11 @@ class MetricsRegistry {
   class Histogram {
    public:
     void Observe(double v);
+
    private:
     friend class MetricsRegistry;
     std::string name_, help_;
-    std::vector<double> bounds_;    // upper bounds, ascending; +Inf implied
+    std::vector<double> bounds_;  // upper bounds, ascending; +Inf implied
     mutable std::mutex mu_;
     std::vector<uint64_t> counts_;  // per bucket (not cumulative); guarded by mu_
     double sum_ = 0;                // guarded by mu_
@@ -40,8 +42,10 @@ class MetricsRegistry {
   };
 
   // name without the _total suffix (added in the output); label: one label name or "".
-  Counter& AddCounter(const std::string& name, const std::string& help, const std::string& label = "");
-  Histogram& AddHistogram(const std::string& name, const std::string& help, std::vector<double> bounds);
+  Counter& AddCounter(const std::string& name, const std::string& help,
+                      const std::string& label = "");
+  Histogram& AddHistogram(const std::string& name, const std::string& help,
+                          std::vector<double> bounds);
   // A gauge whose value is read when scraped.
   void AddGauge(const std::string& name, const std::string& help, std::function<double()> read);
 

@@ -13,10 +13,10 @@
 #include "common/thread_pool.h"
 #include "engine/engine_impl.h"
 #include "engine/sampler.h"
-#include "models/kv_cache.h"
 #include "engine/text_stream.h"
 #include "models/bert.h"
 #include "models/inspect.h"
+#include "models/kv_cache.h"
 #include "models/llama.h"
 #include "models/model_source.h"
 #include "tokenizer/tokenizer.h"
@@ -38,7 +38,6 @@ double Median(std::vector<double> v) {
 
 }  // namespace
 
-
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
@@ -54,8 +53,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   const std::string& arch = src.architecture();
   const bool is_encoder = IsBertFamily(arch);
   if (!is_encoder && arch != "llama" && arch != "qwen2" && arch != "mistral") {
-    return Unimplemented(options.model_path + ": architecture '" + arch +
-                         "' is not supported (supported: llama, qwen2, mistral, bert, xlm-roberta, roberta)");
+    return Unimplemented(
+        options.model_path + ": architecture '" + arch +
+        "' is not supported (supported: llama, qwen2, mistral, bert, xlm-roberta, roberta)");
   }
 
   // Tokenizer and chat template come with the model.
@@ -73,7 +73,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     if (src.hf()->tokenizer_json().empty()) {
       return NotFound(options.model_path + " has no tokenizer.json");
     }
-    auto tok = Tokenizer::FromTokenizerJson(src.hf()->tokenizer_json(), src.hf()->tokenizer_config_json());
+    auto tok =
+        Tokenizer::FromTokenizerJson(src.hf()->tokenizer_json(), src.hf()->tokenizer_config_json());
     if (!tok.ok()) return tok.status().WithContext(options.model_path + "/tokenizer.json");
     impl->tokenizer = std::move(tok).value();
     chat_template_text = src.hf()->chat_template();
@@ -91,7 +92,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     info.n_head = info.n_head_kv = hp.n_head;
     info.n_ff = hp.n_ff;
     info.train_context = hp.n_ctx;
-    impl->n_ctx = options.context_length > 0 ? std::min(options.context_length, hp.n_ctx) : hp.n_ctx;
+    impl->n_ctx =
+        options.context_length > 0 ? std::min(options.context_length, hp.n_ctx) : hp.n_ctx;
     const int64_t st_max = src.hf() ? src.hf()->sentence_max_seq_length() : 0;
     impl->embed_max_tokens = st_max > 0 ? std::min(st_max, impl->n_ctx) : impl->n_ctx;
     // multilingual-e5 was trained with "query: " / "passage: " in front of the text (its model
@@ -100,20 +102,20 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     info.embedding_precision = "f32";
     if (options.int8_activations) {
       // INT8 only where it is harmless: every calibration sentence must keep cosine >= 0.995.
-      static const char* kCalibration[] = {
-          "How is shipping charged for international orders?",
-          "Can I return an opened item after 30 days?",
-          "What is the price of item 1299 in the blue colour?",
-          "My order #A-10432 has not arrived yet, where is it?",
-          "Do you offer gift cards, and can they be refunded?",
-          "The zipper on my jacket broke after two weeks of use.",
-          "Is the store open on Sunday afternoon?",
-          "怎么申请退货？"};
+      static const char* kCalibration[] = {"How is shipping charged for international orders?",
+                                           "Can I return an opened item after 30 days?",
+                                           "What is the price of item 1299 in the blue colour?",
+                                           "My order #A-10432 has not arrived yet, where is it?",
+                                           "Do you offer gift cards, and can they be refunded?",
+                                           "The zipper on my jacket broke after two weeks of use.",
+                                           "Is the store open on Sunday afternoon?",
+                                           "怎么申请退货？"};
       std::vector<std::vector<int32_t>> ids;
       std::vector<std::vector<float>> ref;
       for (const char* text : kCalibration) {
         ids.push_back(impl->tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false));
-        if (static_cast<int64_t>(ids.back().size()) > impl->embed_max_tokens) {  // a model with a tiny window
+        if (static_cast<int64_t>(ids.back().size()) >
+            impl->embed_max_tokens) {  // a model with a tiny window
           const int32_t last = ids.back().back();
           ids.back().resize(static_cast<size_t>(impl->embed_max_tokens));
           ids.back().back() = last;
@@ -153,7 +155,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     info.n_head_kv = hp.n_head_kv;
     info.n_ff = hp.n_ff;
     info.train_context = hp.n_ctx_train;
-    impl->n_ctx = options.context_length > 0 ? options.context_length : std::min<int64_t>(hp.n_ctx_train, 8192);
+    impl->n_ctx = options.context_length > 0 ? options.context_length
+                                             : std::min<int64_t>(hp.n_ctx_train, 8192);
     if (impl->n_ctx > (int64_t{1} << 20)) return InvalidArgument("context length too large");
     if (impl->tokenizer->vocab_size() > hp.n_vocab) {
       return DataLoss("tokenizer has " + std::to_string(impl->tokenizer->vocab_size()) +
@@ -165,9 +168,11 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
       info.chat_format = impl->chat.name();
     }
     // Refuse a context whose KV cache cannot fit in memory instead of thrashing or aborting.
-    const double kv_bytes = 2.0 * static_cast<double>(hp.n_layer) * static_cast<double>(impl->n_ctx) *
+    const double kv_bytes = 2.0 * static_cast<double>(hp.n_layer) *
+                            static_cast<double>(impl->n_ctx) *
                             static_cast<double>(impl->llama->kv_dim()) * sizeof(float);
-    const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    const double ram =
+        static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
     if (ram > 0 && kv_bytes > 0.5 * ram) {
       char msg[256];
       std::snprintf(msg, sizeof msg,
@@ -208,7 +213,8 @@ std::string Engine::Detokenize(std::span<const int32_t> ids) const {
 StatusOr<std::string> Engine::RenderChat(const std::vector<ChatMessage>& messages) const {
   if (info_.kind != ModelKind::kDecoder) return InvalidArgument("an embedding model cannot chat");
   if (info_.chat_format.empty()) {
-    return Unimplemented("the model's chat template is not one Frugal renders (supported: ChatML, Llama 3)");
+    return Unimplemented(
+        "the model's chat template is not one Frugal renders (supported: ChatML, Llama 3)");
   }
   return impl_->chat.Render(messages, /*add_generation_prompt=*/true);
 }
@@ -267,7 +273,8 @@ StatusOr<GenerateResult> Engine::Generate(const GenerateRequest& req,
       break;
     }
     if (result.completion_tokens >= max_new) break;
-    FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(std::span<const int32_t>(&next, 1), kv, *impl_->pool, &logits, false));
+    FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(std::span<const int32_t>(&next, 1), kv,
+                                                 *impl_->pool, &logits, false));
   }
   emit(stream.Finish());
   result.text = stream.text();
@@ -279,7 +286,8 @@ StatusOr<std::vector<float>> Engine::Logits(std::span<const int32_t> tokens) {
   if (!impl_->llama) return InvalidArgument("the model is an embedder: it has no logits");
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (static_cast<int64_t>(tokens.size()) > impl_->n_ctx) {
-    return OutOfRange(std::to_string(tokens.size()) + " tokens exceed the context of " + std::to_string(impl_->n_ctx));
+    return OutOfRange(std::to_string(tokens.size()) + " tokens exceed the context of " +
+                      std::to_string(impl_->n_ctx));
   }
   impl_->Kv().Clear();
   std::vector<float> logits;
@@ -287,17 +295,21 @@ StatusOr<std::vector<float>> Engine::Logits(std::span<const int32_t> tokens) {
   return logits;
 }
 
-StatusOr<PerplexityResult> Engine::Perplexity(std::string_view text, int64_t chunk, int64_t max_tokens,
-                                              const std::function<void(int64_t, int64_t)>& progress) {
+StatusOr<PerplexityResult> Engine::Perplexity(
+    std::string_view text, int64_t chunk, int64_t max_tokens,
+    const std::function<void(int64_t, int64_t)>& progress) {
   if (!impl_->llama) return InvalidArgument("the model is an embedder: it has no perplexity");
   if (chunk < 0 || max_tokens < 0) return InvalidArgument("chunk and token limits must be >= 0");
   if (chunk == 0) chunk = std::min<int64_t>(impl_->n_ctx, 512);
   if (chunk > impl_->n_ctx) {
-    return OutOfRange("chunk of " + std::to_string(chunk) + " tokens exceeds the context of " + std::to_string(impl_->n_ctx));
+    return OutOfRange("chunk of " + std::to_string(chunk) + " tokens exceeds the context of " +
+                      std::to_string(impl_->n_ctx));
   }
   if (chunk < 4) return InvalidArgument("chunk must be at least 4 tokens");
-  std::vector<int32_t> tokens = impl_->tokenizer->Encode(text, /*add_special=*/false, /*parse_special=*/false);
-  if (max_tokens > 0 && static_cast<int64_t>(tokens.size()) > max_tokens) tokens.resize(static_cast<size_t>(max_tokens));
+  std::vector<int32_t> tokens =
+      impl_->tokenizer->Encode(text, /*add_special=*/false, /*parse_special=*/false);
+  if (max_tokens > 0 && static_cast<int64_t>(tokens.size()) > max_tokens)
+    tokens.resize(static_cast<size_t>(max_tokens));
   if (static_cast<int64_t>(tokens.size()) < chunk) chunk = static_cast<int64_t>(tokens.size());
   if (chunk < 4) return InvalidArgument("the text is too short to score (need at least 4 tokens)");
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -318,7 +330,8 @@ StatusOr<PerplexityResult> Engine::Perplexity(std::string_view text, int64_t chu
       const float mx = *std::max_element(l, l + n_vocab);
       double sum = 0;
       for (int64_t v = 0; v < n_vocab; ++v) sum += std::exp(static_cast<double>(l[v] - mx));
-      const double logp = static_cast<double>(l[part[static_cast<size_t>(i + 1)]] - mx) - std::log(sum);
+      const double logp =
+          static_cast<double>(l[part[static_cast<size_t>(i + 1)]] - mx) - std::log(sum);
       nll -= logp;
       ++r.tokens_scored;
     }
@@ -334,7 +347,8 @@ StatusOr<PerplexityResult> Engine::Perplexity(std::string_view text, int64_t chu
 StatusOr<std::vector<float>> Engine::Embed(std::string_view text, const EmbedOptions& options) {
   if (!impl_->bert) return InvalidArgument("the model is not an embedding model");
   // The tokenizer is immutable: tokenize before taking the engine.
-  std::vector<int32_t> ids = impl_->tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false);
+  std::vector<int32_t> ids =
+      impl_->tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false);
   std::lock_guard<std::mutex> lock(impl_->mu);
   const auto window = static_cast<size_t>(impl_->embed_max_tokens);
   if (ids.size() <= window) return impl_->bert->Embed(ids, *impl_->pool);
@@ -346,7 +360,8 @@ StatusOr<std::vector<float>> Engine::Embed(std::string_view text, const EmbedOpt
     return impl_->bert->Embed(ids, *impl_->pool);
   }
   // The special tokens around a text, from an empty one: [CLS] [SEP] or <s> </s>.
-  const std::vector<int32_t> frame = impl_->tokenizer->Encode("", /*add_special=*/true, /*parse_special=*/false);
+  const std::vector<int32_t> frame =
+      impl_->tokenizer->Encode("", /*add_special=*/true, /*parse_special=*/false);
   const size_t head = frame.empty() ? 0 : frame.size() - 1, tail = frame.size() - head;
   const size_t body_end = ids.size() - tail;
   if (window <= frame.size()) return Internal("the embedding window holds no text");
@@ -356,7 +371,8 @@ StatusOr<std::vector<float>> Engine::Embed(std::string_view text, const EmbedOpt
   for (size_t at = head; at < body_end; at += per) {
     const size_t end = std::min(body_end, at + per);
     chunk.assign(frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(head));
-    chunk.insert(chunk.end(), ids.begin() + static_cast<std::ptrdiff_t>(at), ids.begin() + static_cast<std::ptrdiff_t>(end));
+    chunk.insert(chunk.end(), ids.begin() + static_cast<std::ptrdiff_t>(at),
+                 ids.begin() + static_cast<std::ptrdiff_t>(end));
     chunk.insert(chunk.end(), frame.begin() + static_cast<std::ptrdiff_t>(head), frame.end());
     FRUGAL_ASSIGN_OR_RETURN(HiddenStates h, impl_->bert->Forward(chunk, *impl_->pool));
     const std::vector<float> pooled = impl_->bert->Pool(h);
@@ -373,7 +389,8 @@ StatusOr<std::vector<float>> Engine::Embed(std::string_view text, const EmbedOpt
 
 StatusOr<int64_t> Engine::CountEmbedTokens(std::string_view text) const {
   if (!impl_->bert) return InvalidArgument("the model is not an embedding model");
-  return static_cast<int64_t>(impl_->tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false).size());
+  return static_cast<int64_t>(
+      impl_->tokenizer->Encode(text, /*add_special=*/true, /*parse_special=*/false).size());
 }
 
 double MeasureMemoryReadGbps(int threads, size_t bytes) {
@@ -387,19 +404,22 @@ double MeasureMemoryReadGbps(int threads, size_t bytes) {
   std::atomic<uint64_t> sink{0};
   for (int rep = 0; rep < 5; ++rep) {
     const auto t0 = Clock::now();
-    pool.ParallelFor(static_cast<int64_t>(n), [&](int64_t a, int64_t b) {
-      // Several independent sums keep enough loads in flight to saturate the memory bus.
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      int64_t i = a;
-      for (; i + 4 <= b; i += 4) {
-        s0 += buf[static_cast<size_t>(i)];
-        s1 += buf[static_cast<size_t>(i + 1)];
-        s2 += buf[static_cast<size_t>(i + 2)];
-        s3 += buf[static_cast<size_t>(i + 3)];
-      }
-      for (; i < b; ++i) s0 += buf[static_cast<size_t>(i)];
-      sink.fetch_add(s0 + s1 + s2 + s3, std::memory_order_relaxed);
-    }, 1 << 16);
+    pool.ParallelFor(
+        static_cast<int64_t>(n),
+        [&](int64_t a, int64_t b) {
+          // Several independent sums keep enough loads in flight to saturate the memory bus.
+          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          int64_t i = a;
+          for (; i + 4 <= b; i += 4) {
+            s0 += buf[static_cast<size_t>(i)];
+            s1 += buf[static_cast<size_t>(i + 1)];
+            s2 += buf[static_cast<size_t>(i + 2)];
+            s3 += buf[static_cast<size_t>(i + 3)];
+          }
+          for (; i < b; ++i) s0 += buf[static_cast<size_t>(i)];
+          sink.fetch_add(s0 + s1 + s2 + s3, std::memory_order_relaxed);
+        },
+        1 << 16);
     rates.push_back(static_cast<double>(bytes) / Seconds(t0, Clock::now()) / 1e9);
   }
   return Median(rates);
@@ -411,23 +431,27 @@ StatusOr<BenchResult> Engine::Bench(int64_t prompt_tokens, int64_t decode_tokens
     return InvalidArgument("prompt tokens, decode tokens and repetitions must be >= 1");
   }
   if (prompt_tokens + decode_tokens > impl_->n_ctx) {
-    return OutOfRange("prompt + decode tokens exceed the context of " + std::to_string(impl_->n_ctx));
+    return OutOfRange("prompt + decode tokens exceed the context of " +
+                      std::to_string(impl_->n_ctx));
   }
   std::lock_guard<std::mutex> lock(impl_->mu);
   const int64_t n_vocab = impl_->llama->hparams().n_vocab;
   std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
-  for (int64_t i = 0; i < prompt_tokens; ++i) prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % n_vocab);
+  for (int64_t i = 0; i < prompt_tokens; ++i)
+    prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % n_vocab);
   std::vector<double> prefill, decode;
   std::vector<float> logits;
   for (int rep = 0; rep < repetitions; ++rep) {
     impl_->Kv().Clear();
     const auto t0 = Clock::now();
-    FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(prompt, impl_->Kv(), *impl_->pool, &logits, false));
+    FRUGAL_RETURN_IF_ERROR(
+        impl_->llama->Forward(prompt, impl_->Kv(), *impl_->pool, &logits, false));
     const auto t1 = Clock::now();
     int32_t next = 0;
     for (int64_t i = 0; i < decode_tokens; ++i) {
       next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-      FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(std::span<const int32_t>(&next, 1), impl_->Kv(), *impl_->pool, &logits, false));
+      FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(std::span<const int32_t>(&next, 1), impl_->Kv(),
+                                                   *impl_->pool, &logits, false));
     }
     const auto t2 = Clock::now();
     prefill.push_back(static_cast<double>(prompt_tokens) / Seconds(t0, t1));
@@ -448,9 +472,12 @@ StatusOr<BenchResult> Engine::Bench(int64_t prompt_tokens, int64_t decode_tokens
     std::vector<int32_t> next(kBatch);
     for (int s = 0; s < kBatch; ++s) {
       caches[static_cast<size_t>(s)]->Clear();
-      std::span<const int32_t> p(prompt.data() + s, static_cast<size_t>(short_prompt - (s < short_prompt ? s : 0)));
-      FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(p, *caches[static_cast<size_t>(s)], *impl_->pool, &logits, false));
-      next[static_cast<size_t>(s)] = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      std::span<const int32_t> p(prompt.data() + s,
+                                 static_cast<size_t>(short_prompt - (s < short_prompt ? s : 0)));
+      FRUGAL_RETURN_IF_ERROR(
+          impl_->llama->Forward(p, *caches[static_cast<size_t>(s)], *impl_->pool, &logits, false));
+      next[static_cast<size_t>(s)] =
+          static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < decode_tokens; ++i) {

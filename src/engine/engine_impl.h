@@ -6,9 +6,9 @@
 #include <mutex>
 
 #include "common/thread_pool.h"
-#include "models/kv_cache.h"
 #include "frugal/engine.h"
 #include "models/bert.h"
+#include "models/kv_cache.h"
 #include "models/llama.h"
 #include "models/model_source.h"
 #include "tokenizer/chat_template.h"

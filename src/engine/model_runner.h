@@ -68,6 +68,7 @@ class ModelRunner {
 StatusOr<std::unique_ptr<ModelRunner>> MakeEngineRunner(Engine& engine);
 // The simulation: the engine's tokenizer and context, never its weights; each step waits the
 // modelled time and the answer is kSimulatedAnswer, cycled.
-StatusOr<std::unique_ptr<ModelRunner>> MakeSimulatedRunner(Engine& engine, const SimulationSpec& spec);
+StatusOr<std::unique_ptr<ModelRunner>> MakeSimulatedRunner(Engine& engine,
+                                                           const SimulationSpec& spec);
 
 }  // namespace frugal

@@ -41,8 +41,8 @@ class EngineRunner final : public ModelRunner {
     *prefill_ms = MsSince(t0) / static_cast<double>(n);
     t0 = Clock::now();
     for (int i = 0; i < 4; ++i) {
-      FRUGAL_RETURN_IF_ERROR(
-          e_.llama->Forward(std::span<const int32_t>(toks.data(), 1), kv, *e_.pool, &logits, false));
+      FRUGAL_RETURN_IF_ERROR(e_.llama->Forward(std::span<const int32_t>(toks.data(), 1), kv,
+                                               *e_.pool, &logits, false));
     }
     *decode_ms = MsSince(t0) / 4;
     return Status::Ok();
@@ -78,8 +78,8 @@ class SimulatedRunner final : public ModelRunner {
   Status Step(const StepPlan& plan, std::vector<float>* logits) override {
     logits->clear();
     const double ms = model_.StepMs(plan.prefill_tokens, plan.decode_sequences);
-    const auto until =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms));
+    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double, std::milli>(ms));
     // A wait, not a sleep: shutting down does not sit out a long modelled step.
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_until(lock, until, [&] { return interrupted_; });
@@ -118,10 +118,12 @@ StatusOr<std::unique_ptr<ModelRunner>> MakeEngineRunner(Engine& engine) {
   return std::unique_ptr<ModelRunner>(new EngineRunner(e));
 }
 
-StatusOr<std::unique_ptr<ModelRunner>> MakeSimulatedRunner(Engine& engine, const SimulationSpec& spec) {
+StatusOr<std::unique_ptr<ModelRunner>> MakeSimulatedRunner(Engine& engine,
+                                                           const SimulationSpec& spec) {
   EngineAccess::Impl& e = EngineAccess::Of(engine);
   if (!e.llama) return InvalidArgument("the model is an embedder: it cannot generate text");
-  auto canned = e.tokenizer->Encode(kSimulatedAnswer, /*add_special=*/false, /*parse_special=*/false);
+  auto canned =
+      e.tokenizer->Encode(kSimulatedAnswer, /*add_special=*/false, /*parse_special=*/false);
   if (canned.empty()) return Internal("the tokenizer encodes the simulated answer to no tokens");
   return std::unique_ptr<ModelRunner>(new SimulatedRunner(e, spec, std::move(canned)));
 }

@@ -13,8 +13,10 @@ int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> histor
   const auto n_vocab = static_cast<int32_t>(logits.size());
   if (p_.repetition_penalty != 1.0f && p_.repeat_last_n > 0) {
     const size_t start = history.size() > static_cast<size_t>(p_.repeat_last_n)
-                             ? history.size() - static_cast<size_t>(p_.repeat_last_n) : 0;
-    std::unordered_set<int32_t> seen(history.begin() + static_cast<std::ptrdiff_t>(start), history.end());
+                             ? history.size() - static_cast<size_t>(p_.repeat_last_n)
+                             : 0;
+    std::unordered_set<int32_t> seen(history.begin() + static_cast<std::ptrdiff_t>(start),
+                                     history.end());
     for (int32_t t : seen) {
       if (t < 0 || t >= n_vocab) continue;
       float& l = logits[static_cast<size_t>(t)];
@@ -34,7 +36,8 @@ int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> histor
   size_t keep = candidates_.size();
   if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < keep) {
     keep = static_cast<size_t>(p_.top_k);
-    std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep), candidates_.end(), by_logit);
+    std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep),
+                      candidates_.end(), by_logit);
   } else {
     std::sort(candidates_.begin(), candidates_.end(), by_logit);
   }

@@ -30,11 +30,11 @@ struct Scheduler::Sequence {
   std::shared_ptr<InferenceHandle> handle = std::make_shared<InferenceHandle>();
   Sampler sampler;
   TextStream text;
-  std::unique_ptr<KvCache> kv;     // paged; made at admission
-  std::vector<int32_t> history;    // prompt + generated, for the sampler's penalty
-  int64_t prefilled = 0;           // prompt tokens already in the cache
+  std::unique_ptr<KvCache> kv;   // paged; made at admission
+  std::vector<int32_t> history;  // prompt + generated, for the sampler's penalty
+  int64_t prefilled = 0;         // prompt tokens already in the cache
   int64_t generated = 0;
-  int32_t pending = -1;            // sampled token still to be run (decode phase)
+  int32_t pending = -1;  // sampled token still to be run (decode phase)
   bool done = false;
   Clock::time_point submitted, admitted, first_token;
 
@@ -45,7 +45,8 @@ struct Scheduler::Sequence {
 Scheduler::Scheduler(std::unique_ptr<ModelRunner> runner, const SchedulerOptions& options)
     : runner_(std::move(runner)), opt_(options) {}
 
-StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(Engine& engine, const SchedulerOptions& given) {
+StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(Engine& engine,
+                                                      const SchedulerOptions& given) {
   SchedulerOptions options = given;
   std::unique_ptr<ModelRunner> runner;
   if (options.simulation) {
@@ -72,10 +73,12 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(std::unique_ptr<ModelRunne
   s->n_ctx_ = r.context_length();
   const int64_t bt = options.kv_block_tokens;
   int64_t blocks = options.kv_blocks;
-  const size_t block_bytes = static_cast<size_t>(2 * r.kv_layers() * bt * r.kv_dim()) * sizeof(float);
+  const size_t block_bytes =
+      static_cast<size_t>(2 * r.kv_layers() * bt * r.kv_dim()) * sizeof(float);
   if (blocks == 0) {
     const int64_t per_seq = (s->n_ctx_ + bt - 1) / bt;
-    const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    const double ram =
+        static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
     const auto cap = static_cast<int64_t>(0.25 * ram / static_cast<double>(block_bytes));
     blocks = std::max<int64_t>(per_seq, std::min<int64_t>(per_seq * options.max_batch, cap));
   }
@@ -98,7 +101,8 @@ Scheduler::~Scheduler() {
 
 double Scheduler::EstimateMs(int64_t prompt_tokens, int64_t max_tokens) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<double>(prompt_tokens) * prefill_ms_ + static_cast<double>(max_tokens) * decode_ms_;
+  return static_cast<double>(prompt_tokens) * prefill_ms_ +
+         static_cast<double>(max_tokens) * decode_ms_;
 }
 
 double Scheduler::BacklogMsLocked() const {
@@ -106,22 +110,24 @@ double Scheduler::BacklogMsLocked() const {
          static_cast<double>(pending_decode_tokens_) * decode_ms_;
 }
 
-StatusOr<std::shared_ptr<InferenceHandle>> Scheduler::Submit(InferenceRequest req, InferenceCallback on_event) {
+StatusOr<std::shared_ptr<InferenceHandle>> Scheduler::Submit(InferenceRequest req,
+                                                             InferenceCallback on_event) {
   const auto n_prompt = static_cast<int64_t>(req.prompt.size());
   if (n_prompt == 0) return InvalidArgument("the prompt is empty");
   if (req.max_tokens < 1) return InvalidArgument("max_tokens must be at least 1");
   if (n_prompt + req.max_tokens > n_ctx_) {
-    return OutOfRange("this model's context is " + std::to_string(n_ctx_) + " tokens; the prompt has " +
-                      std::to_string(n_prompt) + " and max_tokens asks for " + std::to_string(req.max_tokens) +
-                      " more");
+    return OutOfRange("this model's context is " + std::to_string(n_ctx_) +
+                      " tokens; the prompt has " + std::to_string(n_prompt) +
+                      " and max_tokens asks for " + std::to_string(req.max_tokens) + " more");
   }
   for (const auto& s : req.stop) {
     if (s.empty()) return InvalidArgument("stop strings must not be empty");
   }
-  const int64_t need_blocks = (n_prompt + req.max_tokens + opt_.kv_block_tokens - 1) / opt_.kv_block_tokens;
+  const int64_t need_blocks =
+      (n_prompt + req.max_tokens + opt_.kv_block_tokens - 1) / opt_.kv_block_tokens;
   if (need_blocks > pool_->total_blocks()) {
-    return OutOfRange("the request needs " + std::to_string(need_blocks) + " KV blocks; the pool has " +
-                      std::to_string(pool_->total_blocks()));
+    return OutOfRange("the request needs " + std::to_string(need_blocks) +
+                      " KV blocks; the pool has " + std::to_string(pool_->total_blocks()));
   }
   const Tokenizer& tok = runner_->tokenizer();
   auto seq = std::make_unique<Sequence>(std::move(req), std::move(on_event), tok);
@@ -133,13 +139,16 @@ StatusOr<std::shared_ptr<InferenceHandle>> Scheduler::Submit(InferenceRequest re
     // max_queue bounds the requests that wait; one that would run at once never waits.
     const bool would_wait = !waiting_.empty() || running_count_ >= opt_.max_batch;
     if (static_cast<int64_t>(waiting_.size()) >= opt_.max_queue && would_wait) {
-      return ResourceExhausted("the queue is full (" + std::to_string(opt_.max_queue) + " requests waiting)");
+      return ResourceExhausted("the queue is full (" + std::to_string(opt_.max_queue) +
+                               " requests waiting)");
     }
-    const double cost = static_cast<double>(n_prompt) * prefill_ms_ + seq->req.max_tokens * decode_ms_;
+    const double cost =
+        static_cast<double>(n_prompt) * prefill_ms_ + seq->req.max_tokens * decode_ms_;
     // With nothing ahead a request is always taken: refusing it could never clear on retry.
     const double ahead = BacklogMsLocked();
     if (opt_.max_backlog_ms > 0 && ahead > 0 && ahead + cost > opt_.max_backlog_ms) {
-      return ResourceExhausted("the estimated backlog would exceed " + std::to_string(static_cast<int64_t>(opt_.max_backlog_ms)) + " ms");
+      return ResourceExhausted("the estimated backlog would exceed " +
+                               std::to_string(static_cast<int64_t>(opt_.max_backlog_ms)) + " ms");
     }
     pending_prefill_tokens_ += n_prompt;
     pending_decode_tokens_ += seq->req.max_tokens;
@@ -232,7 +241,9 @@ void Scheduler::Admit() {
 
 void Scheduler::UpdateLatencies(int64_t prefill_tokens, int64_t decode_tokens, double ms) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto ema = [](double& avg, double x) { avg = avg > 0 ? (1 - kEmaAlpha) * avg + kEmaAlpha * x : x; };
+  auto ema = [](double& avg, double x) {
+    avg = avg > 0 ? (1 - kEmaAlpha) * avg + kEmaAlpha * x : x;
+  };
   if (prefill_tokens == 0 && decode_tokens > 0) {
     ema(decode_ms_, ms / static_cast<double>(decode_tokens));
   } else if (prefill_tokens > 0) {
@@ -258,7 +269,8 @@ StepPlan Scheduler::PlanStep(std::vector<Sequence*>* logit_owner) const {
     const int64_t c = std::min(budget, s->prompt_left());
     for (int64_t i = 0; i < c; ++i) {
       const bool last = s->prefilled + i + 1 == static_cast<int64_t>(s->req.prompt.size());
-      plan.items.push_back({s->req.prompt[static_cast<size_t>(s->prefilled + i)], s->kv.get(), s->kv->size() + i, last});
+      plan.items.push_back({s->req.prompt[static_cast<size_t>(s->prefilled + i)], s->kv.get(),
+                            s->kv->size() + i, last});
       if (last) logit_owner->push_back(s.get());
     }
     budget -= c;
@@ -322,7 +334,8 @@ bool Scheduler::RunStep() {
         Finish(s, "error", Internal("the model runner returned fewer logits rows than asked for"));
         continue;
       }
-      std::span<float> row(logits.data() + r * static_cast<size_t>(n_vocab), static_cast<size_t>(n_vocab));
+      std::span<float> row(logits.data() + r * static_cast<size_t>(n_vocab),
+                           static_cast<size_t>(n_vocab));
       next = s.sampler.Sample(row, s.history);
     }
     s.pending = -1;
@@ -365,7 +378,8 @@ void Scheduler::Loop() {
       if (running_.empty()) {
         // Idle, or the queue head waits for blocks: sleep until a submit, at most 20 ms
         // (cancellations and deadlines of waiting requests are checked on wake-up).
-        cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return stop_ || !waiting_.empty(); });
+        cv_.wait_for(lock, std::chrono::milliseconds(20),
+                     [&] { return stop_ || !waiting_.empty(); });
         if (stop_) break;
       }
     }

@@ -32,11 +32,11 @@
 #include <vector>
 
 #include "engine/model_runner.h"
-#include "models/kv_cache.h"
 #include "engine/sampler.h"
 #include "engine/simulate.h"
 #include "frugal/engine.h"
 #include "frugal/status.h"
+#include "models/kv_cache.h"
 
 namespace frugal {
 
@@ -47,7 +47,7 @@ struct SchedulerOptions {
                                  // exceed it (never when nothing is ahead); 0 = off
   int64_t prefill_chunk = 256;   // prompt tokens per step, over all prefilling sequences
   int64_t kv_block_tokens = 16;  // positions per KV block (a multiple of 4)
-  int64_t kv_blocks = 0;         // blocks in the pool; 0 = max_batch full contexts, capped at 1/4 of RAM
+  int64_t kv_blocks = 0;  // blocks in the pool; 0 = max_batch full contexts, capped at 1/4 of RAM
   // A test instrument: the model's tokenizer and context are used, its weights never. Its
   // max_batch, when given, replaces the one above.
   std::optional<SimulationSpec> simulation;
@@ -55,9 +55,9 @@ struct SchedulerOptions {
 
 // A generation request in tokens: what the engine loop sees (no JSON, no HTTP).
 struct InferenceRequest {
-  std::vector<int32_t> prompt;     // token ids, BOS included (Engine::EncodePrompt)
-  int32_t max_tokens = 256;        // prompt + max_tokens must fit the context
-  std::vector<std::string> stop;   // generation ends before any of these strings
+  std::vector<int32_t> prompt;    // token ids, BOS included (Engine::EncodePrompt)
+  int32_t max_tokens = 256;       // prompt + max_tokens must fit the context
+  std::vector<std::string> stop;  // generation ends before any of these strings
   SamplingParams sampling;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
@@ -66,15 +66,15 @@ struct InferenceRequest {
 struct InferenceEvent {
   enum class Kind { kText, kDone };
   Kind kind = Kind::kText;
-  std::string text;             // kText: the next piece of the answer
+  std::string text;  // kText: the next piece of the answer
   // kDone:
-  std::string finish_reason;    // "stop", "length", "cancelled", "timeout", "error"
-  Status status;                // not ok for "timeout" (DeadlineExceeded) and "error"
+  std::string finish_reason;  // "stop", "length", "cancelled", "timeout", "error"
+  Status status;              // not ok for "timeout" (DeadlineExceeded) and "error"
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
-  double queue_seconds = 0;     // submit -> admitted
-  double ttft_seconds = 0;      // submit -> first token sampled (0 if none)
-  double total_seconds = 0;     // submit -> done
+  double queue_seconds = 0;  // submit -> admitted
+  double ttft_seconds = 0;   // submit -> first token sampled (0 if none)
+  double total_seconds = 0;  // submit -> done
 };
 using InferenceCallback = std::function<void(const InferenceEvent&)>;
 
@@ -90,11 +90,11 @@ class InferenceHandle {
 };
 
 struct SchedulerLoad {
-  int64_t waiting = 0;               // requests queued, not yet admitted
-  int64_t running = 0;               // sequences in the batch
-  double backlog_ms = 0;             // estimated time to finish all waiting and running work
-  double prefill_ms_per_token = 0;   // moving averages of measured steps
-  double decode_ms_per_token = 0;    // machine time per generated token at the current batch
+  int64_t waiting = 0;              // requests queued, not yet admitted
+  int64_t running = 0;              // sequences in the batch
+  double backlog_ms = 0;            // estimated time to finish all waiting and running work
+  double prefill_ms_per_token = 0;  // moving averages of measured steps
+  double decode_ms_per_token = 0;   // machine time per generated token at the current batch
   int64_t kv_blocks_free = 0;
   int64_t kv_blocks_total = 0;
   int64_t kv_block_tokens = 0;
@@ -106,7 +106,8 @@ class Scheduler {
   // Starts the scheduler thread on a loaded decoder engine (which must outlive it): its decoder,
   // or the simulation when options.simulation is set. Measures the per-token latencies once with
   // a short warm-up so the first load reports are not zero.
-  static StatusOr<std::unique_ptr<Scheduler>> Start(Engine& engine, const SchedulerOptions& options);
+  static StatusOr<std::unique_ptr<Scheduler>> Start(Engine& engine,
+                                                    const SchedulerOptions& options);
   // The same on any runner (the tests' fakes).
   static StatusOr<std::unique_ptr<Scheduler>> Start(std::unique_ptr<ModelRunner> runner,
                                                     const SchedulerOptions& options);
@@ -118,7 +119,8 @@ class Scheduler {
   // Queues a request. Unavailable when the queue is full or the backlog estimate is over
   // max_backlog_ms (answer 503 + Retry-After); InvalidArgument / OutOfRange when the request can
   // never run (empty prompt, prompt + max_tokens beyond the context).
-  StatusOr<std::shared_ptr<InferenceHandle>> Submit(InferenceRequest request, InferenceCallback on_event);
+  StatusOr<std::shared_ptr<InferenceHandle>> Submit(InferenceRequest request,
+                                                    InferenceCallback on_event);
 
   SchedulerLoad Load() const;
   // Estimated cost of a request at the current latencies, in milliseconds.
@@ -150,8 +152,8 @@ class Scheduler {
   bool stop_ = false;                              // guarded by mu_
   // Work still to do per phase, in tokens, for the backlog estimate: guarded by mu_.
   int64_t pending_prefill_tokens_ = 0, pending_decode_tokens_ = 0;
-  int64_t running_count_ = 0, kv_free_ = 0;        // guarded by mu_ (copies for Load)
-  double prefill_ms_ = 0, decode_ms_ = 0;          // guarded by mu_
+  int64_t running_count_ = 0, kv_free_ = 0;  // guarded by mu_ (copies for Load)
+  double prefill_ms_ = 0, decode_ms_ = 0;    // guarded by mu_
 
   std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
   std::thread thread_;

@@ -17,7 +17,8 @@ std::string_view Trim(std::string_view s) {
 }
 
 Status BadValue(std::string_view key, std::string_view value, std::string_view want) {
-  return InvalidArgument("simulation spec: " + std::string(key) + "=" + std::string(value) + ": " + std::string(want));
+  return InvalidArgument("simulation spec: " + std::string(key) + "=" + std::string(value) + ": " +
+                         std::string(want));
 }
 
 template <typename T>
@@ -48,7 +49,8 @@ StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view spec) {
     const std::string_view item = Trim(spec.substr(0, comma));
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
-      return InvalidArgument("simulation spec: '" + std::string(item) + "' is not key=value (keys: " + std::string(kKeys) + ")");
+      return InvalidArgument("simulation spec: '" + std::string(item) +
+                             "' is not key=value (keys: " + std::string(kKeys) + ")");
     }
     const std::string_view key = Trim(item.substr(0, eq));
     const std::string_view value = Trim(item.substr(eq + 1));
@@ -61,7 +63,8 @@ StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view spec) {
                    : key == "jitter"         ? &s.jitter
                                              : nullptr;
     if (real != nullptr) {
-      if (!ParseNumber(value, real) || !std::isfinite(*real)) return BadValue(key, value, "not a number");
+      if (!ParseNumber(value, real) || !std::isfinite(*real))
+        return BadValue(key, value, "not a number");
       if (*real < 0) return BadValue(key, value, "must not be negative");
       if (key == "jitter" && *real >= 1) return BadValue(key, value, "must be below 1");
     } else if (key == "max_batch") {
@@ -69,9 +72,11 @@ StatusOr<SimulationSpec> ParseSimulationSpec(std::string_view spec) {
         return BadValue(key, value, "must be an integer from 1 to 4096");
       }
     } else if (key == "seed") {
-      if (!ParseNumber(value, &s.seed)) return BadValue(key, value, "must be a non-negative integer");
+      if (!ParseNumber(value, &s.seed))
+        return BadValue(key, value, "must be a non-negative integer");
     } else {
-      return InvalidArgument("simulation spec: unknown key '" + std::string(key) + "' (keys: " + std::string(kKeys) + ")");
+      return InvalidArgument("simulation spec: unknown key '" + std::string(key) +
+                             "' (keys: " + std::string(kKeys) + ")");
     }
     if (comma == std::string_view::npos) break;
     spec.remove_prefix(comma + 1);
@@ -98,7 +103,8 @@ double StepTimeModel::StepMs(int64_t prefill_tokens, int64_t decode_sequences) {
   if (decode_sequences > 0) {
     ms += spec_.decode_ms * (1 + spec_.batch_slowdown * static_cast<double>(decode_sequences - 1));
   }
-  if (spec_.jitter > 0) ms *= std::uniform_real_distribution<double>(1 - spec_.jitter, 1 + spec_.jitter)(rng_);
+  if (spec_.jitter > 0)
+    ms *= std::uniform_real_distribution<double>(1 - spec_.jitter, 1 + spec_.jitter)(rng_);
   return ms;
 }
 

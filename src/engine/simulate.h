@@ -37,7 +37,8 @@ struct SimulationSpec {
 
 // The answer every simulated request gets, cycled until max_tokens or a stop string. It never
 // ends by itself, so an answer's length is exactly what the request asked for.
-inline constexpr std::string_view kSimulatedAnswer = " This is a simulated answer from a Frugal test worker.";
+inline constexpr std::string_view kSimulatedAnswer =
+    " This is a simulated answer from a Frugal test worker.";
 
 // InvalidArgument for an unknown or repeated key, a value that is not a number, a negative
 // value, jitter >= 1 or max_batch outside 1..4096.

@@ -20,8 +20,9 @@ class Reader {
 
   Status Need(uint64_t n, const char* what) const {
     if (n > size_ - pos_) {
-      return DataLoss("file truncated: need " + std::to_string(n) + " bytes for " + what + " at offset " +
-                      std::to_string(pos_) + ", " + std::to_string(size_ - pos_) + " left");
+      return DataLoss("file truncated: need " + std::to_string(n) + " bytes for " + what +
+                      " at offset " + std::to_string(pos_) + ", " + std::to_string(size_ - pos_) +
+                      " left");
     }
     return Status::Ok();
   }
@@ -60,7 +61,8 @@ StatusOr<std::unique_ptr<E5File>> E5File::Open(const std::string& path) {
   return f;
 }
 
-StatusOr<std::unique_ptr<E5File>> E5File::FromBuffer(const void* data, size_t size, std::string name) {
+StatusOr<std::unique_ptr<E5File>> E5File::FromBuffer(const void* data, size_t size,
+                                                     std::string name) {
   auto f = std::unique_ptr<E5File>(new E5File());
   f->file_ = MappedFile::FromBuffer(data, size, std::move(name));
   FRUGAL_RETURN_IF_ERROR(f->Parse());
@@ -79,7 +81,9 @@ Status E5File::Parse() {
   if (std::memcmp(magic, kMagic, 4) != 0) return DataLoss("not an E5S1 file (bad magic)");
   uint32_t version = 0;
   FRUGAL_RETURN_IF_ERROR(r.Read(&version, "the version"));
-  if (version != 1) return Unimplemented("E5S1 version " + std::to_string(version) + " (this build reads version 1)");
+  if (version != 1)
+    return Unimplemented("E5S1 version " + std::to_string(version) +
+                         " (this build reads version 1)");
   int32_t h[7];
   FRUGAL_RETURN_IF_ERROR(r.Read(&h, "the header"));
   float eps = 0;
@@ -87,14 +91,15 @@ Status E5File::Parse() {
   FRUGAL_RETURN_IF_ERROR(r.Read(&eps, "the header"));
   FRUGAL_RETURN_IF_ERROR(r.Read(&block, "the header"));
   hp_ = {h[0], h[1], h[2], h[3], h[4], h[5], h[6], eps};
-  if (hp_.n_embd <= 0 || hp_.n_embd > kMaxDim || hp_.n_layer <= 0 || hp_.n_layer > kMaxLayers || hp_.n_head <= 0 ||
-      hp_.n_embd % hp_.n_head != 0 || hp_.n_ff <= 0 || hp_.n_ff > kMaxDim || hp_.n_vocab <= 0 ||
-      hp_.n_vocab > kMaxVocab || hp_.n_pos <= 2 || hp_.n_pos > kMaxDim || hp_.n_types <= 0 || hp_.n_types > 16 ||
-      !(eps > 0 && eps < 1)) {
+  if (hp_.n_embd <= 0 || hp_.n_embd > kMaxDim || hp_.n_layer <= 0 || hp_.n_layer > kMaxLayers ||
+      hp_.n_head <= 0 || hp_.n_embd % hp_.n_head != 0 || hp_.n_ff <= 0 || hp_.n_ff > kMaxDim ||
+      hp_.n_vocab <= 0 || hp_.n_vocab > kMaxVocab || hp_.n_pos <= 2 || hp_.n_pos > kMaxDim ||
+      hp_.n_types <= 0 || hp_.n_types > 16 || !(eps > 0 && eps < 1)) {
     return DataLoss("E5S1 header has inconsistent dimensions");
   }
   if (block != kQK || hp_.n_embd % kQK != 0 || hp_.n_ff % kQK != 0) {
-    return DataLoss("E5S1 header: block size " + std::to_string(block) + " (expected 32, dividing every dimension)");
+    return DataLoss("E5S1 header: block size " + std::to_string(block) +
+                    " (expected 32, dividing every dimension)");
   }
 
   // Tokenizer.
@@ -104,7 +109,8 @@ Status E5File::Parse() {
   FRUGAL_RETURN_IF_ERROR(r.Read(&vocab_.eos, "the special ids"));
   FRUGAL_RETURN_IF_ERROR(r.Read(&vocab_.pad, "the special ids"));
   FRUGAL_RETURN_IF_ERROR(r.Read(&vocab_.unk, "the special ids"));
-  if (n_pieces <= 0 || n_pieces > hp_.n_vocab) return DataLoss("E5S1: piece count outside the vocabulary");
+  if (n_pieces <= 0 || n_pieces > hp_.n_vocab)
+    return DataLoss("E5S1: piece count outside the vocabulary");
   for (int32_t id : {vocab_.bos, vocab_.eos, vocab_.pad, vocab_.unk}) {
     if (id < 0 || id >= n_pieces) return DataLoss("E5S1: a special token id is outside the pieces");
   }
@@ -120,12 +126,15 @@ Status E5File::Parse() {
   FRUGAL_RETURN_IF_ERROR(r.Skip(n * 4, "the piece scores"));
   FRUGAL_RETURN_IF_ERROR(r.Need(blob_bytes, "the piece bytes"));
   const auto* blob = reinterpret_cast<const char*>(r.here());
-  if (offs[0] != 0 || offs[n] != blob_bytes) return DataLoss("E5S1: piece offsets do not span the piece bytes");
+  if (offs[0] != 0 || offs[n] != blob_bytes)
+    return DataLoss("E5S1: piece offsets do not span the piece bytes");
   vocab_.pieces.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    if (offs[i + 1] < offs[i] || offs[i + 1] > blob_bytes) return DataLoss("E5S1: piece offsets are not increasing within the piece bytes");
+    if (offs[i + 1] < offs[i] || offs[i + 1] > blob_bytes)
+      return DataLoss("E5S1: piece offsets are not increasing within the piece bytes");
     vocab_.pieces[i].assign(blob + offs[i], offs[i + 1] - offs[i]);
-    if (!(vocab_.scores[i] <= 0 && vocab_.scores[i] > -1e6f)) return DataLoss("E5S1: a piece score is not a log-probability");
+    if (!(vocab_.scores[i] <= 0 && vocab_.scores[i] > -1e6f))
+      return DataLoss("E5S1: a piece score is not a log-probability");
   }
   FRUGAL_RETURN_IF_ERROR(r.Skip(blob_bytes, "the piece bytes"));
 
@@ -146,7 +155,8 @@ Status E5File::Parse() {
       for (uint8_t j = 0; j < k; ++j) {
         uint32_t o = 0;
         FRUGAL_RETURN_IF_ERROR(m.Read(&o, "a normalisation entry"));
-        if (o > 0x10FFFF || (o >= 0xD800 && o <= 0xDFFF)) return DataLoss("E5S1: a normalisation maps to an invalid code point");
+        if (o > 0x10FFFF || (o >= 0xD800 && o <= 0xDFFF))
+          return DataLoss("E5S1: a normalisation maps to an invalid code point");
         out.push_back(static_cast<char32_t>(o));
       }
       if (cp > 0x10FFFF) return DataLoss("E5S1: a normalisation entry for an invalid code point");
@@ -185,8 +195,8 @@ Status E5File::Parse() {
         *rows = d;
       } else if (s == "fi.b") {
         *cols = ff;
-      } else if (!(s == "q.b" || s == "k.b" || s == "v.b" || s == "ao.b" || s == "aln.w" || s == "aln.b" ||
-                   s == "oln.w" || s == "oln.b" || s == "fo.b")) {
+      } else if (!(s == "q.b" || s == "k.b" || s == "v.b" || s == "ao.b" || s == "aln.w" ||
+                   s == "aln.b" || s == "oln.w" || s == "oln.b" || s == "fo.b")) {
         return false;
       }
     } else {
@@ -214,8 +224,8 @@ Status E5File::Parse() {
     int64_t cols = 0, rows = 0;
     if (!shape_of(name, &cols, &rows)) return DataLoss("E5S1: unknown tensor '" + name + "'");
     if (static_cast<int64_t>(elements) != cols * rows) {
-      return DataLoss("E5S1: tensor '" + name + "' has " + std::to_string(elements) + " elements, expected " +
-                      std::to_string(cols * rows));
+      return DataLoss("E5S1: tensor '" + name + "' has " + std::to_string(elements) +
+                      " elements, expected " + std::to_string(cols * rows));
     }
     TensorType type;
     if (dtype == 0) {
@@ -232,7 +242,8 @@ Status E5File::Parse() {
       return DataLoss("E5S1: tensor '" + name + "' lies outside the file");
     }
     if (by_name_.count(name) != 0) return DataLoss("E5S1: tensor '" + name + "' appears twice");
-    TensorView t = TensorView::Matrix(type, cols, rows, file_->data() + offset, static_cast<size_t>(want));
+    TensorView t =
+        TensorView::Matrix(type, cols, rows, file_->data() + offset, static_cast<size_t>(want));
     t.name = name;
     if (rows == 1) t.n_dims = 1;
     by_name_[name] = tensors_.size();

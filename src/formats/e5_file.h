@@ -31,9 +31,9 @@ namespace frugal {
 
 struct E5HParams {
   int64_t n_embd = 0, n_layer = 0, n_head = 0, n_ff = 0;
-  int64_t n_vocab = 0;   // rows of the word embedding (>= pieces: XLM-R's <mask> and padding rows)
-  int64_t n_pos = 0;     // positions, already offset
-  int64_t n_types = 0;   // token type rows
+  int64_t n_vocab = 0;  // rows of the word embedding (>= pieces: XLM-R's <mask> and padding rows)
+  int64_t n_pos = 0;    // positions, already offset
+  int64_t n_types = 0;  // token type rows
   float eps = 1e-12f;
 };
 
@@ -52,7 +52,8 @@ class E5File {
   static bool Sniff(const std::string& path);
   static StatusOr<std::unique_ptr<E5File>> Open(const std::string& path);
   // Over a caller-owned buffer that must outlive the result (tests, fuzzing).
-  static StatusOr<std::unique_ptr<E5File>> FromBuffer(const void* data, size_t size, std::string name);
+  static StatusOr<std::unique_ptr<E5File>> FromBuffer(const void* data, size_t size,
+                                                      std::string name);
 
   const E5HParams& hparams() const { return hp_; }
   const E5Vocab& vocab() const { return vocab_; }

@@ -51,12 +51,25 @@ class Cursor {
 
 size_t ScalarSize(GgufValueType t) {
   switch (t) {
-    case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kBool: return 1;
-    case GgufValueType::kUint16: case GgufValueType::kInt16: return 2;
-    case GgufValueType::kUint32: case GgufValueType::kInt32: case GgufValueType::kFloat32: return 4;
-    case GgufValueType::kUint64: case GgufValueType::kInt64: case GgufValueType::kFloat64: return 8;
-    case GgufValueType::kString: return 8;  // at least the length prefix
-    case GgufValueType::kArray: return 12;  // at least type + count
+    case GgufValueType::kUint8:
+    case GgufValueType::kInt8:
+    case GgufValueType::kBool:
+      return 1;
+    case GgufValueType::kUint16:
+    case GgufValueType::kInt16:
+      return 2;
+    case GgufValueType::kUint32:
+    case GgufValueType::kInt32:
+    case GgufValueType::kFloat32:
+      return 4;
+    case GgufValueType::kUint64:
+    case GgufValueType::kInt64:
+    case GgufValueType::kFloat64:
+      return 8;
+    case GgufValueType::kString:
+      return 8;  // at least the length prefix
+    case GgufValueType::kArray:
+      return 12;  // at least type + count
   }
   return 0;
 }
@@ -65,13 +78,13 @@ bool ValidType(uint32_t t) { return t <= static_cast<uint32_t>(GgufValueType::kF
 
 Status ReadNumber(Cursor& c, GgufValueType t, double* number, int64_t* integer) {
   switch (t) {
-#define FRUGAL_GGUF_NUM(enum_name, ctype)                     \
-  case GgufValueType::enum_name: {                          \
-    ctype v{};                                              \
-    FRUGAL_RETURN_IF_ERROR(c.Read(&v, "metadata value"));   \
-    *number = static_cast<double>(v);                       \
-    *integer = static_cast<int64_t>(v);                     \
-    return Status::Ok();                                    \
+#define FRUGAL_GGUF_NUM(enum_name, ctype)                 \
+  case GgufValueType::enum_name: {                        \
+    ctype v{};                                            \
+    FRUGAL_RETURN_IF_ERROR(c.Read(&v, "metadata value")); \
+    *number = static_cast<double>(v);                     \
+    *integer = static_cast<int64_t>(v);                   \
+    return Status::Ok();                                  \
   }
     FRUGAL_GGUF_NUM(kUint8, uint8_t)
     FRUGAL_GGUF_NUM(kInt8, int8_t)
@@ -157,9 +170,14 @@ Status ReadValue(Cursor& c, GgufValueType t, GgufValue* out, int depth) {
 
 bool IsIntegerType(GgufValueType t) {
   switch (t) {
-    case GgufValueType::kUint8: case GgufValueType::kInt8: case GgufValueType::kUint16:
-    case GgufValueType::kInt16: case GgufValueType::kUint32: case GgufValueType::kInt32:
-    case GgufValueType::kUint64: case GgufValueType::kInt64:
+    case GgufValueType::kUint8:
+    case GgufValueType::kInt8:
+    case GgufValueType::kUint16:
+    case GgufValueType::kInt16:
+    case GgufValueType::kUint32:
+    case GgufValueType::kInt32:
+    case GgufValueType::kUint64:
+    case GgufValueType::kInt64:
       return true;
     default:
       return false;
@@ -169,7 +187,7 @@ bool IsIntegerType(GgufValueType t) {
 }  // namespace
 
 const char* GgufValueTypeName(GgufValueType type) {
-  static const char* kNames[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
+  static const char* kNames[] = {"u8",   "i8",  "u16", "i16", "u32", "i32", "f32",
                                  "bool", "str", "arr", "u64", "i64", "f64"};
   const auto i = static_cast<uint32_t>(type);
   return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "?";
@@ -212,8 +230,10 @@ Status GgufFile::ParseAll() {
   FRUGAL_RETURN_IF_ERROR(c.Read(&n_tensors, "tensor count"));
   FRUGAL_RETURN_IF_ERROR(c.Read(&n_kv, "metadata count"));
   // A key-value pair takes >= 12 bytes, a tensor info >= 24: refuse impossible counts up front.
-  if (n_kv > c.remaining() / 12) return DataLoss("metadata count " + std::to_string(n_kv) + " exceeds the file");
-  if (n_tensors > c.remaining() / 24) return DataLoss("tensor count " + std::to_string(n_tensors) + " exceeds the file");
+  if (n_kv > c.remaining() / 12)
+    return DataLoss("metadata count " + std::to_string(n_kv) + " exceeds the file");
+  if (n_tensors > c.remaining() / 24)
+    return DataLoss("tensor count " + std::to_string(n_tensors) + " exceeds the file");
 
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string_view key;
@@ -221,7 +241,8 @@ Status GgufFile::ParseAll() {
     uint32_t raw_type = 0;
     FRUGAL_RETURN_IF_ERROR(c.Read(&raw_type, "metadata type"));
     if (!ValidType(raw_type)) {
-      return DataLoss("metadata key '" + std::string(key) + "' has bad type " + std::to_string(raw_type));
+      return DataLoss("metadata key '" + std::string(key) + "' has bad type " +
+                      std::to_string(raw_type));
     }
     GgufValue value;
     Status st = ReadValue(c, static_cast<GgufValueType>(raw_type), &value, 0);
@@ -318,8 +339,8 @@ Status GgufFile::ParseAll() {
     const uint64_t begin = data_start + raw[i].offset;
     if (raw[i].offset > file_->size() || begin > file_->size() ||
         t.nbytes > file_->size() - begin) {
-      return DataLoss("tensor '" + t.name + "' data (" + std::to_string(t.nbytes) +
-                      " bytes at " + std::to_string(begin) + ") lies past the end of the file (" +
+      return DataLoss("tensor '" + t.name + "' data (" + std::to_string(t.nbytes) + " bytes at " +
+                      std::to_string(begin) + ") lies past the end of the file (" +
                       std::to_string(file_->size()) + " bytes): file truncated?");
     }
     t.data = file_->data() + begin;

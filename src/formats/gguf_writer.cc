@@ -29,22 +29,48 @@ class Out {
 
 void PutNumber(Out& o, GgufValueType t, double number, int64_t integer) {
   switch (t) {
-    case GgufValueType::kUint8: o.Put<uint8_t>(static_cast<uint8_t>(integer)); break;
-    case GgufValueType::kInt8: o.Put<int8_t>(static_cast<int8_t>(integer)); break;
-    case GgufValueType::kBool: o.Put<uint8_t>(integer != 0 ? 1 : 0); break;
-    case GgufValueType::kUint16: o.Put<uint16_t>(static_cast<uint16_t>(integer)); break;
-    case GgufValueType::kInt16: o.Put<int16_t>(static_cast<int16_t>(integer)); break;
-    case GgufValueType::kUint32: o.Put<uint32_t>(static_cast<uint32_t>(integer)); break;
-    case GgufValueType::kInt32: o.Put<int32_t>(static_cast<int32_t>(integer)); break;
-    case GgufValueType::kUint64: o.Put<uint64_t>(static_cast<uint64_t>(integer)); break;
-    case GgufValueType::kInt64: o.Put<int64_t>(integer); break;
-    case GgufValueType::kFloat32: o.Put<float>(static_cast<float>(number)); break;
-    case GgufValueType::kFloat64: o.Put<double>(number); break;
-    case GgufValueType::kString: case GgufValueType::kArray: break;
+    case GgufValueType::kUint8:
+      o.Put<uint8_t>(static_cast<uint8_t>(integer));
+      break;
+    case GgufValueType::kInt8:
+      o.Put<int8_t>(static_cast<int8_t>(integer));
+      break;
+    case GgufValueType::kBool:
+      o.Put<uint8_t>(integer != 0 ? 1 : 0);
+      break;
+    case GgufValueType::kUint16:
+      o.Put<uint16_t>(static_cast<uint16_t>(integer));
+      break;
+    case GgufValueType::kInt16:
+      o.Put<int16_t>(static_cast<int16_t>(integer));
+      break;
+    case GgufValueType::kUint32:
+      o.Put<uint32_t>(static_cast<uint32_t>(integer));
+      break;
+    case GgufValueType::kInt32:
+      o.Put<int32_t>(static_cast<int32_t>(integer));
+      break;
+    case GgufValueType::kUint64:
+      o.Put<uint64_t>(static_cast<uint64_t>(integer));
+      break;
+    case GgufValueType::kInt64:
+      o.Put<int64_t>(integer);
+      break;
+    case GgufValueType::kFloat32:
+      o.Put<float>(static_cast<float>(number));
+      break;
+    case GgufValueType::kFloat64:
+      o.Put<double>(number);
+      break;
+    case GgufValueType::kString:
+    case GgufValueType::kArray:
+      break;
   }
 }
 
-bool IsFloat(GgufValueType t) { return t == GgufValueType::kFloat32 || t == GgufValueType::kFloat64; }
+bool IsFloat(GgufValueType t) {
+  return t == GgufValueType::kFloat32 || t == GgufValueType::kFloat64;
+}
 
 }  // namespace
 
@@ -64,12 +90,12 @@ void GgufWriter::SetString(std::string_view key, std::string value) {
   v.str = std::move(value);
 }
 
-#define FRUGAL_GGUF_SETTER(fn, ctype, enum_name)            \
-  void GgufWriter::fn(std::string_view key, ctype value) {  \
-    Value& v = Slot(key);                                   \
-    v.type = GgufValueType::enum_name;                      \
-    v.numbers = {static_cast<double>(value)};               \
-    v.integers = {static_cast<int64_t>(value)};             \
+#define FRUGAL_GGUF_SETTER(fn, ctype, enum_name)           \
+  void GgufWriter::fn(std::string_view key, ctype value) { \
+    Value& v = Slot(key);                                  \
+    v.type = GgufValueType::enum_name;                     \
+    v.numbers = {static_cast<double>(value)};              \
+    v.integers = {static_cast<int64_t>(value)};            \
   }
 FRUGAL_GGUF_SETTER(SetUint32, uint32_t, kUint32)
 FRUGAL_GGUF_SETTER(SetInt32, int32_t, kInt32)
@@ -95,7 +121,8 @@ void GgufWriter::SetInt32Array(std::string_view key, const std::vector<int32_t>&
 
 Status GgufWriter::CopyValue(std::string_view key, const GgufValue& src) {
   if (src.type == GgufValueType::kArray && src.elem_type == GgufValueType::kArray) {
-    return InvalidArgument("metadata '" + std::string(key) + "' is a nested array, which cannot be copied");
+    return InvalidArgument("metadata '" + std::string(key) +
+                           "' is a nested array, which cannot be copied");
   }
   Value& v = Slot(key);
   v.type = src.type;
@@ -139,13 +166,15 @@ bool GgufWriter::Has(std::string_view key) const {
 
 Status GgufWriter::AddTensor(std::string name, TensorType type, std::vector<int64_t> ne,
                              std::vector<uint8_t> data) {
-  if (ne.empty() || ne.size() > 4) return InvalidArgument("tensor '" + name + "' needs 1 to 4 dimensions");
+  if (ne.empty() || ne.size() > 4)
+    return InvalidArgument("tensor '" + name + "' needs 1 to 4 dimensions");
   int64_t rows = 1;
   for (size_t i = 1; i < ne.size(); ++i) rows *= ne[i];
   FRUGAL_ASSIGN_OR_RETURN(const size_t row_bytes, RowBytes(type, ne[0]));
   if (data.size() != row_bytes * static_cast<size_t>(rows)) {
     return InvalidArgument("tensor '" + name + "' has " + std::to_string(data.size()) +
-                           " bytes, its type and shape need " + std::to_string(row_bytes * static_cast<size_t>(rows)));
+                           " bytes, its type and shape need " +
+                           std::to_string(row_bytes * static_cast<size_t>(rows)));
   }
   for (const Tensor& t : tensors_) {
     if (t.name == name) return InvalidArgument("tensor '" + name + "' added twice");

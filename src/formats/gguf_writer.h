@@ -47,10 +47,10 @@ class GgufWriter {
   struct Value {
     GgufValueType type = GgufValueType::kUint8;
     GgufValueType elem_type = GgufValueType::kUint8;  // arrays
-    std::string str;                                   // kString
-    std::vector<std::string> strings;                  // string arrays
-    std::vector<double> numbers;                       // scalars (one) and numeric arrays
-    std::vector<int64_t> integers;                     // the same values, exact for 64-bit ints
+    std::string str;                                  // kString
+    std::vector<std::string> strings;                 // string arrays
+    std::vector<double> numbers;                      // scalars (one) and numeric arrays
+    std::vector<int64_t> integers;                    // the same values, exact for 64-bit ints
   };
   struct Tensor {
     std::string name;

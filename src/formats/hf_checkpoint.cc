@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/mmap_file.h"
 
@@ -96,7 +95,8 @@ StatusOr<std::unique_ptr<HfCheckpoint>> HfCheckpoint::Open(const std::string& di
   const fs::path root(dir);
 
   auto config_text = ReadFileToString((root / "config.json").string());
-  if (!config_text.ok()) return NotFound(dir + " has no config.json: not a Hugging Face checkpoint");
+  if (!config_text.ok())
+    return NotFound(dir + " has no config.json: not a Hugging Face checkpoint");
   auto config = ParseHfConfig(*config_text);
   if (!config.ok()) return config.status().WithContext(dir);
   ckpt->config_ = std::move(config).value();
@@ -110,7 +110,8 @@ StatusOr<std::unique_ptr<HfCheckpoint>> HfCheckpoint::Open(const std::string& di
     try {
       const json index = json::parse(index_text);
       const json& map = index.at("weight_map");
-      for (auto it = map.begin(); it != map.end(); ++it) names.insert(it.value().get<std::string>());
+      for (auto it = map.begin(); it != map.end(); ++it)
+        names.insert(it.value().get<std::string>());
     } catch (const json::exception& e) {
       return InvalidArgument(index_path.string() + ": malformed index: " + e.what());
     }
@@ -122,7 +123,8 @@ StatusOr<std::unique_ptr<HfCheckpoint>> HfCheckpoint::Open(const std::string& di
     }
   } else {
     for (const auto& entry : fs::directory_iterator(root, ec)) {
-      if (entry.path().extension() == ".safetensors") shard_names.push_back(entry.path().filename());
+      if (entry.path().extension() == ".safetensors")
+        shard_names.push_back(entry.path().filename());
     }
     std::sort(shard_names.begin(), shard_names.end());
   }
@@ -166,7 +168,8 @@ StatusOr<std::unique_ptr<HfCheckpoint>> HfCheckpoint::Open(const std::string& di
         ckpt->sentence_query_prompt_ = StrOr(*p, "query", "");
       }
     } catch (const json::exception& e) {
-      return InvalidArgument(dir + "/config_sentence_transformers.json is not valid JSON: " + e.what());
+      return InvalidArgument(dir +
+                             "/config_sentence_transformers.json is not valid JSON: " + e.what());
     }
   }
   if (auto t = ReadFileToString((root / "1_Pooling" / "config.json").string()); t.ok()) {
@@ -181,9 +184,12 @@ StatusOr<std::unique_ptr<HfCheckpoint>> HfCheckpoint::Open(const std::string& di
     std::string mode = StrOr(pc, "pooling_mode", "");
     if (mode.empty()) {
       int set = 0;
-      for (const auto& [key, name] : {std::pair{"pooling_mode_cls_token", "cls"}, {"pooling_mode_mean_tokens", "mean"},
-                                      {"pooling_mode_max_tokens", "max"}, {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"},
-                                      {"pooling_mode_weightedmean_tokens", "weightedmean"}, {"pooling_mode_lasttoken", "lasttoken"}}) {
+      for (const auto& [key, name] : {std::pair{"pooling_mode_cls_token", "cls"},
+                                      {"pooling_mode_mean_tokens", "mean"},
+                                      {"pooling_mode_max_tokens", "max"},
+                                      {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"},
+                                      {"pooling_mode_weightedmean_tokens", "weightedmean"},
+                                      {"pooling_mode_lasttoken", "lasttoken"}}) {
         if (BoolOr(pc, key, false)) {
           mode = name;
           ++set;

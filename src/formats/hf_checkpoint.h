@@ -25,28 +25,28 @@ struct HfRopeScaling {
 };
 
 struct HfConfig {
-  std::string model_type;                // "llama", "qwen2", "bert", ...
+  std::string model_type;  // "llama", "qwen2", "bert", ...
   std::vector<std::string> architectures;
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
-  int64_t num_key_value_heads = 0;      // 0 -> num_attention_heads
-  int64_t head_dim = 0;                 // 0 -> hidden_size / num_attention_heads
+  int64_t num_key_value_heads = 0;  // 0 -> num_attention_heads
+  int64_t head_dim = 0;             // 0 -> hidden_size / num_attention_heads
   int64_t max_position_embeddings = 0;
-  int64_t type_vocab_size = 0;          // BERT
+  int64_t type_vocab_size = 0;  // BERT
   double rms_norm_eps = 1e-6;
-  double layer_norm_eps = 1e-12;        // BERT
+  double layer_norm_eps = 1e-12;  // BERT
   double rope_theta = 10000.0;
   HfRopeScaling rope_scaling;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;          // Llama-style q/k/v/o biases
-  std::string hidden_act;               // "silu", "gelu", ...
+  bool attention_bias = false;  // Llama-style q/k/v/o biases
+  std::string hidden_act;       // "silu", "gelu", ...
   int64_t bos_token_id = -1;
   int64_t eos_token_id = -1;
-  int64_t pad_token_id = -1;            // RoBERTa / XLM-R: positions start after it
-  std::vector<int64_t> eos_token_ids;   // when config lists several
+  int64_t pad_token_id = -1;           // RoBERTa / XLM-R: positions start after it
+  std::vector<int64_t> eos_token_ids;  // when config lists several
 };
 
 StatusOr<HfConfig> ParseHfConfig(std::string_view json_text);

@@ -1,7 +1,6 @@
 #include "formats/safetensors.h"
 
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 namespace frugal {
@@ -13,7 +12,8 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::stri
   return result;
 }
 
-StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Parse(std::unique_ptr<MappedFile> file) {
+StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Parse(
+    std::unique_ptr<MappedFile> file) {
   auto st = std::unique_ptr<SafetensorsFile>(new SafetensorsFile());
   st->file_ = std::move(file);
   FRUGAL_RETURN_IF_ERROR(st->ParseAll());
@@ -49,9 +49,9 @@ Status SafetensorsFile::ParseAll() {
       }
       continue;
     }
-    if (!v.is_object() || !v.contains("dtype") || !v["dtype"].is_string() ||
-        !v.contains("shape") || !v["shape"].is_array() || !v.contains("data_offsets") ||
-        !v["data_offsets"].is_array() || v["data_offsets"].size() != 2) {
+    if (!v.is_object() || !v.contains("dtype") || !v["dtype"].is_string() || !v.contains("shape") ||
+        !v["shape"].is_array() || !v.contains("data_offsets") || !v["data_offsets"].is_array() ||
+        v["data_offsets"].size() != 2) {
       return DataLoss("tensor '" + name + "' has a malformed header entry");
     }
     const std::string dtype = v["dtype"].get<std::string>();

@@ -34,18 +34,30 @@ const TypeInfo* GetTypeInfo(uint32_t raw_type) {
     return &kFrugal[frugal_index];
   }
   switch (static_cast<TensorType>(raw_type)) {
-    case TensorType::kF32: return &kF32;
-    case TensorType::kF16: return &kF16;
-    case TensorType::kBF16: return &kBF16;
-    case TensorType::kQ4_0: return &kQ4_0;
-    case TensorType::kQ4_1: return &kQ4_1;
-    case TensorType::kQ5_0: return &kQ5_0;
-    case TensorType::kQ5_1: return &kQ5_1;
-    case TensorType::kQ8_0: return &kQ8_0;
-    case TensorType::kQ4_K: return &kQ4_K;
-    case TensorType::kQ5_K: return &kQ5_K;
-    case TensorType::kQ6_K: return &kQ6_K;
-    default: return nullptr;  // Frugal's ids are answered above
+    case TensorType::kF32:
+      return &kF32;
+    case TensorType::kF16:
+      return &kF16;
+    case TensorType::kBF16:
+      return &kBF16;
+    case TensorType::kQ4_0:
+      return &kQ4_0;
+    case TensorType::kQ4_1:
+      return &kQ4_1;
+    case TensorType::kQ5_0:
+      return &kQ5_0;
+    case TensorType::kQ5_1:
+      return &kQ5_1;
+    case TensorType::kQ8_0:
+      return &kQ8_0;
+    case TensorType::kQ4_K:
+      return &kQ4_K;
+    case TensorType::kQ5_K:
+      return &kQ5_K;
+    case TensorType::kQ6_K:
+      return &kQ6_K;
+    default:
+      return nullptr;  // Frugal's ids are answered above
   }
 }
 
@@ -63,7 +75,8 @@ StatusOr<size_t> RowBytes(TensorType type, int64_t n) {
     return InvalidArgument("row of " + std::to_string(n) + " elements is not a multiple of the " +
                            info->name + " block size " + std::to_string(info->block_size));
   }
-  const size_t tile = info->tile_header_bytes + static_cast<size_t>(n / info->block_size) * info->block_bytes;
+  const size_t tile =
+      info->tile_header_bytes + static_cast<size_t>(n / info->block_size) * info->block_bytes;
   return tile / static_cast<size_t>(info->tile_rows);
 }
 

@@ -27,8 +27,8 @@ enum class TensorType : uint32_t {
   kQ6_K = 14,
   kBF16 = 30,
   // Frugal formats: 8 rows interleaved per tile (see BlockI8 and friends below).
-  kI8_C = 1024,     // INT8 symmetric, one float scale per output channel (row)
-  kI8_G32 = 1025,   // INT8 symmetric, fp16 scale per 32 / 64 / 128 input weights
+  kI8_C = 1024,    // INT8 symmetric, one float scale per output channel (row)
+  kI8_G32 = 1025,  // INT8 symmetric, fp16 scale per 32 / 64 / 128 input weights
   kI8_G64 = 1026,
   kI8_G128 = 1027,
   kI4S_G32 = 1028,  // INT4 symmetric (q - 8) * d, fp16 scale per group
@@ -73,14 +73,14 @@ constexpr int kQK = 32;    // elements per Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 block
 constexpr int kQKK = 256;  // elements per K-quant super-block
 
 struct BlockQ4_0 {
-  uint16_t d;         // fp16 scale
+  uint16_t d;           // fp16 scale
   uint8_t qs[kQK / 2];  // nibbles: low = elements 0..15, high = 16..31; value = (q - 8) * d
 };
 static_assert(sizeof(BlockQ4_0) == 18);
 
 struct BlockQ4_1 {
-  uint16_t d;         // fp16 scale
-  uint16_t m;         // fp16 minimum; value = q * d + m
+  uint16_t d;  // fp16 scale
+  uint16_t m;  // fp16 minimum; value = q * d + m
   uint8_t qs[kQK / 2];
 };
 static_assert(sizeof(BlockQ4_1) == 20);
@@ -149,8 +149,8 @@ constexpr int kTileRows = 8;
 constexpr int kStepBytes = 4;  // bytes of one row in one step
 
 template <int G>
-struct BlockI8 {  // value = q * d
-  uint16_t d[kTileRows];                    // fp16 scale of each row's group
+struct BlockI8 {                                                // value = q * d
+  uint16_t d[kTileRows];                                        // fp16 scale of each row's group
   int8_t qs[G / kQK][kQK / kStepBytes][kTileRows][kStepBytes];  // [chunk][step][row][byte]
 };
 static_assert(sizeof(BlockI8<32>) == 272 && sizeof(BlockI8<64>) == 528 &&
@@ -167,7 +167,7 @@ static_assert(sizeof(BlockI4S<32>) == 144 && sizeof(BlockI4S<64>) == 272 &&
 template <int G>
 struct BlockI4A {  // value = q * d + m, q in [0, 15]
   uint16_t d[kTileRows];
-  uint16_t m[kTileRows];                    // fp16 offset, -d * zero point
+  uint16_t m[kTileRows];  // fp16 offset, -d * zero point
   uint8_t qs[G / kQK][kQK / 2 / kStepBytes][kTileRows][kStepBytes];
 };
 static_assert(sizeof(BlockI4A<32>) == 160 && sizeof(BlockI4A<64>) == 288 &&

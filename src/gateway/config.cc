@@ -12,7 +12,8 @@ namespace frugal::gateway {
 namespace {
 
 // Every key of `node` must be one of `allowed`.
-Status CheckKeys(const YAML::Node& node, const std::string& where, const std::set<std::string>& allowed) {
+Status CheckKeys(const YAML::Node& node, const std::string& where,
+                 const std::set<std::string>& allowed) {
   if (!node.IsMap()) return InvalidArgument(where + " must be a mapping");
   for (const auto& kv : node) {
     const auto key = kv.first.as<std::string>();
@@ -37,8 +38,9 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
   try {
     const YAML::Node root = YAML::Load(text);
     if (root.IsNull()) return c;
-    FRUGAL_RETURN_IF_ERROR(CheckKeys(root, "the config", {"listen", "policy", "workers", "health", "retries", "cache",
-                                                          "api_keys", "admin_token", "limits", "default_max_tokens"}));
+    FRUGAL_RETURN_IF_ERROR(CheckKeys(root, "the config",
+                                     {"listen", "policy", "workers", "health", "retries", "cache",
+                                      "api_keys", "admin_token", "limits", "default_max_tokens"}));
     if (const auto l = root["listen"]) {
       FRUGAL_RETURN_IF_ERROR(CheckKeys(l, "listen", {"host", "port", "http_threads"}));
       Get(l, "host", c.host);
@@ -61,7 +63,8 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
       }
     }
     if (const auto h = root["health"]) {
-      FRUGAL_RETURN_IF_ERROR(CheckKeys(h, "health", {"interval_ms", "timeout_ms", "eject_after", "restore_after", "max_queue"}));
+      FRUGAL_RETURN_IF_ERROR(CheckKeys(
+          h, "health", {"interval_ms", "timeout_ms", "eject_after", "restore_after", "max_queue"}));
       int64_t v = c.health.interval.count();
       Get(h, "interval_ms", v);
       c.health.interval = std::chrono::milliseconds(v);
@@ -83,10 +86,12 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
       Get(l, "request_timeout_s", c.request_timeout_s);
     }
     if (const auto k = root["cache"]) {
-      FRUGAL_RETURN_IF_ERROR(CheckKeys(k, "cache", {"enabled", "model", "threads", "threshold", "namespace_thresholds", "ttl_s",
-                                                     "capacity", "snapshot", "snapshot_interval_s", "context_turns",
-                                                     "nondeterministic", "exact_match", "hnsw_m", "hnsw_ef_construction",
-                                                     "hnsw_ef_search", "redis", "redis_prefix", "redis_timeout_ms"}));
+      FRUGAL_RETURN_IF_ERROR(
+          CheckKeys(k, "cache",
+                    {"enabled", "model", "threads", "threshold", "namespace_thresholds", "ttl_s",
+                     "capacity", "snapshot", "snapshot_interval_s", "context_turns",
+                     "nondeterministic", "exact_match", "hnsw_m", "hnsw_ef_construction",
+                     "hnsw_ef_search", "redis", "redis_prefix", "redis_timeout_ms"}));
       Get(k, "enabled", c.cache.enabled);
       Get(k, "model", c.cache.model);
       Get(k, "threads", c.cache.threads);
@@ -106,7 +111,8 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
       Get(k, "redis_timeout_ms", c.cache.redis_timeout_ms);
       if (const auto nt = k["namespace_thresholds"]) {
         if (!nt.IsMap()) return InvalidArgument("cache.namespace_thresholds must be a mapping");
-        for (const auto& kv : nt) c.cache.namespace_threshold[kv.first.as<std::string>()] = kv.second.as<float>();
+        for (const auto& kv : nt)
+          c.cache.namespace_threshold[kv.first.as<std::string>()] = kv.second.as<float>();
       }
     }
     if (const auto ks = root["api_keys"]) {
@@ -141,37 +147,55 @@ StatusOr<GatewayConfig> LoadGatewayConfig(const std::string& path) {
 
 Status ValidateGatewayConfig(const GatewayConfig& c) {
   FRUGAL_RETURN_IF_ERROR(MakePolicy(c.policy).status());
-  if (c.http_threads < 1 || c.http_threads > 256) return InvalidArgument("listen.http_threads must be 1..256");
+  if (c.http_threads < 1 || c.http_threads > 256)
+    return InvalidArgument("listen.http_threads must be 1..256");
   if (c.max_body_bytes < 1) return InvalidArgument("limits.max_body_bytes must be >= 1");
   if (!(c.request_timeout_s > 0)) return InvalidArgument("limits.request_timeout_s must be > 0");
   // Upper bounds keep every duration far from chrono's overflow (and from nonsense).
-  if (!(c.request_timeout_s <= 1e6)) return InvalidArgument("limits.request_timeout_s must be at most 1000000");
-  if (c.health.interval.count() < 10 || c.health.interval.count() > 3'600'000) return InvalidArgument("health.interval_ms must be 10..3600000");
-  if (c.health.timeout.count() < 1 || c.health.timeout.count() > 3'600'000) return InvalidArgument("health.timeout_ms must be 1..3600000");
-  if (c.retry_backoff_ms > 60'000) return InvalidArgument("retries.backoff_ms must be at most 60000");
-  if (c.health.eject_after < 1 || c.health.restore_after < 1) return InvalidArgument("health.eject_after and restore_after must be >= 1");
+  if (!(c.request_timeout_s <= 1e6))
+    return InvalidArgument("limits.request_timeout_s must be at most 1000000");
+  if (c.health.interval.count() < 10 || c.health.interval.count() > 3'600'000)
+    return InvalidArgument("health.interval_ms must be 10..3600000");
+  if (c.health.timeout.count() < 1 || c.health.timeout.count() > 3'600'000)
+    return InvalidArgument("health.timeout_ms must be 1..3600000");
+  if (c.retry_backoff_ms > 60'000)
+    return InvalidArgument("retries.backoff_ms must be at most 60000");
+  if (c.health.eject_after < 1 || c.health.restore_after < 1)
+    return InvalidArgument("health.eject_after and restore_after must be >= 1");
   if (c.health.max_queue < 1) return InvalidArgument("health.max_queue must be >= 1");
   if (c.max_retries < 0 || c.max_retries > 10) return InvalidArgument("retries.max must be 0..10");
   if (c.retry_backoff_ms < 0) return InvalidArgument("retries.backoff_ms must be >= 0");
   if (c.default_max_tokens < 1) return InvalidArgument("default_max_tokens must be >= 1");
-  if (!(c.cache.threshold >= 0 && c.cache.threshold <= 1)) return InvalidArgument("cache.threshold must be in [0, 1] (0: the embedder's calibrated one)");
+  if (!(c.cache.threshold >= 0 && c.cache.threshold <= 1))
+    return InvalidArgument("cache.threshold must be in [0, 1] (0: the embedder's calibrated one)");
   for (const auto& [ns, t] : c.cache.namespace_threshold) {
-    if (!(t > 0 && t <= 1)) return InvalidArgument("cache.namespace_thresholds." + ns + " must be in (0, 1]");
+    if (!(t > 0 && t <= 1))
+      return InvalidArgument("cache.namespace_thresholds." + ns + " must be in (0, 1]");
   }
-  if (c.cache.ttl_s < 1 || c.cache.capacity < 1) return InvalidArgument("cache.ttl_s and cache.capacity must be >= 1");
+  if (c.cache.ttl_s < 1 || c.cache.capacity < 1)
+    return InvalidArgument("cache.ttl_s and cache.capacity must be >= 1");
   if (c.cache.threads < 1) return InvalidArgument("cache.threads must be >= 1");
-  if (c.cache.hnsw_m < 2 || c.cache.hnsw_m > 256) return InvalidArgument("cache.hnsw_m must be 2..256");
+  if (c.cache.hnsw_m < 2 || c.cache.hnsw_m > 256)
+    return InvalidArgument("cache.hnsw_m must be 2..256");
   if (c.cache.hnsw_ef_construction < c.cache.hnsw_m || c.cache.hnsw_ef_construction > 10'000) {
     return InvalidArgument("cache.hnsw_ef_construction must be hnsw_m..10000");
   }
   if (c.cache.hnsw_ef_search < 4 || c.cache.hnsw_ef_search > 10'000) {
-    return InvalidArgument("cache.hnsw_ef_search must be 4..10000 (at least the 4 candidates a lookup checks)");
+    return InvalidArgument(
+        "cache.hnsw_ef_search must be 4..10000 (at least the 4 candidates a lookup checks)");
   }
-  if (c.cache.ttl_s > 10LL * 366 * 86400) return InvalidArgument("cache.ttl_s must be at most 10 years");
-  if (!c.cache.redis.empty()) FRUGAL_RETURN_IF_ERROR(cache::ParseRedisAddress(c.cache.redis).status().WithContext("cache.redis"));
-  if (c.cache.redis_timeout_ms < 1 || c.cache.redis_timeout_ms > 60'000) return InvalidArgument("cache.redis_timeout_ms must be 1..60000");
-  if (!c.cache.redis.empty() && !c.cache.snapshot.empty()) return InvalidArgument("cache.snapshot is for the embedded cache; with cache.redis, Redis persists the entries");
-  if (c.cache.snapshot_interval_s < 0 || c.cache.snapshot_interval_s > 10'000'000) return InvalidArgument("cache.snapshot_interval_s must be 0..10000000");
+  if (c.cache.ttl_s > 10LL * 366 * 86400)
+    return InvalidArgument("cache.ttl_s must be at most 10 years");
+  if (!c.cache.redis.empty())
+    FRUGAL_RETURN_IF_ERROR(
+        cache::ParseRedisAddress(c.cache.redis).status().WithContext("cache.redis"));
+  if (c.cache.redis_timeout_ms < 1 || c.cache.redis_timeout_ms > 60'000)
+    return InvalidArgument("cache.redis_timeout_ms must be 1..60000");
+  if (!c.cache.redis.empty() && !c.cache.snapshot.empty())
+    return InvalidArgument(
+        "cache.snapshot is for the embedded cache; with cache.redis, Redis persists the entries");
+  if (c.cache.snapshot_interval_s < 0 || c.cache.snapshot_interval_s > 10'000'000)
+    return InvalidArgument("cache.snapshot_interval_s must be 0..10000000");
   // The pool's own rules (names, URLs, weights, duplicates), so a config it would refuse at start
   // is refused here, as a config error.
   WorkerPool probe(c.health);
@@ -182,10 +206,13 @@ Status ValidateGatewayConfig(const GatewayConfig& c) {
   std::set<std::string> keys;
   for (const auto& k : c.api_keys) {
     if (k.key.empty()) return InvalidArgument("an api key is empty");
-    if (!keys.insert(k.key).second) return InvalidArgument("api key '" + k.name + "' is listed twice");
-    if (k.rate_per_s < 0 || k.burst < 0) return InvalidArgument("api key '" + k.name + "': rate and burst must be >= 0");
+    if (!keys.insert(k.key).second)
+      return InvalidArgument("api key '" + k.name + "' is listed twice");
+    if (k.rate_per_s < 0 || k.burst < 0)
+      return InvalidArgument("api key '" + k.name + "': rate and burst must be >= 0");
     // A bucket smaller than one token could never pay for a request.
-    if (k.burst > 0 && k.burst < 1) return InvalidArgument("api key '" + k.name + "': burst must be 0 (= max(1, rate)) or >= 1");
+    if (k.burst > 0 && k.burst < 1)
+      return InvalidArgument("api key '" + k.name + "': burst must be 0 (= max(1, rate)) or >= 1");
   }
   return Status::Ok();
 }

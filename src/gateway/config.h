@@ -7,9 +7,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "frugal/status.h"
 #include "balancer/worker_pool.h"
 #include "cache/cache.h"
+#include "frugal/status.h"
 
 namespace frugal::gateway {
 
@@ -20,9 +20,9 @@ struct WorkerConfig {
 
 struct ApiKeyConfig {
   std::string key;
-  std::string name;          // the tenant: also the cache namespace of its requests
-  double rate_per_s = 0;     // token-bucket refill, requests per second; 0 = unlimited
-  double burst = 0;          // bucket size; 0 = max(1, rate_per_s)
+  std::string name;       // the tenant: also the cache namespace of its requests
+  double rate_per_s = 0;  // token-bucket refill, requests per second; 0 = unlimited
+  double burst = 0;       // bucket size; 0 = max(1, rate_per_s)
 };
 
 // The cache's part of the configuration lives with the cache (cache/cache.h).
@@ -37,7 +37,7 @@ struct GatewayConfig {
   std::string policy = "p2c";
   std::vector<WorkerConfig> workers;
   HealthOptions health;
-  int max_retries = 2;        // other workers tried after a failure before the first byte
+  int max_retries = 2;  // other workers tried after a failure before the first byte
   int64_t retry_backoff_ms = 25;
   int64_t default_max_tokens = 256;  // the cost estimate of a request that names none
   CacheConfig cache;

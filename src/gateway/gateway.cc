@@ -1,16 +1,16 @@
 #include "gateway/gateway.h"
 
+#include <strings.h>
+
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <strings.h>
-
 #include <cmath>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -20,8 +20,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "common/metrics.h"
 #include "cache/cache.h"
+#include "common/metrics.h"
 #include "gateway/rate_limit.h"
 #include "gateway/request.h"
 #include "gateway/stats.h"
@@ -44,10 +44,14 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 int64_t UnixNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
-double MsSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double MsSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 std::string ErrorBody(int status, std::string_view message, std::string_view code = {}) {
   return http::OpenAiErrorBody(status, message, code);
@@ -57,7 +61,8 @@ std::string ErrorBody(int status, std::string_view message, std::string_view cod
 std::string BearerToken(const http::Request& r) {
   const std::string& a = r.Header("authorization");
   constexpr std::string_view kBearer = "Bearer ";
-  if (a.size() > kBearer.size() && std::string_view(a).substr(0, kBearer.size()) == kBearer) return a.substr(kBearer.size());
+  if (a.size() > kBearer.size() && std::string_view(a).substr(0, kBearer.size()) == kBearer)
+    return a.substr(kBearer.size());
   return "";
 }
 
@@ -77,7 +82,9 @@ std::string LabelValue(std::string_view v) {
 
 // An answer worth caching ended by itself or at the request's own max_tokens (part of the scope,
 // so the same request would get the same text again); never one cut by an error or a cancel.
-bool Complete(const std::string& finish_reason) { return finish_reason == "stop" || finish_reason == "length"; }
+bool Complete(const std::string& finish_reason) {
+  return finish_reason == "stop" || finish_reason == "length";
+}
 
 // SSE framing of one JSON event.
 std::string SseData(const json& j) { return "data: " + j.dump() + "\n\n"; }
@@ -97,7 +104,8 @@ struct Call {
   // Cache.
   bool cacheable = false;
   std::string scope, ns, query;
-  std::optional<cache::LookupResult> looked_up;  // the miss's lookup: its vector is reused on insert
+  std::optional<cache::LookupResult>
+      looked_up;  // the miss's lookup: its vector is reused on insert
   // Routing.
   std::vector<std::string> tried;
   int retries = 0;
@@ -105,19 +113,19 @@ struct Call {
   std::atomic<bool> client_gone{false};
   std::atomic<bool> finished{false};
   std::mutex mu;
-  Lease lease;                // guarded by mu
+  Lease lease;                          // guarded by mu
   std::optional<uint64_t> upstream_id;  // guarded by mu
   // The current attempt.
   int status = 0;
   http::Headers up_headers;
-  std::string buffer;         // a non-streamed response
-  bool streaming = false;     // the client's stream has started: no retry any more
-  bool sent_any = false;      // a body byte went to the client
+  std::string buffer;      // a non-streamed response
+  bool streaming = false;  // the client's stream has started: no retry any more
+  bool sent_any = false;   // a body byte went to the client
   http::SseParser sse;
   std::string content, finish_reason;
   json usage;
   bool saw_done = false;
-  std::string tail;           // last bytes written to the client (to close a broken event)
+  std::string tail;  // last bytes written to the client (to close a broken event)
 };
 
 struct Gateway::Impl {
@@ -146,8 +154,8 @@ struct Gateway::Impl {
 
   std::mutex models_mu;
   std::map<std::string, std::set<std::string>> models;  // worker -> its model ids; guarded
-  std::map<std::string, int64_t> polls;                  // worker -> successful polls; guarded
-  std::set<std::string> checking;                        // workers with a poll in flight; guarded
+  std::map<std::string, int64_t> polls;                 // worker -> successful polls; guarded
+  std::set<std::string> checking;                       // workers with a poll in flight; guarded
 
   std::unique_ptr<http::Server> server;
   std::unique_ptr<http::Client> upstream, checker;
@@ -164,8 +172,8 @@ struct Gateway::Impl {
     int64_t started_unix = 0;
   };
   std::mutex rotation_mu;
-  Rotation rotation;             // guarded by rotation_mu
-  std::thread rotation_thread;   // joined at shutdown
+  Rotation rotation;            // guarded by rotation_mu
+  std::thread rotation_thread;  // joined at shutdown
   std::atomic<bool> stopped{false};
   std::mutex rng_mu;
   std::mt19937_64 rng{42};  // guarded by rng_mu
@@ -190,7 +198,8 @@ struct Gateway::Impl {
   void OnData(const std::shared_ptr<Call>& c, std::string_view data);
   void OnDone(const std::shared_ptr<Call>& c, const Status& st, size_t bytes);
   void Retry(const std::shared_ptr<Call>& c, std::string why);
-  void Refuse(const std::shared_ptr<Call>& c, int status, const std::string& message, bool retry_after);
+  void Refuse(const std::shared_ptr<Call>& c, int status, const std::string& message,
+              bool retry_after);
   void ReplyFromCache(const std::shared_ptr<Call>& c, const std::string& stored);
   void Store(const std::shared_ptr<Call>& c, const json& usage);
   void Finish(const std::shared_ptr<Call>& c, int status, bool hit);
@@ -209,7 +218,8 @@ void Gateway::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respo
   const std::string& p = req.path;
   auto only = [&](const char* method) {
     if (req.method == method) return true;
-    out->Send(405, "application/json", ErrorBody(405, "use " + std::string(method) + " for " + p), {{"Allow", method}});
+    out->Send(405, "application/json", ErrorBody(405, "use " + std::string(method) + " for " + p),
+              {{"Allow", method}});
     return false;
   };
   if (p == "/v1/chat/completions" || p == "/v1/completions") {
@@ -225,14 +235,16 @@ void Gateway::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respo
     if (any) {
       out->Send(200, "application/json", R"({"status":"ready"})");
     } else {
-      out->Send(503, "application/json", ErrorBody(503, "no healthy worker"), {{"Retry-After", "1"}});
+      out->Send(503, "application/json", ErrorBody(503, "no healthy worker"),
+                {{"Retry-After", "1"}});
     }
   } else if (p == "/metrics") {
     if (only("GET")) out->Send(200, "text/plain; version=0.0.4", RenderMetrics());
   } else if (p == "/status") {
     if (only("GET")) out->Send(200, "text/html; charset=utf-8", std::string(kStatusPageHtml));
   } else if (p == "/status.json") {
-    if (only("GET")) out->Send(200, "application/json", StatusJson(), {{"Cache-Control", "no-store"}});
+    if (only("GET"))
+      out->Send(200, "application/json", StatusJson(), {{"Cache-Control", "no-store"}});
   } else if (p.starts_with("/admin/")) {
     HandleAdmin(req, out);
   } else {
@@ -247,18 +259,22 @@ void Gateway::Impl::SendModels(const std::shared_ptr<http::Responder>& out) {
     for (const auto& [w, m] : models) ids.insert(m.begin(), m.end());
   }
   json data = json::array();
-  for (const auto& id : ids) data.push_back({{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "frugal"}});
+  for (const auto& id : ids)
+    data.push_back({{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "frugal"}});
   out->Send(200, "application/json", json{{"object", "list"}, {"data", data}}.dump());
 }
 
-void Gateway::Impl::HandleCompletion(const http::Request& req, std::shared_ptr<http::Responder> out, bool chat) {
+void Gateway::Impl::HandleCompletion(const http::Request& req, std::shared_ptr<http::Responder> out,
+                                     bool chat) {
   requests->Add(1, chat ? "chat" : "completions");
   // Who is asking, and may they.
   std::string ns = "default";
   if (!keys.empty()) {
     const std::string token = BearerToken(req);
     if (token.empty()) {
-      out->Send(401, "application/json", ErrorBody(401, "missing API key: send Authorization: Bearer <key>", "invalid_api_key"));
+      out->Send(
+          401, "application/json",
+          ErrorBody(401, "missing API key: send Authorization: Bearer <key>", "invalid_api_key"));
       return;
     }
     auto it = keys.find(token);
@@ -269,8 +285,11 @@ void Gateway::Impl::HandleCompletion(const http::Request& req, std::shared_ptr<h
     double wait_s = 0;
     if (!it->second.bucket->TryTake(Clock::now(), &wait_s)) {
       rate_limited->Add(1, it->second.cfg.name);
-      const auto secs = std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wait_s))));
-      out->Send(429, "application/json", ErrorBody(429, "rate limit of API key '" + it->second.cfg.name + "' exceeded", "rate_limit_exceeded"),
+      const auto secs =
+          std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wait_s))));
+      out->Send(429, "application/json",
+                ErrorBody(429, "rate limit of API key '" + it->second.cfg.name + "' exceeded",
+                          "rate_limit_exceeded"),
                 {{"Retry-After", secs}});
       return;
     }
@@ -291,7 +310,9 @@ void Gateway::Impl::HandleCompletion(const http::Request& req, std::shared_ptr<h
     std::set<std::string> ids;
     for (const auto& [w, m] : models) ids.insert(m.begin(), m.end());
     if (!ids.empty() && !ids.count(parsed->model)) {
-      out->Send(404, "application/json", ErrorBody(404, "the model '" + parsed->model + "' does not exist", "model_not_found"));
+      out->Send(
+          404, "application/json",
+          ErrorBody(404, "the model '" + parsed->model + "' does not exist", "model_not_found"));
       return;
     }
   }
@@ -306,7 +327,8 @@ void Gateway::Impl::HandleCompletion(const http::Request& req, std::shared_ptr<h
   c->cost = parsed->cost;
   c->body = req.body;
   const std::string& cc = req.Header("cache-control");
-  const bool no_cache = cc.find("no-cache") != std::string::npos || cc.find("no-store") != std::string::npos;
+  const bool no_cache =
+      cc.find("no-cache") != std::string::npos || cc.find("no-store") != std::string::npos;
   if (cache && parsed->cacheable && !no_cache) {
     c->cacheable = true;
     c->ns = ns;
@@ -357,7 +379,8 @@ void Gateway::Impl::ReplyFromCache(const std::shared_ptr<Call>& c, const std::st
   const std::string finish = s.is_object() ? s.value("finish_reason", "stop") : "stop";
   const json usage = s.is_object() && s.contains("usage") ? s["usage"] : json(nullptr);
   const int64_t created = UnixNow();
-  const std::string id = (c->chat ? "chatcmpl-cache-" : "cmpl-cache-") + std::to_string(total_requests.load());
+  const std::string id =
+      (c->chat ? "chatcmpl-cache-" : "cmpl-cache-") + std::to_string(total_requests.load());
   const http::Headers h = {{"X-Frugal-Cache", "hit"}};
   if (!c->stream) {
     json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", nullptr}};
@@ -366,8 +389,12 @@ void Gateway::Impl::ReplyFromCache(const std::shared_ptr<Call>& c, const std::st
     } else {
       choice["text"] = content;
     }
-    json r = {{"id", id}, {"object", c->chat ? "chat.completion" : "text_completion"}, {"created", created},
-              {"model", c->model}, {"choices", json::array({choice})}, {"system_fingerprint", "frugal-cache"}};
+    json r = {{"id", id},
+              {"object", c->chat ? "chat.completion" : "text_completion"},
+              {"created", created},
+              {"model", c->model},
+              {"choices", json::array({choice})},
+              {"system_fingerprint", "frugal-cache"}};
     if (!usage.is_null()) r["usage"] = usage;
     c->out->Send(200, "application/json", r.dump(), h);
     Finish(c, 200, true);
@@ -383,7 +410,11 @@ void Gateway::Impl::ReplyFromCache(const std::shared_ptr<Call>& c, const std::st
     } else {
       choice["text"] = std::move(delta_or_text);
     }
-    return json{{"id", id}, {"object", object}, {"created", created}, {"model", c->model}, {"choices", json::array({choice})}};
+    return json{{"id", id},
+                {"object", object},
+                {"created", created},
+                {"model", c->model},
+                {"choices", json::array({choice})}};
   };
   std::string events;
   if (c->chat) events += SseData(chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr));
@@ -402,7 +433,8 @@ void Gateway::Impl::ReplyFromCache(const std::shared_ptr<Call>& c, const std::st
   }
   events += SseData(chunk(c->chat ? json::object() : json(""), finish));
   if (c->include_usage && !usage.is_null()) {
-    json u = {{"id", id}, {"object", object}, {"created", created}, {"model", c->model}, {"choices", json::array()}, {"usage", usage}};
+    json u = {{"id", id},          {"object", object},         {"created", created},
+              {"model", c->model}, {"choices", json::array()}, {"usage", usage}};
     events += SseData(u);
   }
   events += "data: [DONE]\n\n";
@@ -416,8 +448,10 @@ void Gateway::Impl::Store(const std::shared_ptr<Call>& c, const json& usage) {
   json s = {{"content", c->content}, {"finish_reason", c->finish_reason}};
   if (!usage.is_null()) s["usage"] = usage;
   net::post(*cache_pool, [this, c, v = s.dump()] {
-    Status st = cache->Insert(c->scope, c->ns, c->query, v, c->looked_up ? &*c->looked_up : nullptr);
-    if (!st.ok()) std::fprintf(stderr, "frugal gateway: cache insert failed: %s\n", st.message().c_str());
+    Status st =
+        cache->Insert(c->scope, c->ns, c->query, v, c->looked_up ? &*c->looked_up : nullptr);
+    if (!st.ok())
+      std::fprintf(stderr, "frugal gateway: cache insert failed: %s\n", st.message().c_str());
   });
 }
 
@@ -520,12 +554,14 @@ void Gateway::Impl::OnData(const std::shared_ptr<Call>& c, std::string_view data
     if (j.contains("usage") && j["usage"].is_object()) c->usage = j["usage"];
     if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return;
     const json& ch = j["choices"][0];
-    if (c->chat && ch.contains("delta") && ch["delta"].is_object() && ch["delta"].contains("content") && ch["delta"]["content"].is_string()) {
+    if (c->chat && ch.contains("delta") && ch["delta"].is_object() &&
+        ch["delta"].contains("content") && ch["delta"]["content"].is_string()) {
       c->content += ch["delta"]["content"].get<std::string>();
     } else if (!c->chat && ch.contains("text") && ch["text"].is_string()) {
       c->content += ch["text"].get<std::string>();
     }
-    if (ch.contains("finish_reason") && ch["finish_reason"].is_string()) c->finish_reason = ch["finish_reason"].get<std::string>();
+    if (ch.contains("finish_reason") && ch["finish_reason"].is_string())
+      c->finish_reason = ch["finish_reason"].get<std::string>();
   });
 }
 
@@ -555,7 +591,8 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
     const std::string why = st.ok() ? "the worker's stream ended early" : st.message();
     std::string tailer;
     if (!c->tail.empty() && c->tail != "\n\n") tailer = c->tail.back() == '\n' ? "\n" : "\n\n";
-    json err = json::parse(ErrorBody(502, "the worker failed while streaming: " + why, "worker_failed"));
+    json err =
+        json::parse(ErrorBody(502, "the worker failed while streaming: " + why, "worker_failed"));
     c->out->Write(tailer + SseData(err) + "data: [DONE]\n\n");
     c->out->End();
     stream_errors->Add();
@@ -581,15 +618,20 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
     Retry(c, "worker overloaded");
     return;
   }
-  pool.ReportRequest(lease, c->status >= 500 ? Outcome::kFailure : Outcome::kSuccess, "HTTP " + std::to_string(c->status));
+  pool.ReportRequest(lease, c->status >= 500 ? Outcome::kFailure : Outcome::kSuccess,
+                     "HTTP " + std::to_string(c->status));
   lease = Lease();
   if (c->status == 200) {
     json j = json::parse(c->buffer, nullptr, false);
-    if (c->cacheable && j.is_object() && j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
+    if (c->cacheable && j.is_object() && j.contains("choices") && j["choices"].is_array() &&
+        !j["choices"].empty()) {
       const json& ch = j["choices"][0];
-      c->finish_reason = ch.contains("finish_reason") && ch["finish_reason"].is_string() ? ch["finish_reason"].get<std::string>() : "";
+      c->finish_reason = ch.contains("finish_reason") && ch["finish_reason"].is_string()
+                             ? ch["finish_reason"].get<std::string>()
+                             : "";
       if (Complete(c->finish_reason)) {
-        if (c->chat && ch.contains("message") && ch["message"].is_object() && ch["message"].contains("content") && ch["message"]["content"].is_string()) {
+        if (c->chat && ch.contains("message") && ch["message"].is_object() &&
+            ch["message"].contains("content") && ch["message"]["content"].is_string()) {
           c->content = ch["message"]["content"].get<std::string>();
           Store(c, j.value("usage", json(nullptr)));
         } else if (!c->chat && ch.contains("text") && ch["text"].is_string()) {
@@ -621,7 +663,8 @@ void Gateway::Impl::Retry(const std::shared_ptr<Call>& c, std::string why) {
     std::lock_guard<std::mutex> lock(rng_mu);
     jitter = std::uniform_real_distribution<double>(0.5, 1.5)(rng);
   }
-  const auto delay = std::chrono::microseconds(static_cast<int64_t>(1e3 * static_cast<double>(cfg.retry_backoff_ms) * std::pow(2.0, c->retries - 1) * jitter));
+  const auto delay = std::chrono::microseconds(static_cast<int64_t>(
+      1e3 * static_cast<double>(cfg.retry_backoff_ms) * std::pow(2.0, c->retries - 1) * jitter));
   auto timer = std::make_shared<net::steady_timer>(timers, delay);
   timer->async_wait([this, c, timer](const boost::system::error_code& ec) {
     if (ec) {
@@ -632,14 +675,17 @@ void Gateway::Impl::Retry(const std::shared_ptr<Call>& c, std::string why) {
   });
 }
 
-void Gateway::Impl::Refuse(const std::shared_ptr<Call>& c, int status, const std::string& message, bool retry_after) {
+void Gateway::Impl::Refuse(const std::shared_ptr<Call>& c, int status, const std::string& message,
+                           bool retry_after) {
   if (c->client_gone) {
     Finish(c, 499, false);
     return;
   }
   http::Headers h = {{"X-Frugal-Cache", "miss"}};
   if (retry_after) h.emplace_back("Retry-After", "1");
-  c->out->Send(status, "application/json", ErrorBody(status, message, status == 503 ? "no_worker_available" : "worker_failed"), h);
+  c->out->Send(status, "application/json",
+               ErrorBody(status, message, status == 503 ? "no_worker_available" : "worker_failed"),
+               h);
   Finish(c, status, false);
 }
 
@@ -675,12 +721,14 @@ void Gateway::Impl::PollAll() {
     std::lock_guard<std::mutex> lock(models_mu);
     // Forget removed workers' models.
     for (auto it = models.begin(); it != models.end();) {
-      const bool live = std::any_of(targets.begin(), targets.end(), [&](const auto& t) { return t.first == it->first; });
+      const bool live = std::any_of(targets.begin(), targets.end(),
+                                    [&](const auto& t) { return t.first == it->first; });
       it = live ? std::next(it) : models.erase(it);
     }
   }
   for (const auto& target : targets) {
-    // Copies, not structured bindings: lambdas below capture them (clang 14 cannot capture a binding).
+    // Copies, not structured bindings: lambdas below capture them (clang 14 cannot capture a
+    // binding).
     const std::string name = target.first;
     const std::pair<std::string, uint16_t> hp = target.second;
     {
@@ -701,9 +749,10 @@ void Gateway::Impl::PollAll() {
       // A StatusOr is never made from an OK status: the poll's own failure, the worker's 5xx
       // (only the worker's own failures count; a 4xx would be ours, and is not expected), or the
       // parsed report.
-      StatusOr<WorkerLoad> load = !st.ok()        ? StatusOr<WorkerLoad>(st)
-                                  : *code >= 500 ? StatusOr<WorkerLoad>(IoError("HTTP " + std::to_string(*code)))
-                                                 : ParseWorkerLoad(*body);
+      StatusOr<WorkerLoad> load =
+          !st.ok()       ? StatusOr<WorkerLoad>(st)
+          : *code >= 500 ? StatusOr<WorkerLoad>(IoError("HTTP " + std::to_string(*code)))
+                         : ParseWorkerLoad(*body);
       pool.ReportCheck(name, load);
       bool fetch_models = false;
       {
@@ -725,7 +774,8 @@ void Gateway::Impl::PollAll() {
         if (!j.is_object() || !j.contains("data") || !j["data"].is_array()) return;
         std::set<std::string> ids;
         for (const auto& e : j["data"]) {
-          if (e.is_object() && e.contains("id") && e["id"].is_string()) ids.insert(e["id"].get<std::string>());
+          if (e.is_object() && e.contains("id") && e["id"].is_string())
+            ids.insert(e["id"].get<std::string>());
         }
         std::lock_guard<std::mutex> lock(models_mu);
         if (pool.size() > 0) models[name] = std::move(ids);
@@ -739,7 +789,8 @@ void Gateway::Impl::PollAll() {
 // ---------------------------------------------------------------------------------------------
 // Admin, metrics, status
 
-json Gateway::Impl::WorkerJson(const WorkerInfo& w, const std::map<std::string, double>& shares) const {
+json Gateway::Impl::WorkerJson(const WorkerInfo& w,
+                               const std::map<std::string, double>& shares) const {
   auto s = shares.find(w.name);
   return {{"name", w.name},
           {"url", w.url},
@@ -748,8 +799,12 @@ json Gateway::Impl::WorkerJson(const WorkerInfo& w, const std::map<std::string, 
           {"queue", static_cast<int64_t>(std::llround(w.est_queue))},
           {"in_flight", w.in_flight},
           {"backlog_ms", w.est_backlog_ms},
-          {"reported", {{"waiting", w.load.waiting}, {"running", w.load.running}, {"backlog_ms", w.load.backlog_ms},
-                        {"prefill_ms_per_token", w.load.prefill_ms_per_token}, {"decode_ms_per_token", w.load.decode_ms_per_token}}},
+          {"reported",
+           {{"waiting", w.load.waiting},
+            {"running", w.load.running},
+            {"backlog_ms", w.load.backlog_ms},
+            {"prefill_ms_per_token", w.load.prefill_ms_per_token},
+            {"decode_ms_per_token", w.load.decode_ms_per_token}}},
           {"share", s == shares.end() ? 0.0 : s->second},
           {"chosen", w.chosen},
           {"ejections", w.ejections},
@@ -757,15 +812,18 @@ json Gateway::Impl::WorkerJson(const WorkerInfo& w, const std::map<std::string, 
           {"last_error", w.last_error}};
 }
 
-void Gateway::Impl::HandleAdmin(const http::Request& req, const std::shared_ptr<http::Responder>& out) {
+void Gateway::Impl::HandleAdmin(const http::Request& req,
+                                const std::shared_ptr<http::Responder>& out) {
   if (cfg.admin_token.empty()) {
-    out->Send(403, "application/json", ErrorBody(403, "the admin API is off: set admin_token in the config"));
+    out->Send(403, "application/json",
+              ErrorBody(403, "the admin API is off: set admin_token in the config"));
     return;
   }
   std::string token = BearerToken(req);
   if (token.empty()) token = req.Header("x-admin-token");
   if (token != cfg.admin_token) {
-    out->Send(401, "application/json", ErrorBody(401, "missing or wrong admin token", "invalid_admin_token"));
+    out->Send(401, "application/json",
+              ErrorBody(401, "missing or wrong admin token", "invalid_admin_token"));
     return;
   }
   auto reply = [&](const Status& st, int ok_status, const json& body) {
@@ -790,12 +848,14 @@ void Gateway::Impl::HandleAdmin(const http::Request& req, const std::shared_ptr<
   } else if (p == "/admin/workers" && req.method == "POST") {
     json j = json::parse(req.body, nullptr, false);
     if (!j.is_object() || !j.contains("url") || !j["url"].is_string()) {
-      reply(InvalidArgument("send {\"name\": ..., \"url\": \"http://host:port\", \"weight\": 1}"), 0, nullptr);
+      reply(InvalidArgument("send {\"name\": ..., \"url\": \"http://host:port\", \"weight\": 1}"),
+            0, nullptr);
       return;
     }
     const auto current = pool.List();
     auto taken = [&](const std::string& n) {
-      return std::any_of(current.begin(), current.end(), [&](const WorkerInfo& w) { return w.name == n; });
+      return std::any_of(current.begin(), current.end(),
+                         [&](const WorkerInfo& w) { return w.name == n; });
     };
     std::string name;
     if (j.contains("name") && j["name"].is_string()) {
@@ -807,14 +867,16 @@ void Gateway::Impl::HandleAdmin(const http::Request& req, const std::shared_ptr<
     } else {
       for (size_t i = 0; name.empty() || taken(name); ++i) name = "w" + std::to_string(i);
     }
-    const double weight = j.contains("weight") && j["weight"].is_number() ? j["weight"].get<double>() : 1.0;
+    const double weight =
+        j.contains("weight") && j["weight"].is_number() ? j["weight"].get<double>() : 1.0;
     Status st = pool.Add(name, j["url"].get<std::string>(), weight);
     reply(st, 201, {{"added", name}});
     if (st.ok()) net::post(timers, [this] { PollAll(); });  // know its load and models at once
   } else if (p.starts_with(prefix) && req.method == "DELETE") {
     const std::string name = p.substr(prefix.size());
     reply(pool.Remove(name), 200, {{"removed", name}});
-  } else if (p.starts_with(prefix) && req.method == "POST" && (p.ends_with("/drain") || p.ends_with("/undrain"))) {
+  } else if (p.starts_with(prefix) && req.method == "POST" &&
+             (p.ends_with("/drain") || p.ends_with("/undrain"))) {
     const bool drain = p.ends_with("/drain");
     const std::string name = p.substr(prefix.size(), p.size() - prefix.size() - (drain ? 6 : 8));
     reply(pool.SetDraining(name, drain), 200, {{drain ? "draining" : "undrained", name}});
@@ -844,7 +906,8 @@ void Gateway::Impl::HandleAdmin(const http::Request& req, const std::shared_ptr<
     std::lock_guard<std::mutex> l(rotation_mu);
     reply(Status::Ok(), 200, RotationJson());
   } else {
-    out->Send(404, "application/json", ErrorBody(404, "unknown admin route " + req.method + " " + p, "not_found"));
+    out->Send(404, "application/json",
+              ErrorBody(404, "unknown admin route " + req.method + " " + p, "not_found"));
   }
 }
 
@@ -861,20 +924,25 @@ json Gateway::Impl::RotationJson() const {
 // again), {"hnsw": {"m", "ef_construction", "ef_search"}} rebuilds with new index parameters,
 // {} compacts. Lookups and inserts go on throughout (cache.h, Rotate); 202 at once, then
 // GET /admin/cache/rotation until "done".
-void Gateway::Impl::StartRotation(const std::string& body, const std::shared_ptr<http::Responder>& out) {
+void Gateway::Impl::StartRotation(const std::string& body,
+                                  const std::shared_ptr<http::Responder>& out) {
   if (!cache) {
     out->Send(400, "application/json", ErrorBody(400, "the cache is off"));
     return;
   }
   json j = json::parse(body.empty() ? "{}" : body, nullptr, false);
   if (!j.is_object()) {
-    out->Send(400, "application/json", ErrorBody(400, "send {\"model\": PATH} and/or {\"hnsw\": {\"m\", \"ef_construction\", \"ef_search\"}}"));
+    out->Send(400, "application/json",
+              ErrorBody(400,
+                        "send {\"model\": PATH} and/or {\"hnsw\": {\"m\", \"ef_construction\", "
+                        "\"ef_search\"}}"));
     return;
   }
   std::string model;
   if (j.contains("model")) {
     if (!j["model"].is_string() || j["model"].get<std::string>().empty()) {
-      out->Send(400, "application/json", ErrorBody(400, "\"model\" must be the path of an embedding model"));
+      out->Send(400, "application/json",
+                ErrorBody(400, "\"model\" must be the path of an embedding model"));
       return;
     }
     model = j["model"].get<std::string>();
@@ -895,10 +963,14 @@ void Gateway::Impl::StartRotation(const std::string& body, const std::shared_ptr
     hp.m = static_cast<size_t>(cfg.cache.hnsw_m);
     hp.ef_construction = static_cast<size_t>(cfg.cache.hnsw_ef_construction);
     hp.ef_search = static_cast<size_t>(cfg.cache.hnsw_ef_search);
-    for (auto [key, field] : {std::pair<const char*, size_t*>{"m", &hp.m}, {"ef_construction", &hp.ef_construction}, {"ef_search", &hp.ef_search}}) {
+    for (auto [key, field] : {std::pair<const char*, size_t*>{"m", &hp.m},
+                              {"ef_construction", &hp.ef_construction},
+                              {"ef_search", &hp.ef_search}}) {
       if (!h.contains(key)) continue;
-      if (!h[key].is_number_integer() || h[key].get<int64_t>() < 2 || h[key].get<int64_t>() > 4096) {
-        out->Send(400, "application/json", ErrorBody(400, std::string("hnsw.") + key + " must be an integer in [2, 4096]"));
+      if (!h[key].is_number_integer() || h[key].get<int64_t>() < 2 ||
+          h[key].get<int64_t>() > 4096) {
+        out->Send(400, "application/json",
+                  ErrorBody(400, std::string("hnsw.") + key + " must be an integer in [2, 4096]"));
         return;
       }
       *field = static_cast<size_t>(h[key].get<int64_t>());
@@ -907,7 +979,8 @@ void Gateway::Impl::StartRotation(const std::string& body, const std::shared_ptr
   }
   std::lock_guard<std::mutex> l(rotation_mu);
   if (rotation.state == "running") {
-    out->Send(409, "application/json", ErrorBody(409, "a rotation is running (GET /admin/cache/rotation)"));
+    out->Send(409, "application/json",
+              ErrorBody(409, "a rotation is running (GET /admin/cache/rotation)"));
     return;
   }
   if (rotation_thread.joinable()) rotation_thread.join();  // the previous one has finished
@@ -933,8 +1006,9 @@ void Gateway::Impl::StartRotation(const std::string& body, const std::shared_ptr
     rotation.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     rotation.state = st.ok() ? "done" : "failed";
     if (!st.ok()) rotation.error = st.message();
-    std::fprintf(stderr, "frugal gateway: cache rotation %s in %.2f s%s%s\n", rotation.state.c_str(), rotation.seconds,
-                 st.ok() ? "" : ": ", st.ok() ? "" : st.message().c_str());
+    std::fprintf(stderr, "frugal gateway: cache rotation %s in %.2f s%s%s\n",
+                 rotation.state.c_str(), rotation.seconds, st.ok() ? "" : ": ",
+                 st.ok() ? "" : st.message().c_str());
   });
   out->Send(202, "application/json", RotationJson().dump());
 }
@@ -954,25 +1028,36 @@ std::string Gateway::Impl::RenderMetrics() {
     std::snprintf(b, sizeof b, "%.17g", v);
     return std::string(b);
   };
-  family("frugal_gateway_worker_state", "gauge", "1 for the worker's current state", [&](const WorkerInfo& w) {
-    std::string o;
-    for (auto st : {WorkerState::kHealthy, WorkerState::kEjected, WorkerState::kHalfOpen, WorkerState::kDraining}) {
-      o += "frugal_gateway_worker_state{worker=\"" + LabelValue(w.name) + "\",state=\"" + std::string(StateName(st)) + "\"} " +
-           (w.state == st ? "1" : "0") + "\n";
-    }
-    return o;
-  });
+  family("frugal_gateway_worker_state", "gauge", "1 for the worker's current state",
+         [&](const WorkerInfo& w) {
+           std::string o;
+           for (auto st : {WorkerState::kHealthy, WorkerState::kEjected, WorkerState::kHalfOpen,
+                           WorkerState::kDraining}) {
+             o += "frugal_gateway_worker_state{worker=\"" + LabelValue(w.name) + "\",state=\"" +
+                  std::string(StateName(st)) + "\"} " + (w.state == st ? "1" : "0") + "\n";
+           }
+           return o;
+         });
   auto simple = [&](const char* name, const char* type, const char* help, auto get) {
     family(name, type, help, [&](const WorkerInfo& w) {
       return std::string(name) + "{worker=\"" + LabelValue(w.name) + "\"} " + num(get(w)) + "\n";
     });
   };
-  simple("frugal_gateway_worker_weight", "gauge", "configured routing weight", [](const WorkerInfo& w) { return w.weight; });
-  simple("frugal_gateway_worker_in_flight", "gauge", "requests this gateway has in flight on the worker", [](const WorkerInfo& w) { return static_cast<double>(w.in_flight); });
-  simple("frugal_gateway_worker_queue", "gauge", "estimated requests waiting and running on the worker", [](const WorkerInfo& w) { return w.est_queue; });
-  simple("frugal_gateway_worker_backlog_ms", "gauge", "estimated machine time of the work ahead on the worker", [](const WorkerInfo& w) { return w.est_backlog_ms; });
-  simple("frugal_gateway_worker_chosen_total", "counter", "requests routed to the worker", [](const WorkerInfo& w) { return static_cast<double>(w.chosen); });
-  simple("frugal_gateway_worker_ejections_total", "counter", "times the worker was ejected", [](const WorkerInfo& w) { return static_cast<double>(w.ejections); });
+  simple("frugal_gateway_worker_weight", "gauge", "configured routing weight",
+         [](const WorkerInfo& w) { return w.weight; });
+  simple("frugal_gateway_worker_in_flight", "gauge",
+         "requests this gateway has in flight on the worker",
+         [](const WorkerInfo& w) { return static_cast<double>(w.in_flight); });
+  simple("frugal_gateway_worker_queue", "gauge",
+         "estimated requests waiting and running on the worker",
+         [](const WorkerInfo& w) { return w.est_queue; });
+  simple("frugal_gateway_worker_backlog_ms", "gauge",
+         "estimated machine time of the work ahead on the worker",
+         [](const WorkerInfo& w) { return w.est_backlog_ms; });
+  simple("frugal_gateway_worker_chosen_total", "counter", "requests routed to the worker",
+         [](const WorkerInfo& w) { return static_cast<double>(w.chosen); });
+  simple("frugal_gateway_worker_ejections_total", "counter", "times the worker was ejected",
+         [](const WorkerInfo& w) { return static_cast<double>(w.ejections); });
   if (cache) s += cache->metrics().Render();
   return s;
 }
@@ -984,25 +1069,43 @@ std::string Gateway::Impl::StatusJson() {
   for (const auto& w : pool.List()) ws.push_back(WorkerJson(w, shares));
   json series = json::array();
   for (const auto& p : stats.Series(now)) {
-    series.push_back({{"t", p.t}, {"requests", p.requests}, {"errors", p.errors},
-                      {"p95_ms", p.p95_ms ? json(*p.p95_ms) : json(nullptr)},
-                      {"hit_rate", p.requests - p.errors > 0 ? json(static_cast<double>(p.hits) / static_cast<double>(p.requests - p.errors)) : json(nullptr)}});
+    series.push_back(
+        {{"t", p.t},
+         {"requests", p.requests},
+         {"errors", p.errors},
+         {"p95_ms", p.p95_ms ? json(*p.p95_ms) : json(nullptr)},
+         {"hit_rate", p.requests - p.errors > 0 ? json(static_cast<double>(p.hits) /
+                                                       static_cast<double>(p.requests - p.errors))
+                                                : json(nullptr)}});
   }
   const int64_t req = total_requests.load(), err = total_errors.load(), hits = total_hits.load();
   const auto p95 = stats.P95Ms(now, 60);
-  json totals = {{"requests", req}, {"errors", err}, {"retries", total_retries.load()}, {"cache_hits", hits},
-                 {"hit_rate", req - err > 0 ? static_cast<double>(hits) / static_cast<double>(req - err) : 0.0},
-                 {"p95_ms_1m", p95 ? json(*p95) : json(nullptr)}, {"rps_1m", stats.Rps(now, 60)},
+  json totals = {{"requests", req},
+                 {"errors", err},
+                 {"retries", total_retries.load()},
+                 {"cache_hits", hits},
+                 {"hit_rate",
+                  req - err > 0 ? static_cast<double>(hits) / static_cast<double>(req - err) : 0.0},
+                 {"p95_ms_1m", p95 ? json(*p95) : json(nullptr)},
+                 {"rps_1m", stats.Rps(now, 60)},
                  {"ejections", pool.ejections()}};
-  json g = {{"policy", policy->name()}, {"uptime_s", MsSince(started) / 1e3}, {"version", "0.1.0"}, {"cache", cache != nullptr}};
-  return json{{"gateway", g}, {"workers", ws}, {"window_s", TrafficStats::kBuckets * TrafficStats::kBucketS},
-              {"bucket_s", TrafficStats::kBucketS}, {"series", series}, {"totals", totals}}
+  json g = {{"policy", policy->name()},
+            {"uptime_s", MsSince(started) / 1e3},
+            {"version", "0.1.0"},
+            {"cache", cache != nullptr}};
+  return json{{"gateway", g},
+              {"workers", ws},
+              {"window_s", TrafficStats::kBuckets * TrafficStats::kBucketS},
+              {"bucket_s", TrafficStats::kBucketS},
+              {"series", series},
+              {"totals", totals}}
       .dump();
 }
 
 // ---------------------------------------------------------------------------------------------
 
-StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config, std::shared_ptr<cache::Embedder> embedder) {
+StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
+                                                  std::shared_ptr<cache::Embedder> embedder) {
   FRUGAL_RETURN_IF_ERROR(ValidateGatewayConfig(config));
   auto impl = std::make_unique<Impl>(std::move(config));
   Impl& g = *impl;
@@ -1010,28 +1113,46 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config, std::sha
   if (!policy.ok()) return policy.status();
   g.policy = std::move(policy).value();
   for (const auto& w : g.cfg.workers) FRUGAL_RETURN_IF_ERROR(g.pool.Add(w.name, w.url, w.weight));
-  for (const auto& k : g.cfg.api_keys) g.keys[k.key] = {k, std::make_unique<TokenBucket>(k.rate_per_s, k.burst)};
+  for (const auto& k : g.cfg.api_keys)
+    g.keys[k.key] = {k, std::make_unique<TokenBucket>(k.rate_per_s, k.burst)};
   if (g.cfg.cache.enabled && embedder) {
     auto c = cache::OpenCache(std::move(embedder), g.cfg.cache);
     if (!c.ok()) return c.status();
     g.cache = std::move(c).value();
     // Two lanes per embedding thread: a long query (its own engine, cache/embedder.h) never
     // takes the thread a short one waits for.
-    g.cache_pool = std::make_unique<net::thread_pool>(static_cast<size_t>(2 * std::max(1, g.cfg.cache.threads)));
+    g.cache_pool = std::make_unique<net::thread_pool>(
+        static_cast<size_t>(2 * std::max(1, g.cfg.cache.threads)));
   }
-  g.requests = &g.metrics.AddCounter("frugal_gateway_requests", "completion requests accepted, by route", "route");
-  g.responses = &g.metrics.AddCounter("frugal_gateway_responses", "completion responses, by HTTP status (499: client left)", "code");
-  g.retries = &g.metrics.AddCounter("frugal_gateway_retries", "requests sent again to another worker after a failure before the first byte");
-  g.cache_lookups = &g.metrics.AddCounter("frugal_gateway_cache", "cache outcome per request: hit, miss, bypass (not cacheable)", "result");
-  g.stream_errors = &g.metrics.AddCounter("frugal_gateway_stream_errors", "streams that broke midway and ended with an SSE error event");
-  g.rate_limited = &g.metrics.AddCounter("frugal_gateway_rate_limited", "requests refused with 429, by API key name", "key");
-  g.latency = &g.metrics.AddHistogram("frugal_gateway_request_duration_seconds", "arrival to the last byte, every completion request", MetricsRegistry::LatencyBuckets());
-  g.ttft = &g.metrics.AddHistogram("frugal_gateway_ttft_seconds", "arrival to the first streamed content byte", MetricsRegistry::LatencyBuckets());
-  g.metrics.AddGauge("frugal_gateway_ejections", "workers ejected since start (all workers)", [&g] { return static_cast<double>(g.pool.ejections()); });
+  g.requests = &g.metrics.AddCounter("frugal_gateway_requests",
+                                     "completion requests accepted, by route", "route");
+  g.responses =
+      &g.metrics.AddCounter("frugal_gateway_responses",
+                            "completion responses, by HTTP status (499: client left)", "code");
+  g.retries = &g.metrics.AddCounter(
+      "frugal_gateway_retries",
+      "requests sent again to another worker after a failure before the first byte");
+  g.cache_lookups = &g.metrics.AddCounter(
+      "frugal_gateway_cache", "cache outcome per request: hit, miss, bypass (not cacheable)",
+      "result");
+  g.stream_errors =
+      &g.metrics.AddCounter("frugal_gateway_stream_errors",
+                            "streams that broke midway and ended with an SSE error event");
+  g.rate_limited = &g.metrics.AddCounter("frugal_gateway_rate_limited",
+                                         "requests refused with 429, by API key name", "key");
+  g.latency = &g.metrics.AddHistogram("frugal_gateway_request_duration_seconds",
+                                      "arrival to the last byte, every completion request",
+                                      MetricsRegistry::LatencyBuckets());
+  g.ttft = &g.metrics.AddHistogram("frugal_gateway_ttft_seconds",
+                                   "arrival to the first streamed content byte",
+                                   MetricsRegistry::LatencyBuckets());
+  g.metrics.AddGauge("frugal_gateway_ejections", "workers ejected since start (all workers)",
+                     [&g] { return static_cast<double>(g.pool.ejections()); });
 
   http::ClientOptions uo;
   uo.io_threads = 2;
-  uo.response_timeout = std::chrono::milliseconds(static_cast<int64_t>(g.cfg.request_timeout_s * 1e3));
+  uo.response_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(g.cfg.request_timeout_s * 1e3));
   uo.max_idle_per_host = 256;
   g.upstream = std::make_unique<http::Client>(uo);
   http::ClientOptions co;
@@ -1049,7 +1170,10 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config, std::sha
   so.port = g.cfg.port;
   so.io_threads = g.cfg.http_threads;
   so.max_body_bytes = static_cast<size_t>(g.cfg.max_body_bytes);
-  auto server = http::Server::Start(so, [&g](const http::Request& r, std::shared_ptr<http::Responder> out) { g.Handle(r, std::move(out)); });
+  auto server =
+      http::Server::Start(so, [&g](const http::Request& r, std::shared_ptr<http::Responder> out) {
+        g.Handle(r, std::move(out));
+      });
   if (!server.ok()) {
     g.stopped = true;
     g.timers_work.reset();

@@ -19,8 +19,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "frugal/status.h"
 #include "cache/embedder.h"
+#include "frugal/status.h"
 #include "gateway/config.h"
 
 namespace frugal::gateway {
@@ -28,7 +28,8 @@ namespace frugal::gateway {
 class Gateway {
  public:
   // embedder: the cache's (null, or config.cache.enabled false: no cache).
-  static StatusOr<std::unique_ptr<Gateway>> Start(GatewayConfig config, std::shared_ptr<cache::Embedder> embedder);
+  static StatusOr<std::unique_ptr<Gateway>> Start(GatewayConfig config,
+                                                  std::shared_ptr<cache::Embedder> embedder);
   ~Gateway();
 
   uint16_t port() const;

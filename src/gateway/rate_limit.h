@@ -19,8 +19,8 @@ class TokenBucket {
  private:
   const double rate_, burst_;
   std::mutex mu_;
-  double tokens_;                 // guarded by mu_
-  Clock::time_point last_{};      // guarded by mu_
+  double tokens_;             // guarded by mu_
+  Clock::time_point last_{};  // guarded by mu_
 };
 
 }  // namespace frugal::gateway

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "frugal/status.h"
 #include "balancer/worker_pool.h"
+#include "frugal/status.h"
 
 namespace frugal::gateway {
 
@@ -26,12 +26,13 @@ struct CompletionRequest {
   // The cache's view: cacheable only for a plain-text last user message (chat) or a string
   // prompt, one choice, and a deterministic request (temperature 0 or a seed) unless allowed.
   bool cacheable = false;
-  std::string query;       // the last user message / the prompt
-  std::string context;     // the system prompt and earlier turns the answer depends on (JSON)
-  std::string sampling;    // every other parameter, canonical JSON: a change means another answer
+  std::string query;     // the last user message / the prompt
+  std::string context;   // the system prompt and earlier turns the answer depends on (JSON)
+  std::string sampling;  // every other parameter, canonical JSON: a change means another answer
 };
 
 // InvalidArgument with an OpenAI-style message for a body the gateway cannot route.
-StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body, bool chat, const RequestPolicy& policy);
+StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body, bool chat,
+                                                   const RequestPolicy& policy);
 
 }  // namespace frugal::gateway

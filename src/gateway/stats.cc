@@ -34,7 +34,8 @@ void TrafficStats::Record(int64_t unix_s, double latency_ms, bool error, bool hi
 void TrafficStats::Routed(int64_t unix_s, const std::string& worker) {
   std::lock_guard<std::mutex> lock(mu_);
   ++routed_[unix_s][worker];
-  while (!routed_.empty() && routed_.begin()->first <= unix_s - kShareWindowS) routed_.erase(routed_.begin());
+  while (!routed_.empty() && routed_.begin()->first <= unix_s - kShareWindowS)
+    routed_.erase(routed_.begin());
 }
 
 std::optional<double> TrafficStats::P95OfLocked(int64_t from, int64_t to) const {

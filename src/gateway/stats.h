@@ -18,10 +18,10 @@ namespace frugal::gateway {
 
 class TrafficStats {
  public:
-  static constexpr int kBucketS = 5;          // seconds per bucket
-  static constexpr int kBuckets = 60;         // 5 minutes
-  static constexpr int kShareWindowS = 60;    // share of traffic over the last minute
-  static constexpr int kBins = 160;           // latency bins, 1 ms x 1.1^i
+  static constexpr int kBucketS = 5;        // seconds per bucket
+  static constexpr int kBuckets = 60;       // 5 minutes
+  static constexpr int kShareWindowS = 60;  // share of traffic over the last minute
+  static constexpr int kBins = 160;         // latency bins, 1 ms x 1.1^i
 
   // A finished request (hit: answered from the cache).
   void Record(int64_t unix_s, double latency_ms, bool error, bool hit);
@@ -52,8 +52,9 @@ class TrafficStats {
   std::optional<double> P95OfLocked(int64_t from, int64_t to) const;
 
   mutable std::mutex mu_;
-  std::array<Bucket, kBuckets> buckets_;                       // guarded by mu_
-  std::map<int64_t, std::map<std::string, int64_t>> routed_;   // second -> worker -> count; guarded by mu_
+  std::array<Bucket, kBuckets> buckets_;  // guarded by mu_
+  std::map<int64_t, std::map<std::string, int64_t>>
+      routed_;  // second -> worker -> count; guarded by mu_
 };
 
 }  // namespace frugal::gateway

@@ -1,12 +1,13 @@
 #include "http/client.h"
 
+#include <strings.h>
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <future>
 #include <limits>
 #include <mutex>
-#include <strings.h>
 #include <thread>
 #include <unordered_map>
 
@@ -37,9 +38,10 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
   std::vector<std::thread> threads;
   std::mutex mu;
-  std::unordered_map<std::string, std::vector<std::unique_ptr<beast::tcp_stream>>> idle;  // guarded by mu
-  std::unordered_map<uint64_t, std::weak_ptr<ClientOp>> ops;                             // guarded by mu
-  uint64_t next_id = 1;                                                                   // guarded by mu
+  std::unordered_map<std::string, std::vector<std::unique_ptr<beast::tcp_stream>>>
+      idle;                                                   // guarded by mu
+  std::unordered_map<uint64_t, std::weak_ptr<ClientOp>> ops;  // guarded by mu
+  uint64_t next_id = 1;                                       // guarded by mu
 
   std::unique_ptr<beast::tcp_stream> TakeIdle(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu);
@@ -60,8 +62,12 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
 class ClientOp : public std::enable_shared_from_this<ClientOp> {
  public:
   ClientOp(std::shared_ptr<Client::Impl> client, uint64_t id, ClientRequest req, ClientCallbacks cb)
-      : client_(std::move(client)), id_(id), req_(std::move(req)), cb_(std::move(cb)),
-        key_(req_.host + ":" + std::to_string(req_.port)), strand_(net::make_strand(client_->ioc)) {}
+      : client_(std::move(client)),
+        id_(id),
+        req_(std::move(req)),
+        cb_(std::move(cb)),
+        key_(req_.host + ":" + std::to_string(req_.port)),
+        strand_(net::make_strand(client_->ioc)) {}
 
   void Start() {
     net::dispatch(strand_, [self = shared_from_this()] {
@@ -93,21 +99,25 @@ class ClientOp : public std::enable_shared_from_this<ClientOp> {
     if (ec) {
       // A host name: resolve it first.
       auto resolver = std::make_shared<tcp::resolver>(strand_);
-      resolver->async_resolve(req_.host, std::to_string(req_.port),
-          [self = shared_from_this(), resolver](beast::error_code rec, tcp::resolver::results_type results) {
-        if (rec) {
-          self->Finish(IoError("cannot resolve " + self->req_.host + ": " + rec.message()));
-          return;
-        }
-        self->stream_->expires_after(self->client_->opt.connect_timeout);
-        self->stream_->async_connect(results, [self](beast::error_code cec, const tcp::endpoint&) { self->OnConnect(cec); });
-      });
+      resolver->async_resolve(
+          req_.host, std::to_string(req_.port),
+          [self = shared_from_this(), resolver](beast::error_code rec,
+                                                tcp::resolver::results_type results) {
+            if (rec) {
+              self->Finish(IoError("cannot resolve " + self->req_.host + ": " + rec.message()));
+              return;
+            }
+            self->stream_->expires_after(self->client_->opt.connect_timeout);
+            self->stream_->async_connect(
+                results,
+                [self](beast::error_code cec, const tcp::endpoint&) { self->OnConnect(cec); });
+          });
       return;
     }
     stream_->expires_after(client_->opt.connect_timeout);
-    stream_->async_connect(tcp::endpoint(addr, req_.port), [self = shared_from_this()](beast::error_code cec) {
-      self->OnConnect(cec);
-    });
+    stream_->async_connect(
+        tcp::endpoint(addr, req_.port),
+        [self = shared_from_this()](beast::error_code cec) { self->OnConnect(cec); });
   }
 
   void OnConnect(beast::error_code ec) {
@@ -165,7 +175,8 @@ class ClientOp : public std::enable_shared_from_this<ClientOp> {
     }
     const auto& res = parser_->get();
     Headers headers;
-    for (const auto& f : res) headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    for (const auto& f : res)
+      headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
     if (cb_.on_headers) cb_.on_headers(res.result_int(), headers);
     ReadBody();
   }
@@ -177,17 +188,18 @@ class ClientOp : public std::enable_shared_from_this<ClientOp> {
     }
     parser_->get().body().data = chunk_;
     parser_->get().body().size = sizeof chunk_;
-    bhttp::async_read_some(*stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t n) {
-      self->received_ += n;
-      if (ec == bhttp::error::need_buffer) ec = {};
-      if (ec) {
-        self->Finish(self->Error("response body from " + self->key_, ec));
-        return;
-      }
-      const size_t got = sizeof self->chunk_ - self->parser_->get().body().size;
-      if (got > 0 && self->cb_.on_data) self->cb_.on_data(std::string_view(self->chunk_, got));
-      self->ReadBody();
-    });
+    bhttp::async_read_some(
+        *stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t n) {
+          self->received_ += n;
+          if (ec == bhttp::error::need_buffer) ec = {};
+          if (ec) {
+            self->Finish(self->Error("response body from " + self->key_, ec));
+            return;
+          }
+          const size_t got = sizeof self->chunk_ - self->parser_->get().body().size;
+          if (got > 0 && self->cb_.on_data) self->cb_.on_data(std::string_view(self->chunk_, got));
+          self->ReadBody();
+        });
   }
 
   void OnComplete() {

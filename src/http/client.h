@@ -45,7 +45,7 @@ struct ClientRequest {
 
 struct ClientCallbacks {
   std::function<void(int status, const Headers& headers)> on_headers;  // once, before any data
-  std::function<void(std::string_view data)> on_data;                   // body bytes as they arrive
+  std::function<void(std::string_view data)> on_data;                  // body bytes as they arrive
   // Exactly once. bytes_received: response bytes (header included) seen before the end.
   std::function<void(const Status& status, size_t bytes_received)> on_done;
 };
@@ -90,7 +90,7 @@ class SseParser {
   void Feed(std::string_view bytes, const std::function<void(const SseEvent&)>& on_event);
 
  private:
-  std::string line_;   // partial line
+  std::string line_;  // partial line
   SseEvent current_;
   bool has_data_ = false;
   bool last_cr_ = false;

@@ -25,7 +25,8 @@ using tcp = net::ip::tcp;
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
 
 std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
@@ -54,8 +55,11 @@ std::string OpenAiErrorBody(int status, std::string_view message, std::string_vi
   if (status == 429) type = "rate_limit_error";
   if (status >= 500) type = status == 503 ? "overloaded_error" : "server_error";
   nlohmann::json j;
-  j["error"] = {{"message", std::string(message)}, {"type", type}, {"param", nullptr},
-                {"code", code.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::string(code))}};
+  j["error"] = {
+      {"message", std::string(message)},
+      {"type", type},
+      {"param", nullptr},
+      {"code", code.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::string(code))}};
   return j.dump();
 }
 
@@ -65,7 +69,7 @@ struct Server::Impl {
   // Declared first, destroyed last: handlers destroyed with the io_context unregister sessions.
   std::mutex mu;
   std::unordered_map<uint64_t, std::weak_ptr<Session>> sessions;  // guarded by mu
-  uint64_t next_id = 0;                                            // guarded by mu
+  uint64_t next_id = 0;                                           // guarded by mu
   ServerOptions opt;
   Handler handler;
   net::io_context ioc;
@@ -86,7 +90,8 @@ struct Server::Impl {
 // One connection. All members are touched only on the connection's strand.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, Server::Impl& srv, uint64_t id) : stream_(std::move(socket)), srv_(srv), id_(id) {}
+  Session(tcp::socket&& socket, Server::Impl& srv, uint64_t id)
+      : stream_(std::move(socket)), srv_(srv), id_(id) {}
   ~Session() {
     std::lock_guard<std::mutex> lock(srv_.mu);
     srv_.sessions.erase(id_);
@@ -106,18 +111,23 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
   void ForceClose() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] { self->ClientGone(); self->Close(); });
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->ClientGone();
+      self->Close();
+    });
   }
 
   // Responder calls, posted to the strand.
   void Send(int status, std::string ct, std::string body, Headers headers) {
-    net::post(stream_.get_executor(), [self = shared_from_this(), status, ct = std::move(ct), body = std::move(body),
-                                       headers = std::move(headers)]() mutable {
-      self->DoSend(status, ct, std::move(body), headers);
-    });
+    net::post(stream_.get_executor(),
+              [self = shared_from_this(), status, ct = std::move(ct), body = std::move(body),
+               headers = std::move(headers)]() mutable {
+                self->DoSend(status, ct, std::move(body), headers);
+              });
   }
   void StartStream(int status, std::string ct, Headers headers) {
-    net::post(stream_.get_executor(), [self = shared_from_this(), status, ct = std::move(ct), headers = std::move(headers)] {
+    net::post(stream_.get_executor(), [self = shared_from_this(), status, ct = std::move(ct),
+                                       headers = std::move(headers)] {
       if (self->closed_ || self->responded_) return;
       self->responded_ = true;
       self->streaming_ = true;
@@ -154,16 +164,18 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(srv_.opt.max_body_bytes);
     parser_->header_limit(kMaxHeaderBytes);
     stream_.expires_after(requests_ == 0 ? srv_.opt.read_timeout : srv_.opt.idle_timeout);
-    bhttp::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->OnRead(ec);
-    });
+    bhttp::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
     if (ec == bhttp::error::body_limit) {
       BeginResponse(false);
       DoSend(413, "application/json",
-             srv_.ErrorBody(413, "the request body is larger than the limit of " + std::to_string(srv_.opt.max_body_bytes) + " bytes"), {});
+             srv_.ErrorBody(413, "the request body is larger than the limit of " +
+                                     std::to_string(srv_.opt.max_body_bytes) + " bytes"),
+             {});
       return;
     }
     if (ec == bhttp::error::header_limit) {
@@ -174,7 +186,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec && ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category() &&
         ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
       BeginResponse(false);
-      DoSend(400, "application/json", srv_.ErrorBody(400, "malformed HTTP request: " + ec.message()), {});
+      DoSend(400, "application/json",
+             srv_.ErrorBody(400, "malformed HTTP request: " + ec.message()), {});
       return;
     }
     if (ec) {  // closed by the client, timed out, reset
@@ -190,7 +203,8 @@ class Session : public std::enable_shared_from_this<Session> {
     const size_t q = target.find('?');
     req.path = std::string(target.substr(0, q));
     if (q != std::string_view::npos) req.query = std::string(target.substr(q + 1));
-    for (const auto& f : m) req.headers[Lower(std::string(f.name_string()))] = std::string(f.value());
+    for (const auto& f : m)
+      req.headers[Lower(std::string(f.name_string()))] = std::string(f.value());
     req.body = std::move(m.body());
     BeginResponse(m.keep_alive());
     version_ = m.version();
@@ -199,7 +213,8 @@ class Session : public std::enable_shared_from_this<Session> {
     try {
       srv_.handler(req, responder);
     } catch (const std::exception& e) {
-      DoSend(500, "application/json", srv_.ErrorBody(500, std::string("internal error: ") + e.what()), {});
+      DoSend(500, "application/json",
+             srv_.ErrorBody(500, std::string("internal error: ") + e.what()), {});
     }
   }
 
@@ -222,20 +237,24 @@ class Session : public std::enable_shared_from_this<Session> {
   // readable and a peek reads 0 bytes (or fails).
   void WatchClose() {
     const uint64_t gen = watch_gen_;
-    stream_.socket().async_wait(tcp::socket::wait_read, net::bind_executor(stream_.get_executor(),
-        [self = shared_from_this(), gen](beast::error_code ec) {
-      if (ec || gen != self->watch_gen_ || !self->busy_ || self->closed_) return;
-      char c;
-      beast::error_code peek_ec;
-      const size_t n = self->stream_.socket().receive(net::buffer(&c, 1), tcp::socket::message_peek, peek_ec);
-      if (peek_ec == net::error::would_block || peek_ec == net::error::try_again) {
-        self->WatchClose();
-      } else if (peek_ec || n == 0) {
-        self->ClientGone();
-        self->Close();
-      }
-      // Otherwise the client sent more (a pipelined request): it is read after this response.
-    }));
+    stream_.socket().async_wait(
+        tcp::socket::wait_read,
+        net::bind_executor(
+            stream_.get_executor(), [self = shared_from_this(), gen](beast::error_code ec) {
+              if (ec || gen != self->watch_gen_ || !self->busy_ || self->closed_) return;
+              char c;
+              beast::error_code peek_ec;
+              const size_t n = self->stream_.socket().receive(net::buffer(&c, 1),
+                                                              tcp::socket::message_peek, peek_ec);
+              if (peek_ec == net::error::would_block || peek_ec == net::error::try_again) {
+                self->WatchClose();
+              } else if (peek_ec || n == 0) {
+                self->ClientGone();
+                self->Close();
+              }
+              // Otherwise the client sent more (a pipelined request): it is read after this
+              // response.
+            }));
   }
 
   void ClientGone() {
@@ -252,7 +271,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (pending && f) f();
   }
 
-  std::string Head(int status, const std::string& ct, const Headers& headers, bool chunked, size_t length) {
+  std::string Head(int status, const std::string& ct, const Headers& headers, bool chunked,
+                   size_t length) {
     bhttp::response<bhttp::empty_body> res{static_cast<bhttp::status>(status), version_};
     res.set(bhttp::field::server, "frugal");
     for (const auto& [k, v] : srv_.opt.default_headers) res.set(k, v);
@@ -290,28 +310,29 @@ class Session : public std::enable_shared_from_this<Session> {
     current_ = std::move(out_.front());
     out_.pop_front();
     stream_.expires_after(srv_.opt.idle_timeout);  // a client that stops reading is dropped
-    net::async_write(stream_, net::buffer(current_), [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->writing_ = false;
-      if (ec) {
-        self->ClientGone();
-        self->Close();
-        return;
-      }
-      if (!self->out_.empty()) {
-        self->Pump();
-        return;
-      }
-      self->stream_.expires_never();
-      if (self->ended_ && self->busy_) {
-        const bool keep = self->keep_alive_ && !self->srv_.draining;
-        self->CompleteResponse();
-        if (keep) {
-          self->Read();
-        } else {
-          self->Close();
-        }
-      }
-    });
+    net::async_write(stream_, net::buffer(current_),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       self->writing_ = false;
+                       if (ec) {
+                         self->ClientGone();
+                         self->Close();
+                         return;
+                       }
+                       if (!self->out_.empty()) {
+                         self->Pump();
+                         return;
+                       }
+                       self->stream_.expires_never();
+                       if (self->ended_ && self->busy_) {
+                         const bool keep = self->keep_alive_ && !self->srv_.draining;
+                         self->CompleteResponse();
+                         if (keep) {
+                           self->Read();
+                         } else {
+                           self->Close();
+                         }
+                       }
+                     });
   }
 
   void Close() {
@@ -349,11 +370,11 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   unsigned version_ = 11;
   int64_t requests_ = 0;
-  bool busy_ = false;       // a request is being answered
+  bool busy_ = false;  // a request is being answered
   bool keep_alive_ = false;
   bool responded_ = false, streaming_ = false, ended_ = false;
   bool writing_ = false;
-  bool closed_ = false;     // the client is gone (or we closed): no more output
+  bool closed_ = false;  // the client is gone (or we closed): no more output
   bool socket_closed_ = false;
   uint64_t watch_gen_ = 0;
   std::deque<std::string> out_;
@@ -399,7 +420,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options, Handler h
   if (!ec) impl->acceptor.bind(ep, ec);
   if (!ec) impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
   if (ec) {
-    return IoError("cannot listen on " + impl->opt.host + ":" + std::to_string(impl->opt.port) + ": " + ec.message());
+    return IoError("cannot listen on " + impl->opt.host + ":" + std::to_string(impl->opt.port) +
+                   ": " + ec.message());
   }
   impl->port = impl->acceptor.local_endpoint().port();
   impl->Accept();

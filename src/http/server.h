@@ -33,10 +33,10 @@ namespace frugal::http {
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";  // address to bind
-  uint16_t port = 8080;            // 0 = any free port (see Server::port())
-  int io_threads = 2;              // event-loop threads
-  size_t max_body_bytes = 1 << 20; // request bodies beyond this get 413
+  std::string host = "127.0.0.1";                  // address to bind
+  uint16_t port = 8080;                            // 0 = any free port (see Server::port())
+  int io_threads = 2;                              // event-loop threads
+  size_t max_body_bytes = 1 << 20;                 // request bodies beyond this get 413
   std::chrono::milliseconds read_timeout{30'000};  // to receive one whole request
   std::chrono::milliseconds idle_timeout{60'000};  // a kept-alive connection with no request
   // Body of the error responses the server itself makes (400, 404 on bad requests, 413, 503
@@ -48,9 +48,9 @@ struct ServerOptions {
 };
 
 struct Request {
-  std::string method;  // "GET", "POST", ...
-  std::string path;    // target without the query string
-  std::string query;   // after '?', or empty
+  std::string method;                          // "GET", "POST", ...
+  std::string path;                            // target without the query string
+  std::string query;                           // after '?', or empty
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
 
@@ -58,13 +58,13 @@ struct Request {
   const std::string& Header(const std::string& name) const;
 };
 
-
 // Answers one request: exactly one of Send or StartStream (+ Writes + End). Must not outlive the
 // Server that made it.
 class Responder {
  public:
   virtual ~Responder() = default;
-  virtual void Send(int status, std::string content_type, std::string body, Headers headers = {}) = 0;
+  virtual void Send(int status, std::string content_type, std::string body,
+                    Headers headers = {}) = 0;
   virtual void StartStream(int status, std::string content_type, Headers headers = {}) = 0;
   virtual void Write(std::string data) = 0;  // one chunk
   virtual void End() = 0;

@@ -12,10 +12,14 @@ namespace frugal {
 
 const char* CpuLevelName(CpuLevel level) {
   switch (level) {
-    case CpuLevel::kScalar: return "scalar";
-    case CpuLevel::kAvx2: return "avx2";
-    case CpuLevel::kAvx512Bw: return "avx512bw";
-    case CpuLevel::kAvx512Vnni: return "avx512vnni";
+    case CpuLevel::kScalar:
+      return "scalar";
+    case CpuLevel::kAvx2:
+      return "avx2";
+    case CpuLevel::kAvx512Bw:
+      return "avx512bw";
+    case CpuLevel::kAvx512Vnni:
+      return "avx512vnni";
   }
   return "?";
 }
@@ -43,7 +47,8 @@ bool HasAvx2FmaF16c() {
 bool HasAvx512(bool vnni) {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  const bool f = (ebx >> 16) & 1, bw = (ebx >> 30) & 1, vl = (ebx >> 31) & 1, has_vnni = (ecx >> 11) & 1;
+  const bool f = (ebx >> 16) & 1, bw = (ebx >> 30) & 1, vl = (ebx >> 31) & 1,
+             has_vnni = (ecx >> 11) & 1;
   if (!(f && bw && vl) || (vnni && !has_vnni)) return false;
   unsigned xcr0_lo = 0, xcr0_hi = 0;
   __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
@@ -71,18 +76,22 @@ CpuLevel ActiveCpuLevel() {
     const CpuLevel detected = DetectedCpuLevel();
     const char* env = std::getenv("FRUGAL_CPU");
     if (env == nullptr || *env == '\0') return detected;
-    for (CpuLevel l : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512Bw, CpuLevel::kAvx512Vnni}) {
+    for (CpuLevel l :
+         {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512Bw, CpuLevel::kAvx512Vnni}) {
       if (std::strcmp(env, CpuLevelName(l)) == 0) {
         if (static_cast<int>(l) > static_cast<int>(detected)) {
-          std::fprintf(stderr, "frugal: warning: FRUGAL_CPU=%s is not supported by this CPU; using %s\n",
+          std::fprintf(stderr,
+                       "frugal: warning: FRUGAL_CPU=%s is not supported by this CPU; using %s\n",
                        env, CpuLevelName(detected));
           return detected;
         }
         return l;
       }
     }
-    std::fprintf(stderr, "frugal: warning: unknown FRUGAL_CPU=%s (scalar|avx2|avx512bw|avx512vnni); using %s\n", env,
-                 CpuLevelName(detected));
+    std::fprintf(
+        stderr,
+        "frugal: warning: unknown FRUGAL_CPU=%s (scalar|avx2|avx512bw|avx512vnni); using %s\n", env,
+        CpuLevelName(detected));
     return detected;
   }();
   return level;
@@ -90,7 +99,8 @@ CpuLevel ActiveCpuLevel() {
 
 std::vector<CpuLevel> SupportedCpuLevels() {
   std::vector<CpuLevel> out;
-  for (int l = 0; l <= static_cast<int>(DetectedCpuLevel()); ++l) out.push_back(static_cast<CpuLevel>(l));
+  for (int l = 0; l <= static_cast<int>(DetectedCpuLevel()); ++l)
+    out.push_back(static_cast<CpuLevel>(l));
   return out;
 }
 

@@ -1,9 +1,9 @@
 // CPU feature levels and run-time kernel dispatch.
 //
 // The level is detected once by CPUID; the environment variable FRUGAL_CPU
-// (scalar|avx2|avx512bw|avx512vnni) can force a lower one (never a higher one: the CPU would fault).
-// Kernels of every compiled level stay reachable by explicit level so tests can compare each
-// against the scalar oracle.
+// (scalar|avx2|avx512bw|avx512vnni) can force a lower one (never a higher one: the CPU would
+// fault). Kernels of every compiled level stay reachable by explicit level so tests can compare
+// each against the scalar oracle.
 #pragma once
 
 #include <string>

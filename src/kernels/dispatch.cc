@@ -5,7 +5,7 @@
 namespace frugal {
 
 const KernelTraits* GetScalarKernelTraits(TensorType type);  // kernels/ref/dequantize.cc
-float RefDotF32(const float* a, const float* b, int64_t n);   // kernels/ref/ops.cc
+float RefDotF32(const float* a, const float* b, int64_t n);  // kernels/ref/ops.cc
 
 namespace {
 
@@ -18,13 +18,18 @@ void RefDotF32x4(const float* w, const float* x, int64_t ldx, int64_t n, float* 
 const KernelTraits* GetKernelTraits(TensorType type, CpuLevel level) {
   if (static_cast<int>(level) > static_cast<int>(DetectedCpuLevel())) return nullptr;
   switch (level) {
-    case CpuLevel::kScalar: return GetScalarKernelTraits(type);
+    case CpuLevel::kScalar:
+      return GetScalarKernelTraits(type);
 #if defined(__x86_64__)
-    case CpuLevel::kAvx2: return avx2::GetTraits(type);
-    case CpuLevel::kAvx512Bw: return avx512bw::GetTraits(type);
-    case CpuLevel::kAvx512Vnni: return avx512vnni::GetTraits(type);
+    case CpuLevel::kAvx2:
+      return avx2::GetTraits(type);
+    case CpuLevel::kAvx512Bw:
+      return avx512bw::GetTraits(type);
+    case CpuLevel::kAvx512Vnni:
+      return avx512vnni::GetTraits(type);
 #else
-    default: break;
+    default:
+      break;
 #endif
   }
   return nullptr;

@@ -20,7 +20,8 @@
 // Reference kernels are compiled for several ISA levels and picked at load time by CPUID (GCC
 // ifunc), so the plain C++ path is usable on any x86-64; no -ffast-math and no FP contraction
 // (strict C++20 mode), so every level computes bit-identical results.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define FRUGAL_MULTIVERSION \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else

@@ -1,6 +1,5 @@
 #include "loadgen/loadgen.h"
 
-#include <nlohmann/json.hpp>
 #include <strings.h>
 
 #include <algorithm>
@@ -9,10 +8,11 @@
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
-#include <iomanip>
 #include <sstream>
 
 #include "common/check.h"
@@ -40,11 +40,13 @@ double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) *
 size_t Below(std::mt19937_64& rng, size_t n) { return static_cast<size_t>(rng() % n); }
 
 bool IsAscii(const std::string& s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
 }
 
 size_t CodePoints(const std::string& s) {
-  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+  return static_cast<size_t>(std::count_if(
+      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 // Store-policy passages for long prompts, in the two languages of the questions file.
@@ -60,7 +62,8 @@ const std::vector<std::string>& PassageSentences(bool ascii) {
       "Only one discount code can be used per order, and codes do not apply to gift cards.",
       "Stock levels on the product page are updated every 15 minutes.",
       "Back-ordered items ship as soon as they arrive, and the card is charged only then.",
-      "Price matching applies to identical items sold by major retailers within 14 days of purchase.",
+      "Price matching applies to identical items sold by major retailers within 14 days of "
+      "purchase.",
       "Order status and tracking links are under My Account, Orders, once the parcel ships.",
   };
   static const std::vector<std::string> zh = {
@@ -88,17 +91,28 @@ const char* PhaseFill(const std::string& name) {
 
 double Round(double v, double unit) { return std::round(v / unit) * unit; }
 
-json OptionalMs(const std::optional<double>& v) { return v ? json(Round(*v, 0.01)) : json(nullptr); }
+json OptionalMs(const std::optional<double>& v) {
+  return v ? json(Round(*v, 0.01)) : json(nullptr);
+}
 
 std::string XmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -140,7 +154,8 @@ struct Target {
 StatusOr<Target> ParseTarget(const std::string& url) {
   const std::string scheme = "http://";
   if (url.rfind(scheme, 0) != 0) {
-    return InvalidArgument("--target must be an http:// URL (https is not supported), got '" + url + "'");
+    return InvalidArgument("--target must be an http:// URL (https is not supported), got '" + url +
+                           "'");
   }
   std::string rest = url.substr(scheme.size());
   Target t;
@@ -149,13 +164,15 @@ StatusOr<Target> ParseTarget(const std::string& url) {
   t.prefix = slash == std::string::npos ? "" : rest.substr(slash);
   while (!t.prefix.empty() && t.prefix.back() == '/') t.prefix.pop_back();
   // Both http://host:port and http://host:port/v1 (what OpenAI SDKs take as base_url) work.
-  if (t.prefix.size() >= 3 && t.prefix.compare(t.prefix.size() - 3, 3, "/v1") == 0) t.prefix.resize(t.prefix.size() - 3);
+  if (t.prefix.size() >= 3 && t.prefix.compare(t.prefix.size() - 3, 3, "/v1") == 0)
+    t.prefix.resize(t.prefix.size() - 3);
   const size_t colon = authority.rfind(':');
   if (colon != std::string::npos) {
     const std::string port = authority.substr(colon + 1);
     char* end = nullptr;
     const long p = std::strtol(port.c_str(), &end, 10);
-    if (port.empty() || *end != '\0' || p < 1 || p > 65535) return InvalidArgument("bad port in --target '" + url + "'");
+    if (port.empty() || *end != '\0' || p < 1 || p > 65535)
+      return InvalidArgument("bad port in --target '" + url + "'");
     t.port = static_cast<uint16_t>(p);
     authority.resize(colon);
   }
@@ -164,13 +181,15 @@ StatusOr<Target> ParseTarget(const std::string& url) {
   return t;
 }
 
-http::ClientRequest MakeRequest(const Target& t, const RunOptions& o, std::string method, const std::string& path) {
+http::ClientRequest MakeRequest(const Target& t, const RunOptions& o, std::string method,
+                                const std::string& path) {
   http::ClientRequest r;
   r.host = t.host;
   r.port = t.port;
   r.method = std::move(method);
   r.target = t.prefix + path;
-  if (!o.api_key.empty()) r.headers.emplace_back("Authorization", std::string("Bearer ").append(o.api_key));
+  if (!o.api_key.empty())
+    r.headers.emplace_back("Authorization", std::string("Bearer ").append(o.api_key));
   return r;
 }
 
@@ -178,12 +197,16 @@ StatusOr<std::string> FirstModel(http::Client& client, const Target& t, const Ru
   std::string what = "GET ";
   what.append(o.target).append(" /v1/models");
   auto r = client.Fetch(MakeRequest(t, o, "GET", "/v1/models"));
-  if (!r.ok()) return InvalidArgument(what + ": " + r.status().message() + " (is the target up? or give --model)");
+  if (!r.ok())
+    return InvalidArgument(what + ": " + r.status().message() +
+                           " (is the target up? or give --model)");
   if (r->status < 200 || r->status >= 300) {
-    return InvalidArgument(what + ": HTTP " + std::to_string(r->status) + " (give --model to skip this)");
+    return InvalidArgument(what + ": HTTP " + std::to_string(r->status) +
+                           " (give --model to skip this)");
   }
   const json j = json::parse(r->body, nullptr, false);
-  if (j.is_object() && j.contains("data") && j["data"].is_array() && !j["data"].empty() && j["data"][0].is_object()) {
+  if (j.is_object() && j.contains("data") && j["data"].is_array() && !j["data"].empty() &&
+      j["data"][0].is_object()) {
     const auto& id = j["data"][0].value("id", json());
     if (id.is_string()) return id.get<std::string>();
   }
@@ -195,7 +218,9 @@ std::string ErrorMessage(const std::string& body) {
   const json j = json::parse(body, nullptr, false);
   if (j.is_object() && j.contains("error")) {
     const json& e = j["error"];
-    return e.is_object() && e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>() : e.dump();
+    return e.is_object() && e.contains("message") && e["message"].is_string()
+               ? e["message"].get<std::string>()
+               : e.dump();
   }
   return body.substr(0, 200);
 }
@@ -267,7 +292,8 @@ json StatsJson(const PhaseStats& s) {
           {"ttft_p50_ms", OptionalMs(s.ttft_p50_ms)},
           {"ttft_p95_ms", OptionalMs(s.ttft_p95_ms)},
           {"ttft_p99_ms", OptionalMs(s.ttft_p99_ms)},
-          {"cache_hit_rate", s.cache_hit_rate ? json(Round(*s.cache_hit_rate, 0.0001)) : json(nullptr)}};
+          {"cache_hit_rate",
+           s.cache_hit_rate ? json(Round(*s.cache_hit_rate, 0.0001)) : json(nullptr)}};
 }
 
 // Successful responses that completed in [start_s, end_s): what the target actually served in
@@ -282,7 +308,8 @@ int64_t ServedIn(const std::vector<RequestRecord>& all, double start_s, double e
   return n;
 }
 
-PhaseStats Stats(std::string name, double length_s, const std::vector<const RequestRecord*>& records, int64_t served) {
+PhaseStats Stats(std::string name, double length_s,
+                 const std::vector<const RequestRecord*>& records, int64_t served) {
   PhaseStats s;
   s.name = std::move(name);
   s.length_s = length_s;
@@ -326,9 +353,11 @@ StatusOr<std::vector<QuestionGroup>> LoadQuestions(const std::string& path) {
     QuestionGroup g;
     g.question = j["question"].get<std::string>();
     if (j.contains("paraphrases")) {
-      if (!j["paraphrases"].is_array()) return InvalidArgument(where + "\"paraphrases\" must be an array of strings");
+      if (!j["paraphrases"].is_array())
+        return InvalidArgument(where + "\"paraphrases\" must be an array of strings");
       for (const auto& p : j["paraphrases"]) {
-        if (!p.is_string()) return InvalidArgument(where + "\"paraphrases\" must be an array of strings");
+        if (!p.is_string())
+          return InvalidArgument(where + "\"paraphrases\" must be an array of strings");
         g.paraphrases.push_back(p.get<std::string>());
       }
     }
@@ -355,8 +384,8 @@ std::vector<Phase> Phases(const Profile& profile) {
   return out;
 }
 
-std::vector<Arrival> BuildSchedule(const Profile& profile, const Mix& mix, const std::vector<QuestionGroup>& groups,
-                                   uint64_t seed) {
+std::vector<Arrival> BuildSchedule(const Profile& profile, const Mix& mix,
+                                   const std::vector<QuestionGroup>& groups, uint64_t seed) {
   FRUGAL_CHECK(!groups.empty());
   const auto phases = Phases(profile);
   std::vector<Arrival> out;
@@ -404,7 +433,8 @@ std::vector<Arrival> BuildSchedule(const Profile& profile, const Mix& mix, const
 
 std::string PromptText(const Arrival& a, const std::vector<QuestionGroup>& groups) {
   const QuestionGroup& g = groups[a.group];
-  const std::string& q = a.variant == 0 ? g.question : g.paraphrases[static_cast<size_t>(a.variant - 1)];
+  const std::string& q =
+      a.variant == 0 ? g.question : g.paraphrases[static_cast<size_t>(a.variant - 1)];
   if (!a.long_prompt) return q;
   // Sentences until the passage is twice the question, so the message is about 3x its tokens.
   const bool ascii = IsAscii(q);
@@ -432,7 +462,9 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
   RunResult result;
   result.target = o.target;
   result.phases = Phases(o.profile);
-  if (result.phases.empty()) return InvalidArgument("the profile is empty: give --steady-seconds, --spike-seconds or --after-seconds > 0");
+  if (result.phases.empty())
+    return InvalidArgument(
+        "the profile is empty: give --steady-seconds, --spike-seconds or --after-seconds > 0");
   const auto schedule = BuildSchedule(o.profile, o.mix, groups, o.seed);
   const size_t n = schedule.size();
   result.records.resize(n);
@@ -442,7 +474,8 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
   std::condition_variable cv;
   int64_t done = 0, errors = 0;  // guarded by mu
 
-  const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.timeout_s));
+  const auto timeout =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.timeout_s));
   http::ClientOptions co;
   co.io_threads = o.io_threads;
   co.response_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
@@ -457,7 +490,9 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
   }
 
   const auto start = Clock::now();
-  const auto at = [&](double s) { return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
+  const auto at = [&](double s) {
+    return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
   const double end_s = result.phases.back().end_s;
   const auto drain_deadline = at(end_s) + timeout;
   auto next_tick = start + std::chrono::seconds(1);
@@ -471,12 +506,13 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
     r.repeat = a.repeat;
     r.long_prompt = a.long_prompt;
     const int64_t max_tokens = a.long_prompt ? 3 * o.max_tokens : o.max_tokens;
-    const json body = {{"model", result.model},
-                       {"messages", json::array({{{"role", "user"}, {"content", PromptText(a, groups)}}})},
-                       {"max_tokens", max_tokens},
-                       {"temperature", 0},
-                       {"stream", true},
-                       {"stream_options", {{"include_usage", true}}}};
+    const json body = {
+        {"model", result.model},
+        {"messages", json::array({{{"role", "user"}, {"content", PromptText(a, groups)}}})},
+        {"max_tokens", max_tokens},
+        {"temperature", 0},
+        {"stream", true},
+        {"stream_options", {{"include_usage", true}}}};
     auto req = MakeRequest(target, o, "POST", "/v1/chat/completions");
     req.headers.emplace_back("Content-Type", "application/json");
     req.headers.emplace_back("Accept", "text/event-stream");
@@ -486,7 +522,8 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
     cb.on_headers = [&r](int status, const http::Headers& headers) {
       r.status = status;
       for (const auto& [k, v] : headers) {
-        if (strcasecmp(k.c_str(), "X-Frugal-Cache") == 0 && strcasecmp(v.c_str(), "hit") == 0) r.cache_hit = true;
+        if (strcasecmp(k.c_str(), "X-Frugal-Cache") == 0 && strcasecmp(v.c_str(), "hit") == 0)
+          r.cache_hit = true;
       }
     };
     cb.on_data = [&r, &f](std::string_view data) {
@@ -538,7 +575,8 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
       next_tick = now + std::chrono::seconds(1);
       if (on_progress) {
         const double elapsed = std::chrono::duration<double>(now - start).count();
-        const Progress progress{PhaseAt(result.phases, elapsed), elapsed, static_cast<int64_t>(next), done, errors};
+        const Progress progress{PhaseAt(result.phases, elapsed), elapsed,
+                                static_cast<int64_t>(next), done, errors};
         lock.unlock();
         on_progress(progress);
         lock.lock();
@@ -571,7 +609,8 @@ std::vector<PhaseStats> Summarize(const RunResult& result) {
   }
   for (size_t p = 0; p < result.phases.size(); ++p) {
     const auto& ph = result.phases[p];
-    out.push_back(Stats(ph.name, ph.length_s(), by_phase[p], ServedIn(result.records, ph.start_s, ph.end_s)));
+    out.push_back(
+        Stats(ph.name, ph.length_s(), by_phase[p], ServedIn(result.records, ph.start_s, ph.end_s)));
   }
   int64_t ok = 0;
   for (const auto* r : all) ok += r->ok();
@@ -586,7 +625,8 @@ json ReportValue(const RunResult& result, const RunOptions& o) {
   for (size_t i = 0; i + 1 < stats.size(); ++i) phases.push_back(StatsJson(stats[i]));
   json profile_phases = json::array();
   for (const auto& p : result.phases) {
-    profile_phases.push_back({{"name", p.name}, {"start_s", p.start_s}, {"end_s", p.end_s}, {"rate", p.rate}});
+    profile_phases.push_back(
+        {{"name", p.name}, {"start_s", p.start_s}, {"end_s", p.end_s}, {"rate", p.rate}});
   }
   return {{"phases", phases},
           {"total", StatsJson(stats.back())},
@@ -608,29 +648,39 @@ json ReportValue(const RunResult& result, const RunOptions& o) {
 }
 }  // namespace
 
-std::string ReportJson(const RunResult& result, const RunOptions& o) { return ReportValue(result, o).dump(); }
+std::string ReportJson(const RunResult& result, const RunOptions& o) {
+  return ReportValue(result, o).dump();
+}
 
 std::string ReportTable(const RunResult& result, const RunOptions& o) {
   const auto stats = Summarize(result);
-  std::string out = "target " + result.target + "  model " + result.model + "  seed " + std::to_string(o.seed) + "\n";
-  auto ms = [](const std::optional<double>& v) { return v ? Format("%9.1f", *v) : std::string("        -"); };
+  std::string out = "target " + result.target + "  model " + result.model + "  seed " +
+                    std::to_string(o.seed) + "\n";
+  auto ms = [](const std::optional<double>& v) {
+    return v ? Format("%9.1f", *v) : std::string("        -");
+  };
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%-9s %6s %6s %8s %6s %8s | %9s %9s %9s | %9s %9s %9s | %5s\n", "phase", "secs",
-                "rate", "requests", "errors", "ok rps", "lat p50", "p95", "p99", "ttft p50", "p95", "p99", "hit%");
+  std::snprintf(buf, sizeof buf, "%-9s %6s %6s %8s %6s %8s | %9s %9s %9s | %9s %9s %9s | %5s\n",
+                "phase", "secs", "rate", "requests", "errors", "ok rps", "lat p50", "p95", "p99",
+                "ttft p50", "p95", "p99", "hit%");
   out += buf;
   for (size_t i = 0; i < stats.size(); ++i) {
     const auto& s = stats[i];
     const bool total = i + 1 == stats.size();
     const std::string rate = total ? std::string("") : Format("%.1f", result.phases[i].rate);
-    const std::string hit = s.cache_hit_rate ? Format("%.1f", 100 * *s.cache_hit_rate) : std::string("-");
-    std::snprintf(buf, sizeof buf, "%-9s %6.1f %6s %8lld %6lld %8.2f | %s %s %s | %s %s %s | %5s\n", s.name.c_str(),
-                  s.length_s, rate.c_str(), static_cast<long long>(s.requests), static_cast<long long>(s.errors),
-                  s.throughput_rps, ms(s.latency_p50_ms).c_str(), ms(s.latency_p95_ms).c_str(),
-                  ms(s.latency_p99_ms).c_str(), ms(s.ttft_p50_ms).c_str(), ms(s.ttft_p95_ms).c_str(),
-                  ms(s.ttft_p99_ms).c_str(), hit.c_str());
+    const std::string hit =
+        s.cache_hit_rate ? Format("%.1f", 100 * *s.cache_hit_rate) : std::string("-");
+    std::snprintf(buf, sizeof buf, "%-9s %6.1f %6s %8lld %6lld %8.2f | %s %s %s | %s %s %s | %5s\n",
+                  s.name.c_str(), s.length_s, rate.c_str(), static_cast<long long>(s.requests),
+                  static_cast<long long>(s.errors), s.throughput_rps, ms(s.latency_p50_ms).c_str(),
+                  ms(s.latency_p95_ms).c_str(), ms(s.latency_p99_ms).c_str(),
+                  ms(s.ttft_p50_ms).c_str(), ms(s.ttft_p95_ms).c_str(), ms(s.ttft_p99_ms).c_str(),
+                  hit.c_str());
     out += buf;
   }
-  out += "latency and ttft in ms over successful requests; ok rps = successful responses / phase length\n";
+  out +=
+      "latency and ttft in ms over successful requests; ok rps = successful responses / phase "
+      "length\n";
   return out;
 }
 
@@ -649,38 +699,41 @@ std::string PlotHtml(const RunResult& result) {
   int64_t errors = 0;
   for (const auto& r : result.records) errors += !r.ok();
   std::ostringstream title;
-  title << "frugal loadgen: " << result.target << " (" << result.model << "), " << result.records.size()
-        << " requests, " << errors << " errors";
+  title << "frugal loadgen: " << result.target << " (" << result.model << "), "
+        << result.records.size() << " requests, " << errors << " errors";
   std::ostringstream svg;
   svg << std::fixed << std::setprecision(1);
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kW << "\" height=\"" << kH
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << kLeft << "\" y=\"20\" font-size=\"14\">" << XmlEscape(title.str()) << "</text>\n";
+      << "<text x=\"" << kLeft << "\" y=\"20\" font-size=\"14\">" << XmlEscape(title.str())
+      << "</text>\n";
 
   for (const auto& p : result.phases) {
-    svg << "<rect x=\"" << X(p.start_s) << "\" y=\"" << kTop << "\" width=\"" << X(p.end_s) - X(p.start_s)
-        << "\" height=\"" << ph << "\" fill=\"" << PhaseFill(p.name) << "\"/>\n"
-        << "<text x=\"" << X(p.start_s) + 4 << "\" y=\"" << kTop + 14 << "\" fill=\"#555\">" << p.name << " ("
-        << Format("%g", p.rate) << " rps)</text>\n";
+    svg << "<rect x=\"" << X(p.start_s) << "\" y=\"" << kTop << "\" width=\""
+        << X(p.end_s) - X(p.start_s) << "\" height=\"" << ph << "\" fill=\"" << PhaseFill(p.name)
+        << "\"/>\n"
+        << "<text x=\"" << X(p.start_s) + 4 << "\" y=\"" << kTop + 14 << "\" fill=\"#555\">"
+        << p.name << " (" << Format("%g", p.rate) << " rps)</text>\n";
   }
   for (double y = 0; y <= y_max + y_step / 2; y += y_step) {
-    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << Y(y) << "\" y2=\"" << Y(y)
-        << "\" stroke=\"#ccc\" stroke-width=\"0.5\"/>\n"
-        << "<text x=\"" << kLeft - 6 << "\" y=\"" << Y(y) + 4 << "\" text-anchor=\"end\">" << Format("%g", y)
-        << "</text>\n";
+    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << Y(y) << "\" y2=\""
+        << Y(y) << "\" stroke=\"#ccc\" stroke-width=\"0.5\"/>\n"
+        << "<text x=\"" << kLeft - 6 << "\" y=\"" << Y(y) + 4 << "\" text-anchor=\"end\">"
+        << Format("%g", y) << "</text>\n";
   }
   for (double t = 0; t <= t_max + x_step / 2; t += x_step) {
-    svg << "<line x1=\"" << X(t) << "\" x2=\"" << X(t) << "\" y1=\"" << kTop + ph << "\" y2=\"" << kTop + ph + 5
-        << "\" stroke=\"#333\"/>\n"
-        << "<text x=\"" << X(t) << "\" y=\"" << kTop + ph + 18 << "\" text-anchor=\"middle\">" << Format("%g", t)
-        << "</text>\n";
+    svg << "<line x1=\"" << X(t) << "\" x2=\"" << X(t) << "\" y1=\"" << kTop + ph << "\" y2=\""
+        << kTop + ph + 5 << "\" stroke=\"#333\"/>\n"
+        << "<text x=\"" << X(t) << "\" y=\"" << kTop + ph + 18 << "\" text-anchor=\"middle\">"
+        << Format("%g", t) << "</text>\n";
   }
-  svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << kTop + ph << "\" y2=\"" << kTop + ph
-      << "\" stroke=\"#333\"/>\n"
-      << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft << "\" y1=\"" << kTop << "\" y2=\"" << kTop + ph
-      << "\" stroke=\"#333\"/>\n"
-      << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kH - 10 << "\" text-anchor=\"middle\">send time (s)</text>\n"
+  svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << kTop + ph << "\" y2=\""
+      << kTop + ph << "\" stroke=\"#333\"/>\n"
+      << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft << "\" y1=\"" << kTop << "\" y2=\""
+      << kTop + ph << "\" stroke=\"#333\"/>\n"
+      << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kH - 10
+      << "\" text-anchor=\"middle\">send time (s)</text>\n"
       << "<text transform=\"translate(16 " << kTop + ph / 2
       << ") rotate(-90)\" text-anchor=\"middle\">latency (ms)</text>\n";
 
@@ -690,8 +743,8 @@ std::string PlotHtml(const RunResult& result) {
     std::string tip = Format("#%.0f", static_cast<double>(i)) + Format(" at %.2f s: ", r.send_s) +
                       Format("%.0f ms", r.latency_ms) + (r.cache_hit ? ", cache hit" : "");
     if (!r.ok()) tip.append(", ").append(r.error);
-    svg << "<circle cx=\"" << X(r.send_s) << "\" cy=\"" << Y(r.latency_ms) << "\" r=\"2.5\" fill=\"" << color
-        << "\" fill-opacity=\"0.7\"><title>" << XmlEscape(tip) << "</title></circle>\n";
+    svg << "<circle cx=\"" << X(r.send_s) << "\" cy=\"" << Y(r.latency_ms) << "\" r=\"2.5\" fill=\""
+        << color << "\" fill-opacity=\"0.7\"><title>" << XmlEscape(tip) << "</title></circle>\n";
   }
 
   // Rolling P95 of successful requests over a trailing window, sampled at 200 points; the line
@@ -720,7 +773,9 @@ std::string PlotHtml(const RunResult& result) {
     path << (pen_down ? "L" : "M") << X(t) << " " << Y(*p95) << " ";
     pen_down = true;
   }
-  if (!path.str().empty()) svg << "<path d=\"" << path.str() << "\" fill=\"none\" stroke=\"#ff7f0e\" stroke-width=\"2\"/>\n";
+  if (!path.str().empty())
+    svg << "<path d=\"" << path.str()
+        << "\" fill=\"none\" stroke=\"#ff7f0e\" stroke-width=\"2\"/>\n";
 
   const std::pair<const char*, std::string> legend[] = {
       {"#1f77b4", "success"},
@@ -729,7 +784,8 @@ std::string PlotHtml(const RunResult& result) {
       {"#ff7f0e", Format("rolling P95 (%g s window)", window)}};
   double lx = kLeft;
   for (const auto& [color, label] : legend) {
-    svg << "<rect x=\"" << lx << "\" y=\"30\" width=\"10\" height=\"10\" fill=\"" << color << "\"/>\n"
+    svg << "<rect x=\"" << lx << "\" y=\"30\" width=\"10\" height=\"10\" fill=\"" << color
+        << "\"/>\n"
         << "<text x=\"" << lx + 14 << "\" y=\"39\">" << label << "</text>\n";
     lx += 30 + 7 * static_cast<double>(label.size());
   }
@@ -742,15 +798,18 @@ std::string PlotHtml(const RunResult& result) {
 }
 
 std::string RecordsCsv(const RunResult& result) {
-  std::string out = "index,phase,send_s,status,error,latency_ms,ttft_ms,completion_tokens,cache_hit,long,repeat,group\n";
+  std::string out =
+      "index,phase,send_s,status,error,latency_ms,ttft_ms,completion_tokens,cache_hit,long,repeat,"
+      "group\n";
   for (size_t i = 0; i < result.records.size(); ++i) {
     const auto& r = result.records[i];
-    out += std::to_string(i) + "," + result.phases[static_cast<size_t>(r.phase)].name + "," + Format("%.4f", r.send_s) +
-           "," + std::to_string(r.status) + "," + CsvField(r.error) + "," + Format("%.2f", r.latency_ms) + "," +
+    out += std::to_string(i) + "," + result.phases[static_cast<size_t>(r.phase)].name + "," +
+           Format("%.4f", r.send_s) + "," + std::to_string(r.status) + "," + CsvField(r.error) +
+           "," + Format("%.2f", r.latency_ms) + "," +
            (r.ttft_ms >= 0 ? Format("%.2f", r.ttft_ms) : std::string()) + "," +
            (r.completion_tokens >= 0 ? std::to_string(r.completion_tokens) : std::string()) + "," +
-           (r.cache_hit ? "1" : "0") + "," + (r.long_prompt ? "1" : "0") + "," + (r.repeat ? "1" : "0") + "," +
-           std::to_string(r.group) + "\n";
+           (r.cache_hit ? "1" : "0") + "," + (r.long_prompt ? "1" : "0") + "," +
+           (r.repeat ? "1" : "0") + "," + std::to_string(r.group) + "\n";
   }
   return out;
 }

@@ -17,7 +17,6 @@
 #include <string>
 #include <vector>
 
-
 #include "frugal/status.h"
 
 namespace frugal::loadgen {
@@ -32,8 +31,8 @@ struct QuestionGroup {
 StatusOr<std::vector<QuestionGroup>> LoadQuestions(const std::string& path);
 
 struct Profile {
-  double rate = 2;            // requests per second in steady and recovery
-  double spike_factor = 6;    // spike rate = rate x spike_factor
+  double rate = 2;          // requests per second in steady and recovery
+  double spike_factor = 6;  // spike rate = rate x spike_factor
   double steady_s = 20, spike_s = 20, recovery_s = 20;
 };
 
@@ -53,19 +52,19 @@ struct Mix {
 };
 
 struct Arrival {
-  double time_s = 0;      // from the start of the run
-  int phase = 0;          // index into Phases()
-  size_t group = 0;       // question group
-  int variant = 0;        // 0: the question itself; k > 0: paraphrase k - 1
-  bool repeat = false;    // drawn as a re-ask (a group asked before)
+  double time_s = 0;    // from the start of the run
+  int phase = 0;        // index into Phases()
+  size_t group = 0;     // question group
+  int variant = 0;      // 0: the question itself; k > 0: paraphrase k - 1
+  bool repeat = false;  // drawn as a re-ask (a group asked before)
   bool long_prompt = false;
 };
 
 // The arrival schedule: per phase, exponential inter-arrival times at the phase's rate; per
 // request, repeat or new and long or short. New requests take the groups in an order shuffled by
 // the seed, starting over when all were used. Same inputs, same schedule.
-std::vector<Arrival> BuildSchedule(const Profile& profile, const Mix& mix, const std::vector<QuestionGroup>& groups,
-                                   uint64_t seed);
+std::vector<Arrival> BuildSchedule(const Profile& profile, const Mix& mix,
+                                   const std::vector<QuestionGroup>& groups, uint64_t seed);
 
 // The text of an arrival's user message: the question (or paraphrase), for a long request
 // preceded by a store-policy passage about twice its length. The passage depends only on the
@@ -79,13 +78,13 @@ std::optional<double> Percentile(std::vector<double> values, double p);
 // What happened to one request.
 struct RequestRecord {
   int phase = 0;
-  double send_s = 0;          // from the start of the run
-  int status = 0;             // HTTP status; 0 when none arrived
-  std::string error;          // empty = success
-  double latency_ms = 0;      // send -> last byte (or the failure)
-  double ttft_ms = -1;        // send -> first content delta; -1 when none came
+  double send_s = 0;               // from the start of the run
+  int status = 0;                  // HTTP status; 0 when none arrived
+  std::string error;               // empty = success
+  double latency_ms = 0;           // send -> last byte (or the failure)
+  double ttft_ms = -1;             // send -> first content delta; -1 when none came
   int64_t completion_tokens = -1;  // from the usage chunk; -1 when absent
-  bool cache_hit = false;     // response header X-Frugal-Cache: hit
+  bool cache_hit = false;          // response header X-Frugal-Cache: hit
   bool long_prompt = false;
   bool repeat = false;
   size_t group = 0;
@@ -93,9 +92,9 @@ struct RequestRecord {
 };
 
 struct RunOptions {
-  std::string target;      // http://host[:port][/v1]
-  std::string model;       // empty: the first id of GET /v1/models
-  std::string api_key;     // sent as Authorization: Bearer
+  std::string target;   // http://host[:port][/v1]
+  std::string model;    // empty: the first id of GET /v1/models
+  std::string api_key;  // sent as Authorization: Bearer
   Profile profile;
   Mix mix;
   uint64_t seed = 1;
@@ -126,7 +125,8 @@ struct PhaseStats {
   std::string name;
   double length_s = 0;
   int64_t requests = 0, errors = 0, hits = 0;
-  double throughput_rps = 0;  // successful responses completed in the phase / length (total: all / profile length)
+  double throughput_rps =
+      0;  // successful responses completed in the phase / length (total: all / profile length)
   std::optional<double> latency_p50_ms, latency_p95_ms, latency_p99_ms;  // successful requests
   std::optional<double> ttft_p50_ms, ttft_p95_ms, ttft_p99_ms;
   std::optional<double> cache_hit_rate;  // hits / successful

@@ -20,7 +20,8 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
                          "' is not a supported encoder (supported: bert, xlm-roberta, roberta)");
   }
   if (src.e5() != nullptr) return LoadE5(*src.e5());
-  if (src.hf() == nullptr) return Unimplemented("BERT models load from Hugging Face checkpoints or E5S1 files only");
+  if (src.hf() == nullptr)
+    return Unimplemented("BERT models load from Hugging Face checkpoints or E5S1 files only");
   const HfCheckpoint& ck = *src.hf();
   const HfConfig& c = ck.config();
   auto m = std::unique_ptr<BertModel>(new BertModel());
@@ -38,7 +39,8 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
   if (pooling == "cls") {
     hp.cls_pooling = true;
   } else if (!pooling.empty() && pooling != "mean") {
-    return Unimplemented(src.path() + "/1_Pooling/config.json: pooling '" + pooling + "' is not supported (mean, cls)");
+    return Unimplemented(src.path() + "/1_Pooling/config.json: pooling '" + pooling +
+                         "' is not supported (mean, cls)");
   }
   if (hp.n_embd <= 0 || hp.n_layer <= 0 || hp.n_head <= 0 || hp.n_ff <= 0 || hp.n_ctx <= 0 ||
       hp.n_embd % hp.n_head != 0) {
@@ -59,7 +61,8 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
     *out = std::move(v).value();
     return Status::Ok();
   };
-  auto matrix = [&](const std::string& name, int64_t ne0, int64_t ne1) -> StatusOr<const TensorView*> {
+  auto matrix = [&](const std::string& name, int64_t ne0,
+                    int64_t ne1) -> StatusOr<const TensorView*> {
     const TensorView* t = find(name);
     if (t == nullptr) return DataLoss("required tensor '" + prefix + name + "' is missing");
     if (t->ne[0] != ne0 || t->rows() != ne1) {
@@ -68,13 +71,17 @@ StatusOr<std::unique_ptr<BertModel>> BertModel::Load(const ModelSource& src) {
     return t;
   };
   const TensorView* we = find("embeddings.word_embeddings.weight");
-  if (we == nullptr) return DataLoss("required tensor 'embeddings.word_embeddings.weight' is missing");
+  if (we == nullptr)
+    return DataLoss("required tensor 'embeddings.word_embeddings.weight' is missing");
   hp.n_vocab = we->rows();
-  FRUGAL_ASSIGN_OR_RETURN(m->word_embd_, matrix("embeddings.word_embeddings.weight", hp.n_embd, hp.n_vocab));
-  FRUGAL_ASSIGN_OR_RETURN(m->pos_embd_, matrix("embeddings.position_embeddings.weight", hp.n_embd, n_pos));
+  FRUGAL_ASSIGN_OR_RETURN(m->word_embd_,
+                          matrix("embeddings.word_embeddings.weight", hp.n_embd, hp.n_vocab));
+  FRUGAL_ASSIGN_OR_RETURN(m->pos_embd_,
+                          matrix("embeddings.position_embeddings.weight", hp.n_embd, n_pos));
   if (find("embeddings.token_type_embeddings.weight") != nullptr) {
-    FRUGAL_ASSIGN_OR_RETURN(m->type_embd_, matrix("embeddings.token_type_embeddings.weight", hp.n_embd,
-                                                  find("embeddings.token_type_embeddings.weight")->rows()));
+    FRUGAL_ASSIGN_OR_RETURN(m->type_embd_,
+                            matrix("embeddings.token_type_embeddings.weight", hp.n_embd,
+                                   find("embeddings.token_type_embeddings.weight")->rows()));
   }
   FRUGAL_RETURN_IF_ERROR(vec("embeddings.LayerNorm.weight", hp.n_embd, &m->embd_ln_w_));
   FRUGAL_RETURN_IF_ERROR(vec("embeddings.LayerNorm.bias", hp.n_embd, &m->embd_ln_b_));
@@ -160,7 +167,8 @@ void BertModel::AddBias(const Dense& dense, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) Axpy(1.0f, dense.b.data(), y + i * out, out);
 }
 
-void BertModel::Apply(const Dense& dense, const float* x, int64_t n, float* y, ThreadPool& pool) const {
+void BertModel::Apply(const Dense& dense, const float* x, int64_t n, float* y,
+                      ThreadPool& pool) const {
   MatMul(*dense.w, x, n, y, pool, act_);
   AddBias(dense, n, y);
 }
@@ -181,10 +189,12 @@ Status BertModel::UseInt8Weights() {
           d->w = &v;
           continue;
         }
-        if (rows % 8 != 0 || cols % 32 != 0) return Unimplemented("a dense layer of " + t.ShapeString() + " has no INT8 tile layout");
+        if (rows % 8 != 0 || cols % 32 != 0)
+          return Unimplemented("a dense layer of " + t.ShapeString() + " has no INT8 tile layout");
         std::vector<float> f(static_cast<size_t>(rows * cols));
         DequantizeTensor(t, f.data());
-        FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> q, QuantizeRowsRtn(TensorType::kI8_G32, f.data(), rows, cols));
+        FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> q,
+                                QuantizeRowsRtn(TensorType::kI8_G32, f.data(), rows, cols));
         std::vector<uint8_t>& data = int8_data_.emplace_back(std::move(q));
         TensorView& v = int8_views_.emplace_back(t);
         v.type = TensorType::kI8_G32;
@@ -196,7 +206,8 @@ Status BertModel::UseInt8Weights() {
   } else {
     size_t i = 0;
     for (Layer& l : layers_) {
-      for (Dense* d : {&l.q, &l.k, &l.v, &l.attn_out, &l.ffn_in, &l.ffn_out}) d->w = &int8_views_[i++];
+      for (Dense* d : {&l.q, &l.k, &l.v, &l.attn_out, &l.ffn_in, &l.ffn_out})
+        d->w = &int8_views_[i++];
     }
   }
   act_ = ActivationPrecision::kInt8;
@@ -210,7 +221,8 @@ void BertModel::UseFloatWeights() {
   act_ = ActivationPrecision::kF32;
 }
 
-StatusOr<std::vector<float>> BertModel::Embed(std::span<const int32_t> tokens, ThreadPool& pool) const {
+StatusOr<std::vector<float>> BertModel::Embed(std::span<const int32_t> tokens,
+                                              ThreadPool& pool) const {
   FRUGAL_ASSIGN_OR_RETURN(HiddenStates h, Forward(tokens, pool));
   std::vector<float> out = Pool(h);
   double norm = 0;
@@ -238,13 +250,16 @@ StatusOr<HiddenStates> BertModel::Forward(std::span<const int32_t> tokens, Threa
   const auto n = static_cast<int64_t>(tokens.size());
   if (n == 0) return InvalidArgument("nothing to embed");
   if (n > hp_.n_ctx) {
-    return OutOfRange(std::to_string(n) + " tokens exceed the embedder's context of " + std::to_string(hp_.n_ctx));
+    return OutOfRange(std::to_string(n) + " tokens exceed the embedder's context of " +
+                      std::to_string(hp_.n_ctx));
   }
   const int64_t d = hp_.n_embd, hd = d / hp_.n_head;
-  std::vector<float> x(static_cast<size_t>(n * d)), tmp(static_cast<size_t>(d)), row(static_cast<size_t>(d));
+  std::vector<float> x(static_cast<size_t>(n * d)), tmp(static_cast<size_t>(d)),
+      row(static_cast<size_t>(d));
   for (int64_t i = 0; i < n; ++i) {
     const int32_t t = tokens[static_cast<size_t>(i)];
-    if (t < 0 || t >= hp_.n_vocab) return InvalidArgument("token id " + std::to_string(t) + " is out of the vocabulary");
+    if (t < 0 || t >= hp_.n_vocab)
+      return InvalidArgument("token id " + std::to_string(t) + " is out of the vocabulary");
     GetRow(*word_embd_, t, tmp.data());
     GetRow(*pos_embd_, hp_.pos_offset + i, row.data());
     for (int64_t e = 0; e < d; ++e) tmp[static_cast<size_t>(e)] += row[static_cast<size_t>(e)];
@@ -252,7 +267,8 @@ StatusOr<HiddenStates> BertModel::Forward(std::span<const int32_t> tokens, Threa
       GetRow(*type_embd_, 0, row.data());
       for (int64_t e = 0; e < d; ++e) tmp[static_cast<size_t>(e)] += row[static_cast<size_t>(e)];
     }
-    LayerNorm(tmp.data(), embd_ln_w_.data(), embd_ln_b_.data(), &x[static_cast<size_t>(i * d)], d, hp_.eps);
+    LayerNorm(tmp.data(), embd_ln_w_.data(), embd_ln_b_.data(), &x[static_cast<size_t>(i * d)], d,
+              hp_.eps);
   }
   std::vector<float> q(x.size()), k(x.size()), v(x.size()), ctx(x.size()), o(x.size());
   std::vector<float> ff(static_cast<size_t>(n * hp_.n_ff));
@@ -279,7 +295,8 @@ StatusOr<HiddenStates> BertModel::Forward(std::span<const int32_t> tokens, Threa
     Apply(l.attn_out, ctx.data(), n, o.data(), pool);
     for (int64_t i = 0; i < n; ++i) {
       float* xi = &x[static_cast<size_t>(i * d)];
-      for (int64_t e = 0; e < d; ++e) tmp[static_cast<size_t>(e)] = xi[e] + o[static_cast<size_t>(i * d + e)];
+      for (int64_t e = 0; e < d; ++e)
+        tmp[static_cast<size_t>(e)] = xi[e] + o[static_cast<size_t>(i * d + e)];
       LayerNorm(tmp.data(), l.ln1_w.data(), l.ln1_b.data(), xi, d, hp_.eps);
     }
     Apply(l.ffn_in, x.data(), n, ff.data(), pool);
@@ -287,7 +304,8 @@ StatusOr<HiddenStates> BertModel::Forward(std::span<const int32_t> tokens, Threa
     Apply(l.ffn_out, ff.data(), n, o.data(), pool);
     for (int64_t i = 0; i < n; ++i) {
       float* xi = &x[static_cast<size_t>(i * d)];
-      for (int64_t e = 0; e < d; ++e) tmp[static_cast<size_t>(e)] = xi[e] + o[static_cast<size_t>(i * d + e)];
+      for (int64_t e = 0; e < d; ++e)
+        tmp[static_cast<size_t>(e)] = xi[e] + o[static_cast<size_t>(i * d + e)];
       LayerNorm(tmp.data(), l.ln2_w.data(), l.ln2_b.data(), xi, d, hp_.eps);
     }
   }

@@ -8,16 +8,15 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
-#include <deque>
-
 #include "common/thread_pool.h"
-#include "kernels/kernels.h"
 #include "frugal/status.h"
+#include "kernels/kernels.h"
 #include "models/model_source.h"
 
 namespace frugal {
@@ -28,8 +27,8 @@ struct BertHParams {
   int64_t n_layer = 0;
   int64_t n_head = 0;
   int64_t n_ff = 0;
-  int64_t n_ctx = 0;       // usable positions: max_position_embeddings - pos_offset
-  int64_t pos_offset = 0;  // RoBERTa / XLM-R: pad_token_id + 1
+  int64_t n_ctx = 0;         // usable positions: max_position_embeddings - pos_offset
+  int64_t pos_offset = 0;    // RoBERTa / XLM-R: pad_token_id + 1
   bool cls_pooling = false;  // else mean
   float eps = 1e-12f;
 };
@@ -66,8 +65,8 @@ class BertModel {
 
  private:
   struct Dense {
-    const TensorView* w = nullptr;      // in use
-    const TensorView* w_file = nullptr; // as loaded
+    const TensorView* w = nullptr;       // in use
+    const TensorView* w_file = nullptr;  // as loaded
     std::vector<float> b;
   };
   struct Layer {

@@ -5,7 +5,10 @@
 namespace frugal {
 
 KvBlockPool::KvBlockPool(int64_t n_layer, int64_t kv_dim, int64_t block_tokens, int64_t n_blocks)
-    : n_layer_(n_layer), kv_dim_(kv_dim), block_tokens_(block_tokens), n_blocks_(n_blocks),
+    : n_layer_(n_layer),
+      kv_dim_(kv_dim),
+      block_tokens_(block_tokens),
+      n_blocks_(n_blocks),
       // new float[] leaves the floats uninitialised: pages are touched only when written.
       data_(new float[static_cast<size_t>(2 * n_layer * kv_dim * block_tokens * n_blocks)]) {
   FRUGAL_CHECK(n_layer > 0 && kv_dim > 0 && block_tokens > 0 && n_blocks > 0);
@@ -31,9 +34,13 @@ void KvBlockPool::Give(std::span<const int32_t> ids) {
 }
 
 KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim)
-    : n_layer_(n_layer), kv_dim_(kv_dim), block_(n_ctx),
-      owned_(static_cast<size_t>(2 * n_layer * n_ctx * kv_dim)), ids_{0},
-      k_(static_cast<size_t>(n_layer)), v_(static_cast<size_t>(n_layer)) {
+    : n_layer_(n_layer),
+      kv_dim_(kv_dim),
+      block_(n_ctx),
+      owned_(static_cast<size_t>(2 * n_layer * n_ctx * kv_dim)),
+      ids_{0},
+      k_(static_cast<size_t>(n_layer)),
+      v_(static_cast<size_t>(n_layer)) {
   for (int64_t l = 0; l < n_layer; ++l) {
     float* base = owned_.data() + 2 * l * n_ctx * kv_dim;
     k_[static_cast<size_t>(l)] = {base};
@@ -42,8 +49,12 @@ KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim)
 }
 
 KvCache::KvCache(KvBlockPool& pool)
-    : n_layer_(pool.n_layer()), kv_dim_(pool.kv_dim()), block_(pool.block_tokens()), pool_(&pool),
-      k_(static_cast<size_t>(n_layer_)), v_(static_cast<size_t>(n_layer_)) {}
+    : n_layer_(pool.n_layer()),
+      kv_dim_(pool.kv_dim()),
+      block_(pool.block_tokens()),
+      pool_(&pool),
+      k_(static_cast<size_t>(n_layer_)),
+      v_(static_cast<size_t>(n_layer_)) {}
 
 KvCache::~KvCache() { Release(); }
 

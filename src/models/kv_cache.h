@@ -29,7 +29,9 @@ class KvBlockPool {
   int64_t total_blocks() const { return n_blocks_; }
   int64_t free_blocks() const { return static_cast<int64_t>(free_.size()); }
   // Bytes of one block (keys and values of all layers).
-  size_t block_bytes() const { return static_cast<size_t>(2 * n_layer_ * block_tokens_ * kv_dim_) * sizeof(float); }
+  size_t block_bytes() const {
+    return static_cast<size_t>(2 * n_layer_ * block_tokens_ * kv_dim_) * sizeof(float);
+  }
 
   // Appends n free block ids to `ids`; false (and nothing taken) when fewer are free.
   bool Take(int64_t n, std::vector<int32_t>* ids);
@@ -41,12 +43,14 @@ class KvBlockPool {
 
  private:
   float* Base(int32_t id, int64_t layer) {
-    return data_.get() + ((static_cast<int64_t>(id) * n_layer_ + layer) * 2) * block_tokens_ * kv_dim_;
+    return data_.get() +
+           ((static_cast<int64_t>(id) * n_layer_ + layer) * 2) * block_tokens_ * kv_dim_;
   }
 
   int64_t n_layer_, kv_dim_, block_tokens_, n_blocks_;
-  std::unique_ptr<float[]> data_;  // [block][layer][k|v][block_tokens][kv_dim]; not value-initialised
-  std::vector<int32_t> free_;      // a stack: the most recently freed block is reused first
+  std::unique_ptr<float[]>
+      data_;                   // [block][layer][k|v][block_tokens][kv_dim]; not value-initialised
+  std::vector<int32_t> free_;  // a stack: the most recently freed block is reused first
 };
 
 class KvCache {
@@ -84,14 +88,15 @@ class KvCache {
 
  private:
   float* At(std::vector<std::vector<float*>>& t, int64_t layer, int64_t pos) {
-    return t[static_cast<size_t>(layer)][static_cast<size_t>(pos / block_)] + (pos % block_) * kv_dim_;
+    return t[static_cast<size_t>(layer)][static_cast<size_t>(pos / block_)] +
+           (pos % block_) * kv_dim_;
   }
 
   int64_t n_layer_, kv_dim_, block_;
   int64_t size_ = 0;
-  KvBlockPool* pool_ = nullptr;           // paged only
-  std::vector<float> owned_;              // contiguous only: [layer][k|v][n_ctx][kv_dim]
-  std::vector<int32_t> ids_;              // blocks (contiguous: the single block 0)
+  KvBlockPool* pool_ = nullptr;             // paged only
+  std::vector<float> owned_;                // contiguous only: [layer][k|v][n_ctx][kv_dim]
+  std::vector<int32_t> ids_;                // blocks (contiguous: the single block 0)
   std::vector<std::vector<float*>> k_, v_;  // [layer][block] -> first position of the block
 };
 

@@ -15,10 +15,10 @@ namespace {
 
 // GGUF layer tensor base names and their transformers counterparts (Llama family).
 constexpr std::pair<const char*, const char*> kHfLayerNames[] = {
-    {"attn_norm", "input_layernorm"},     {"ffn_norm", "post_attention_layernorm"},
-    {"attn_q", "self_attn.q_proj"},       {"attn_k", "self_attn.k_proj"},
-    {"attn_v", "self_attn.v_proj"},       {"attn_output", "self_attn.o_proj"},
-    {"ffn_gate", "mlp.gate_proj"},        {"ffn_up", "mlp.up_proj"},
+    {"attn_norm", "input_layernorm"}, {"ffn_norm", "post_attention_layernorm"},
+    {"attn_q", "self_attn.q_proj"},   {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},   {"attn_output", "self_attn.o_proj"},
+    {"ffn_gate", "mlp.gate_proj"},    {"ffn_up", "mlp.up_proj"},
     {"ffn_down", "mlp.down_proj"},
 };
 
@@ -53,7 +53,9 @@ std::string LlamaGgufTensorName(const std::string& n) {
   const std::string layer = n.substr(prefix.size(), dot - prefix.size());
   const std::string rest = n.substr(dot + 1);
   const size_t last = rest.rfind('.');
-  if (last == std::string::npos || layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos) return "";
+  if (last == std::string::npos || layer.empty() ||
+      layer.find_first_not_of("0123456789") != std::string::npos)
+    return "";
   const std::string base = rest.substr(0, last), suffix = rest.substr(last);
   for (const auto& [g, h] : kHfLayerNames) {
     if (base == h) return "blk." + layer + "." + g + suffix;
@@ -133,7 +135,8 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const ModelSource& src) {
   LlamaHParams& hp = m->hp_;
   hp.arch = src.architecture();
   if (hp.arch != "llama" && hp.arch != "qwen2" && hp.arch != "mistral") {
-    return Unimplemented("architecture '" + hp.arch + "' is not a supported decoder (supported: llama, qwen2, mistral)");
+    return Unimplemented("architecture '" + hp.arch +
+                         "' is not a supported decoder (supported: llama, qwen2, mistral)");
   }
   TensorLookup lookup(src);
   if (const GgufFile* g = src.gguf()) {
@@ -173,7 +176,9 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const ModelSource& src) {
     hp.n_head = c.num_attention_heads;
     hp.n_ff = c.intermediate_size;
     if (hp.n_embd <= 0 || hp.n_layer <= 0 || hp.n_head <= 0 || hp.n_ff <= 0) {
-      return InvalidArgument(src.path() + "/config.json lacks hidden_size, num_hidden_layers, num_attention_heads or intermediate_size");
+      return InvalidArgument(src.path() +
+                             "/config.json lacks hidden_size, num_hidden_layers, "
+                             "num_attention_heads or intermediate_size");
     }
     hp.n_head_kv = c.num_key_value_heads > 0 ? c.num_key_value_heads : hp.n_head;
     hp.head_dim = c.head_dim > 0 ? c.head_dim : hp.n_embd / hp.n_head;
@@ -186,15 +191,15 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const ModelSource& src) {
     if (rs.type == "linear") {
       hp.rope_linear_scale = static_cast<float>(rs.factor);
     } else if (rs.type == "llama3") {
-      hp.rope_freq_factors = Llama3FreqFactors(hp.n_rot, hp.rope_base, rs.factor,
-                                               rs.low_freq_factor, rs.high_freq_factor,
-                                               static_cast<double>(rs.original_max_position_embeddings));
+      hp.rope_freq_factors = Llama3FreqFactors(
+          hp.n_rot, hp.rope_base, rs.factor, rs.low_freq_factor, rs.high_freq_factor,
+          static_cast<double>(rs.original_max_position_embeddings));
     } else if (!rs.type.empty()) {
       return Unimplemented("rope_scaling type '" + rs.type + "' is not supported");
     }
   }
-  if (hp.n_head_kv <= 0 || hp.n_head % hp.n_head_kv != 0 || hp.head_dim <= 0 ||
-      hp.n_rot <= 0 || hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0 || hp.n_layer > 4096) {
+  if (hp.n_head_kv <= 0 || hp.n_head % hp.n_head_kv != 0 || hp.head_dim <= 0 || hp.n_rot <= 0 ||
+      hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0 || hp.n_layer > 4096) {
     return DataLoss("inconsistent attention hyper-parameters");
   }
 
@@ -206,8 +211,8 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const ModelSource& src) {
   hp.tied_embeddings = m->output_ == nullptr;
   if (hp.tied_embeddings) m->output_ = m->tok_embd_;
   FRUGAL_RETURN_IF_ERROR(CheckShape(m->output_, "output.weight", hp.n_embd, hp.n_vocab));
-  FRUGAL_ASSIGN_OR_RETURN(m->output_norm_,
-                          LoadVector(lookup.Find("output_norm.weight"), hp.n_embd, "output_norm.weight"));
+  FRUGAL_ASSIGN_OR_RETURN(m->output_norm_, LoadVector(lookup.Find("output_norm.weight"), hp.n_embd,
+                                                      "output_norm.weight"));
 
   const int64_t q_dim = hp.n_head * hp.head_dim, kv_dim = hp.n_head_kv * hp.head_dim;
   m->layers_.resize(static_cast<size_t>(hp.n_layer));
@@ -225,8 +230,10 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const ModelSource& src) {
     FRUGAL_RETURN_IF_ERROR(mat("ffn_gate", hp.n_embd, hp.n_ff, &l.w_gate));
     FRUGAL_RETURN_IF_ERROR(mat("ffn_up", hp.n_embd, hp.n_ff, &l.w_up));
     FRUGAL_RETURN_IF_ERROR(mat("ffn_down", hp.n_ff, hp.n_embd, &l.w_down));
-    FRUGAL_ASSIGN_OR_RETURN(l.attn_norm, LoadVector(lookup.Find(p + "attn_norm.weight"), hp.n_embd, p + "attn_norm.weight"));
-    FRUGAL_ASSIGN_OR_RETURN(l.ffn_norm, LoadVector(lookup.Find(p + "ffn_norm.weight"), hp.n_embd, p + "ffn_norm.weight"));
+    FRUGAL_ASSIGN_OR_RETURN(l.attn_norm, LoadVector(lookup.Find(p + "attn_norm.weight"), hp.n_embd,
+                                                    p + "attn_norm.weight"));
+    FRUGAL_ASSIGN_OR_RETURN(l.ffn_norm, LoadVector(lookup.Find(p + "ffn_norm.weight"), hp.n_embd,
+                                                   p + "ffn_norm.weight"));
     auto bias = [&](const char* name, int64_t n, std::vector<float>* out) -> Status {
       const TensorView* t = lookup.Find(p + name + ".bias");
       if (t == nullptr) return Status::Ok();
@@ -242,7 +249,8 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const ModelSource& src) {
   }
   m->rope_freq_.resize(static_cast<size_t>(hp.n_rot / 2));
   for (int64_t i = 0; i < hp.n_rot / 2; ++i) {
-    double freq = std::pow(static_cast<double>(hp.rope_base), -2.0 * static_cast<double>(i) / static_cast<double>(hp.n_rot));
+    double freq = std::pow(static_cast<double>(hp.rope_base),
+                           -2.0 * static_cast<double>(i) / static_cast<double>(hp.n_rot));
     if (!hp.rope_freq_factors.empty()) freq /= hp.rope_freq_factors[static_cast<size_t>(i)];
     m->rope_freq_[static_cast<size_t>(i)] = freq;
   }
@@ -271,7 +279,8 @@ size_t LlamaModel::RepackWeights() {
   repack(tok_embd_);
   repack(output_);
   for (Layer& l : layers_) {
-    for (const TensorView** w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) repack(*w);
+    for (const TensorView** w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      repack(*w);
   }
   return bytes;
 }
@@ -310,7 +319,8 @@ Status LlamaModel::Forward(std::span<const int32_t> tokens, KvCache& kv, ThreadP
   }
   std::vector<StepItem> items(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    items[static_cast<size_t>(i)] = {tokens[static_cast<size_t>(i)], &kv, pos0 + i, all_logits || i == n - 1};
+    items[static_cast<size_t>(i)] = {tokens[static_cast<size_t>(i)], &kv, pos0 + i,
+                                     all_logits || i == n - 1};
   }
   FRUGAL_RETURN_IF_ERROR(Step(items, pool, logits));
   kv.set_size(pos0 + n);
@@ -326,7 +336,8 @@ Status LlamaModel::DecodeBatch(std::span<const int32_t> tokens, std::span<KvCach
   for (size_t i = 0; i < tokens.size(); ++i) {
     KvCache* kv = caches[i];
     if (kv->size() + 1 > kv->capacity()) {
-      return OutOfRange("sequence " + std::to_string(i) + " is at its context limit of " + std::to_string(kv->capacity()));
+      return OutOfRange("sequence " + std::to_string(i) + " is at its context limit of " +
+                        std::to_string(kv->capacity()));
     }
     for (size_t j = 0; j < i; ++j) {
       if (caches[j] == kv) return InvalidArgument("DecodeBatch got the same cache twice");
@@ -374,7 +385,8 @@ void LlamaModel::LayerForward(int64_t li, std::span<const StepItem> items,
     if (b.empty()) return;
     const auto cols = static_cast<int64_t>(b.size());
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) y[static_cast<size_t>(r * cols + c)] += b[static_cast<size_t>(c)];
+      for (int64_t c = 0; c < cols; ++c)
+        y[static_cast<size_t>(r * cols + c)] += b[static_cast<size_t>(c)];
     }
   };
   auto observe = [&](LinearInput input, const std::vector<float>& act, int64_t cols) {
@@ -383,7 +395,9 @@ void LlamaModel::LayerForward(int64_t li, std::span<const StepItem> items,
   std::vector<float>& x = s.x;
   std::vector<float>& xn = s.xn;
   const Layer& l = layers_[static_cast<size_t>(li)];
-  for (int64_t i = 0; i < n; ++i) RmsNorm(&x[static_cast<size_t>(i * d)], l.attn_norm.data(), &xn[static_cast<size_t>(i * d)], d, hp_.rms_eps);
+  for (int64_t i = 0; i < n; ++i)
+    RmsNorm(&x[static_cast<size_t>(i * d)], l.attn_norm.data(), &xn[static_cast<size_t>(i * d)], d,
+            hp_.rms_eps);
   observe(LinearInput::kAttn, xn, d);
   const MatMulOutput qkv[] = {{l.wq, s.q.data()}, {l.wk, s.k.data()}, {l.wv, s.v.data()}};
   MatMulMulti(qkv, xn.data(), n, pool, act_);
@@ -393,10 +407,14 @@ void LlamaModel::LayerForward(int64_t li, std::span<const StepItem> items,
   for (int64_t i = 0; i < n; ++i) {
     const StepItem& it = items[static_cast<size_t>(i)];
     const float* cs = &rope_cs[static_cast<size_t>(i * 2 * half)];
-    RopeRotate(&s.q[static_cast<size_t>(i * q_dim)], hp_.n_head, hd, hp_.n_rot, hp_.rope_neox, cs, cs + half);
-    RopeRotate(&s.k[static_cast<size_t>(i * kv_d)], hp_.n_head_kv, hd, hp_.n_rot, hp_.rope_neox, cs, cs + half);
-    std::memcpy(it.kv->K(li, it.pos), &s.k[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
-    std::memcpy(it.kv->V(li, it.pos), &s.v[static_cast<size_t>(i * kv_d)], static_cast<size_t>(kv_d) * sizeof(float));
+    RopeRotate(&s.q[static_cast<size_t>(i * q_dim)], hp_.n_head, hd, hp_.n_rot, hp_.rope_neox, cs,
+               cs + half);
+    RopeRotate(&s.k[static_cast<size_t>(i * kv_d)], hp_.n_head_kv, hd, hp_.n_rot, hp_.rope_neox, cs,
+               cs + half);
+    std::memcpy(it.kv->K(li, it.pos), &s.k[static_cast<size_t>(i * kv_d)],
+                static_cast<size_t>(kv_d) * sizeof(float));
+    std::memcpy(it.kv->V(li, it.pos), &s.v[static_cast<size_t>(i * kv_d)],
+                static_cast<size_t>(kv_d) * sizeof(float));
   }
   // Causal attention, one task per (token, head).
   pool.ParallelFor(n * hp_.n_head, [&](int64_t t0, int64_t t1) {
@@ -407,8 +425,8 @@ void LlamaModel::LayerForward(int64_t li, std::span<const StepItem> items,
       const int64_t n_past = items[static_cast<size_t>(i)].pos + 1;
       scores.resize(static_cast<size_t>(n_past));
       const KvBlocks blocks{kv.KBlocks(li), kv.VBlocks(li), kvh * hd, kv.block_tokens(), kv_d};
-      AttentionHead(&s.q[static_cast<size_t>(i * q_dim + h * hd)], blocks, n_past, hd, attn_scale, scores.data(),
-                    &s.attn[static_cast<size_t>(i * q_dim + h * hd)]);
+      AttentionHead(&s.q[static_cast<size_t>(i * q_dim + h * hd)], blocks, n_past, hd, attn_scale,
+                    scores.data(), &s.attn[static_cast<size_t>(i * q_dim + h * hd)]);
     }
   });
   observe(LinearInput::kAttnOut, s.attn, q_dim);
@@ -416,7 +434,9 @@ void LlamaModel::LayerForward(int64_t li, std::span<const StepItem> items,
   add_bias(s.o, l.bo, n);
   for (size_t e = 0; e < x.size(); ++e) x[e] += s.o[e];
 
-  for (int64_t i = 0; i < n; ++i) RmsNorm(&x[static_cast<size_t>(i * d)], l.ffn_norm.data(), &xn[static_cast<size_t>(i * d)], d, hp_.rms_eps);
+  for (int64_t i = 0; i < n; ++i)
+    RmsNorm(&x[static_cast<size_t>(i * d)], l.ffn_norm.data(), &xn[static_cast<size_t>(i * d)], d,
+            hp_.rms_eps);
   observe(LinearInput::kFfn, xn, d);
   const MatMulOutput gate_up[] = {{l.w_gate, s.g.data()}, {l.w_up, s.u.data()}};
   MatMulMulti(gate_up, xn.data(), n, pool, act_);
@@ -427,13 +447,16 @@ void LlamaModel::LayerForward(int64_t li, std::span<const StepItem> items,
 }
 
 void LlamaModel::Embed(std::span<const int32_t> tokens, float* x) const {
-  for (size_t i = 0; i < tokens.size(); ++i) GetRow(*tok_embd_, tokens[i], x + static_cast<int64_t>(i) * hp_.n_embd);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    GetRow(*tok_embd_, tokens[i], x + static_cast<int64_t>(i) * hp_.n_embd);
 }
 
 Status LlamaModel::RunLayer(int64_t li, int64_t n, float* x, KvCache& kv, ThreadPool& pool,
                             const ActivationObserver& observer) const {
-  if (li < 0 || li >= hp_.n_layer) return OutOfRange("layer " + std::to_string(li) + " does not exist");
-  if (n <= 0 || n > kv.capacity()) return OutOfRange(std::to_string(n) + " tokens do not fit the KV cache");
+  if (li < 0 || li >= hp_.n_layer)
+    return OutOfRange("layer " + std::to_string(li) + " does not exist");
+  if (n <= 0 || n > kv.capacity())
+    return OutOfRange(std::to_string(n) + " tokens do not fit the KV cache");
   std::vector<StepItem> items(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) items[static_cast<size_t>(i)] = {0, &kv, i, false};
   StepScratch s(hp_, n, kv_dim());
@@ -451,9 +474,9 @@ const TensorView** LlamaModel::MatrixSlot(std::string_view name) {
   std::string_view rest;
   if (!ParseLayerName(name, &li, &rest)) return nullptr;
   Layer& l = layers_[static_cast<size_t>(li)];
-  static const std::pair<const char*, const TensorView* Layer::*> kSlots[] = {
-      {"attn_q.weight", &Layer::wq},      {"attn_k.weight", &Layer::wk},
-      {"attn_v.weight", &Layer::wv},      {"attn_output.weight", &Layer::wo},
+  static const std::pair<const char*, const TensorView * Layer::*> kSlots[] = {
+      {"attn_q.weight", &Layer::wq},       {"attn_k.weight", &Layer::wk},
+      {"attn_v.weight", &Layer::wv},       {"attn_output.weight", &Layer::wo},
       {"ffn_gate.weight", &Layer::w_gate}, {"ffn_up.weight", &Layer::w_up},
       {"ffn_down.weight", &Layer::w_down}};
   for (const auto& [suffix, member] : kSlots) {
@@ -487,7 +510,8 @@ Status LlamaModel::SetMatrix(std::string_view name, const TensorView* view) {
   if (slot == nullptr) return NotFound("the model has no matrix '" + std::string(name) + "'");
   if (view == nullptr || view->ne[0] != (*slot)->ne[0] || view->rows() != (*slot)->rows() ||
       GetKernelTraits(view->type) == nullptr) {
-    return InvalidArgument("replacement for '" + std::string(name) + "' has another shape or no kernel");
+    return InvalidArgument("replacement for '" + std::string(name) +
+                           "' has another shape or no kernel");
   }
   if (slot == &tok_embd_ && hp_.tied_embeddings) output_ = view;  // tied: one matrix, two uses
   *slot = view;
@@ -512,18 +536,21 @@ const std::vector<float>* LlamaModel::FindNorm(std::string_view name) const {
 Status LlamaModel::SetNorm(std::string_view name, std::vector<float> values) {
   std::vector<float>* slot = NormSlot(name);
   if (slot == nullptr) return NotFound("the model has no norm '" + std::string(name) + "'");
-  if (values.size() != slot->size()) return InvalidArgument("norm '" + std::string(name) + "' has another size");
+  if (values.size() != slot->size())
+    return InvalidArgument("norm '" + std::string(name) + "' has another size");
   *slot = std::move(values);
   return Status::Ok();
 }
 
-Status LlamaModel::Step(std::span<const StepItem> items, ThreadPool& pool, std::vector<float>* logits) const {
+Status LlamaModel::Step(std::span<const StepItem> items, ThreadPool& pool,
+                        std::vector<float>* logits) const {
   const auto n = static_cast<int64_t>(items.size());
   if (n == 0) return InvalidArgument("no tokens to run");
   std::vector<int64_t> out_rows;  // items whose logits are wanted
   for (int64_t i = 0; i < n; ++i) {
     const StepItem& it = items[static_cast<size_t>(i)];
-    if (it.token < 0 || it.token >= hp_.n_vocab) return InvalidArgument("token id " + std::to_string(it.token) + " is out of the vocabulary");
+    if (it.token < 0 || it.token >= hp_.n_vocab)
+      return InvalidArgument("token id " + std::to_string(it.token) + " is out of the vocabulary");
     if (it.kv == nullptr || it.pos < 0 || it.pos >= it.kv->capacity()) {
       return OutOfRange("position " + std::to_string(it.pos) + " is outside its KV cache");
     }
@@ -531,7 +558,8 @@ Status LlamaModel::Step(std::span<const StepItem> items, ThreadPool& pool, std::
   }
   const int64_t d = hp_.n_embd;
   StepScratch s(hp_, n, kv_dim());
-  for (int64_t i = 0; i < n; ++i) GetRow(*tok_embd_, items[static_cast<size_t>(i)].token, &s.x[static_cast<size_t>(i * d)]);
+  for (int64_t i = 0; i < n; ++i)
+    GetRow(*tok_embd_, items[static_cast<size_t>(i)].token, &s.x[static_cast<size_t>(i * d)]);
   const std::vector<float> rope_cs = RopeTable(items);
   for (int64_t li = 0; li < hp_.n_layer; ++li) LayerForward(li, items, rope_cs, s, pool, nullptr);
   std::vector<float>& x = s.x;

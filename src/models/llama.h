@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "common/thread_pool.h"
-#include "models/kv_cache.h"
 #include "formats/gguf.h"
-#include "kernels/kernels.h"
 #include "frugal/status.h"
+#include "kernels/kernels.h"
+#include "models/kv_cache.h"
 #include "models/model_source.h"
 
 namespace frugal {
@@ -33,14 +33,14 @@ struct LlamaHParams {
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;
-  int64_t n_rot = 0;          // rotary dimensions (<= head_dim)
+  int64_t n_rot = 0;  // rotary dimensions (<= head_dim)
   int64_t n_ff = 0;
-  int64_t n_ctx_train = 0;    // tokens the model was trained for
+  int64_t n_ctx_train = 0;  // tokens the model was trained for
   float rms_eps = 1e-5f;
   float rope_base = 10000.0f;
-  bool rope_neox = false;     // half-split rotary pairs (HF, Qwen2) vs adjacent pairs (GGUF llama)
-  float rope_linear_scale = 1.0f;       // positions are divided by this
-  std::vector<float> rope_freq_factors; // per rotary pair; frequencies divided by these (Llama 3)
+  bool rope_neox = false;  // half-split rotary pairs (HF, Qwen2) vs adjacent pairs (GGUF llama)
+  float rope_linear_scale = 1.0f;        // positions are divided by this
+  std::vector<float> rope_freq_factors;  // per rotary pair; frequencies divided by these (Llama 3)
   bool tied_embeddings = false;
 };
 
@@ -97,8 +97,8 @@ class LlamaModel {
   // kFfn gate/up, kFfnDown down.
   enum class LinearInput { kAttn, kAttnOut, kFfn, kFfnDown };
   // Sees x [n][cols], the input of `input` in `layer`, before the matrices read it.
-  using ActivationObserver =
-      std::function<void(int64_t layer, LinearInput input, const float* x, int64_t n, int64_t cols)>;
+  using ActivationObserver = std::function<void(int64_t layer, LinearInput input, const float* x,
+                                                int64_t n, int64_t cols)>;
   // Token embeddings of `tokens`: x [n][n_embd].
   void Embed(std::span<const int32_t> tokens, float* x) const;
   // Runs layer `li` over one sequence of n tokens at positions 0..n-1: x [n][n_embd] is the
@@ -153,7 +153,7 @@ class LlamaModel {
   std::vector<float> output_norm_;
   std::vector<double> rope_freq_;  // per rotated pair, scaling applied
   std::vector<Layer> layers_;
-  std::vector<TensorView> owned_views_;  // renamed views for HF checkpoints
+  std::vector<TensorView> owned_views_;    // renamed views for HF checkpoints
   std::deque<TensorView> repacked_views_;  // stable addresses: layers point into it
   std::vector<std::vector<uint8_t>> repacked_data_;
 };

@@ -25,8 +25,9 @@ double ScaledQuantError(const AwqMatrix& m, int64_t cols, const float* s, const 
       e[i] = (s != nullptr ? e[i] / s[c] : e[i]) - m.w[i];
     }
   }
-  const TensorView ev = TensorView::Matrix(TensorType::kF32, cols, m.rows,
-                                           reinterpret_cast<const uint8_t*>(e.data()), e.size() * sizeof(float));
+  const TensorView ev =
+      TensorView::Matrix(TensorType::kF32, cols, m.rows, reinterpret_cast<const uint8_t*>(e.data()),
+                         e.size() * sizeof(float));
   std::vector<float> y(static_cast<size_t>(n * m.rows));
   MatMul(ev, x, n, y.data(), pool);
   double sum = 0;
@@ -35,7 +36,8 @@ double ScaledQuantError(const AwqMatrix& m, int64_t cols, const float* s, const 
 }
 
 AwqResult SearchAwqScale(std::span<const AwqMatrix> mats, int64_t cols, const float* x, int64_t n,
-                         const std::vector<double>& mean_abs, const AwqOptions& options, ThreadPool& pool) {
+                         const std::vector<double>& mean_abs, const AwqOptions& options,
+                         ThreadPool& pool) {
   AwqResult best;
   best.scale.assign(static_cast<size_t>(cols), 1.0f);
   auto total_error = [&](const float* s) {

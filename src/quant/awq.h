@@ -16,7 +16,7 @@
 namespace frugal {
 
 struct AwqOptions {
-  int grid = 20;  // alpha in {0, 1/grid, ..., (grid-1)/grid}
+  int grid = 20;                     // alpha in {0, 1/grid, ..., (grid-1)/grid}
   ScaleFit fit = ScaleFit::kMinMax;  // how the scaled matrices' group scales are chosen
 };
 
@@ -30,8 +30,8 @@ struct AwqMatrix {
 struct AwqResult {
   std::vector<float> scale;  // s per input channel (all ones when alpha = 0 wins)
   double alpha = 0;
-  double error = 0;          // summed squared output error with the chosen scales
-  double error_unscaled = 0; // the same at alpha = 0 (plain RTN)
+  double error = 0;           // summed squared output error with the chosen scales
+  double error_unscaled = 0;  // the same at alpha = 0 (plain RTN)
 };
 
 // x: n sampled inputs [n][cols]; mean_abs: mean |x| per input channel over all calibration
@@ -39,7 +39,8 @@ struct AwqResult {
 // attention: the output projection's inputs of the heads that read one value head) get it by
 // having equal mean_abs.
 AwqResult SearchAwqScale(std::span<const AwqMatrix> mats, int64_t cols, const float* x, int64_t n,
-                         const std::vector<double>& mean_abs, const AwqOptions& options, ThreadPool& pool);
+                         const std::vector<double>& mean_abs, const AwqOptions& options,
+                         ThreadPool& pool);
 
 // Squared output error sum_rows ||(deq(Q(w * s)) / s - w) x^T||^2 of one matrix on inputs x
 // (s null = no scaling), Q being RTN with scales chosen by `fit`.

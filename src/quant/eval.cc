@@ -1,6 +1,5 @@
 #include "quant/eval.h"
 
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -8,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/fp16.h"
@@ -54,7 +54,8 @@ std::string AsciiDigits(std::string_view text) {
 const std::vector<double>& HalfTable() {
   static const std::vector<double> table = [] {
     std::vector<double> t(65536);
-    for (uint32_t h = 0; h < 65536; ++h) t[h] = static_cast<double>(Fp16ToFp32(static_cast<uint16_t>(h)));
+    for (uint32_t h = 0; h < 65536; ++h)
+      t[h] = static_cast<double>(Fp16ToFp32(static_cast<uint16_t>(h)));
     return t;
   }();
   return table;
@@ -97,17 +98,21 @@ struct TextPlan {
   int64_t chunk = 0, n_chunks = 0;
 };
 
-StatusOr<TextPlan> PlanText(const Engine& engine, std::string_view text, int64_t chunk, int64_t max_tokens) {
+StatusOr<TextPlan> PlanText(const Engine& engine, std::string_view text, int64_t chunk,
+                            int64_t max_tokens) {
   if (chunk < 0 || max_tokens < 0) return InvalidArgument("chunk and token limits must be >= 0");
   const int64_t n_ctx = engine.info().context_length;
   if (chunk == 0) chunk = std::min<int64_t>(n_ctx, 512);
   if (chunk > n_ctx) {
-    return OutOfRange("chunk of " + std::to_string(chunk) + " tokens exceeds the context of " + std::to_string(n_ctx));
+    return OutOfRange("chunk of " + std::to_string(chunk) + " tokens exceeds the context of " +
+                      std::to_string(n_ctx));
   }
   if (chunk < 4) return InvalidArgument("chunk must be at least 4 tokens");
   TextPlan p;
-  FRUGAL_ASSIGN_OR_RETURN(p.tokens, engine.Tokenize(text, /*add_special=*/false, /*parse_special=*/false));
-  if (max_tokens > 0 && static_cast<int64_t>(p.tokens.size()) > max_tokens) p.tokens.resize(static_cast<size_t>(max_tokens));
+  FRUGAL_ASSIGN_OR_RETURN(p.tokens,
+                          engine.Tokenize(text, /*add_special=*/false, /*parse_special=*/false));
+  if (max_tokens > 0 && static_cast<int64_t>(p.tokens.size()) > max_tokens)
+    p.tokens.resize(static_cast<size_t>(max_tokens));
   if (static_cast<int64_t>(p.tokens.size()) < chunk) chunk = static_cast<int64_t>(p.tokens.size());
   if (chunk < 4) return InvalidArgument("the text is too short to score (need at least 4 tokens)");
   p.chunk = chunk;
@@ -117,7 +122,8 @@ StatusOr<TextPlan> PlanText(const Engine& engine, std::string_view text, int64_t
 
 // Runs every chunk through Engine::Logits and calls on_position(position index, logits row,
 // next token) for each scored position (the second half of each chunk, as perplexity).
-Status ScoreText(Engine& engine, const TextPlan& plan, const char* stage, const EvalProgress& progress,
+Status ScoreText(Engine& engine, const TextPlan& plan, const char* stage,
+                 const EvalProgress& progress,
                  const std::function<void(int64_t, const float*, int32_t)>& on_position) {
   const int64_t n_vocab = engine.info().n_vocab;
   const int64_t chunk = plan.chunk;
@@ -126,16 +132,20 @@ Status ScoreText(Engine& engine, const TextPlan& plan, const char* stage, const 
   for (int64_t c = 0; c < plan.n_chunks; ++c) {
     std::span<const int32_t> part(plan.tokens.data() + c * chunk, static_cast<size_t>(chunk));
     FRUGAL_ASSIGN_OR_RETURN(std::vector<float> logits, engine.Logits(part));
-    if (static_cast<int64_t>(logits.size()) != chunk * n_vocab) return Internal("logits of unexpected size");
+    if (static_cast<int64_t>(logits.size()) != chunk * n_vocab)
+      return Internal("logits of unexpected size");
     for (int64_t i = chunk / 2; i < chunk - 1; ++i) {
-      on_position(pos++, &logits[static_cast<size_t>(i * n_vocab)], part[static_cast<size_t>(i + 1)]);
+      on_position(pos++, &logits[static_cast<size_t>(i * n_vocab)],
+                  part[static_cast<size_t>(i + 1)]);
     }
     if (progress) progress(stage, c + 1, plan.n_chunks);
   }
   return Status::Ok();
 }
 
-int64_t ScoredPositions(const TextPlan& plan) { return plan.n_chunks * (plan.chunk - 1 - plan.chunk / 2); }
+int64_t ScoredPositions(const TextPlan& plan) {
+  return plan.n_chunks * (plan.chunk - 1 - plan.chunk / 2);
+}
 
 std::string ProbeShownPrompt(const Probe& p) {
   return p.messages.empty() ? p.prompt : p.messages.back().content;
@@ -143,8 +153,9 @@ std::string ProbeShownPrompt(const Probe& p) {
 
 // Greedy answers to all probes, decoded together through the engine's continuous-batching
 // scheduler (batch-invariant: each answer is what Engine::Generate alone would give).
-StatusOr<std::vector<ProbeAnswer>> AnswerProbes(Engine& engine, const std::vector<Probe>& probes, int max_new,
-                                                int max_batch, const char* stage, const EvalProgress& progress) {
+StatusOr<std::vector<ProbeAnswer>> AnswerProbes(Engine& engine, const std::vector<Probe>& probes,
+                                                int max_new, int max_batch, const char* stage,
+                                                const EvalProgress& progress) {
   std::vector<ProbeAnswer> answers(probes.size());
   if (probes.empty()) return answers;
   if (max_new < 1) return InvalidArgument("max new tokens must be at least 1");
@@ -164,8 +175,9 @@ StatusOr<std::vector<ProbeAnswer>> AnswerProbes(Engine& engine, const std::vecto
     const auto n = static_cast<int64_t>(prompts[i].size());
     if (n == 0) return InvalidArgument("probe " + p.id + ": the prompt is empty");
     if (n + max_new > n_ctx) {
-      return OutOfRange("probe " + p.id + ": its prompt has " + std::to_string(n) + " tokens; with " +
-                        std::to_string(max_new) + " new tokens that exceeds the context of " + std::to_string(n_ctx));
+      return OutOfRange("probe " + p.id + ": its prompt has " + std::to_string(n) +
+                        " tokens; with " + std::to_string(max_new) +
+                        " new tokens that exceeds the context of " + std::to_string(n_ctx));
     }
     longest = std::max(longest, n);
     answers[i].id = p.id;
@@ -176,7 +188,8 @@ StatusOr<std::vector<ProbeAnswer>> AnswerProbes(Engine& engine, const std::vecto
   so.max_batch = max_batch;
   so.max_queue = static_cast<int64_t>(probes.size()) + 1;
   // Admission reserves prompt + max_tokens positions per sequence: a full batch of the longest.
-  so.kv_blocks = static_cast<int64_t>(max_batch) * ((longest + max_new + so.kv_block_tokens - 1) / so.kv_block_tokens);
+  so.kv_blocks = static_cast<int64_t>(max_batch) *
+                 ((longest + max_new + so.kv_block_tokens - 1) / so.kv_block_tokens);
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> sched, Scheduler::Start(engine, so));
 
   std::mutex mu;
@@ -213,7 +226,8 @@ StatusOr<std::vector<ProbeAnswer>> AnswerProbes(Engine& engine, const std::vecto
     std::unique_lock<std::mutex> lock(mu);
     size_t reported = 0;
     while (done < probes.size()) {
-      cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return done != reported || done == probes.size(); });
+      cv.wait_for(lock, std::chrono::milliseconds(500),
+                  [&] { return done != reported || done == probes.size(); });
       if (done != reported) {
         reported = done;
         if (progress) {
@@ -268,8 +282,8 @@ std::vector<std::string> ExtractNumbers(std::string_view text_in) {
     std::string whole, frac;
     while (i < n && IsDigit(text[i])) whole += text[i++];
     // Thousands groups: ",ddd" not followed by another digit.
-    while (i + 3 < n && text[i] == ',' && IsDigit(text[i + 1]) && IsDigit(text[i + 2]) && IsDigit(text[i + 3]) &&
-           (i + 4 >= n || !IsDigit(text[i + 4]))) {
+    while (i + 3 < n && text[i] == ',' && IsDigit(text[i + 1]) && IsDigit(text[i + 2]) &&
+           IsDigit(text[i + 3]) && (i + 4 >= n || !IsDigit(text[i + 4]))) {
       whole.append(text, i + 1, 3);
       i += 4;
     }
@@ -329,7 +343,8 @@ double PercentileNearestRank(std::vector<double> values, double p) {
   if (values.empty()) return std::nan("");
   std::sort(values.begin(), values.end());
   const double rank = std::ceil(p / 100.0 * static_cast<double>(values.size()));
-  const auto idx = static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(values.size()))) - 1;
+  const auto idx =
+      static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(values.size()))) - 1;
   return values[idx];
 }
 
@@ -352,7 +367,8 @@ StatusOr<std::vector<Probe>> ParseProbes(std::string_view jsonl, std::string_vie
     const std::string where = std::string(name) + ":" + std::to_string(line_no);
     auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) return InvalidArgument(where + ": not valid JSON");
-    if (!j.is_object()) return InvalidArgument(where + ": expected a JSON object with \"prompt\" or \"messages\"");
+    if (!j.is_object())
+      return InvalidArgument(where + ": expected a JSON object with \"prompt\" or \"messages\"");
     Probe p;
     if (auto it = j.find("id"); it != j.end()) {
       if (it->is_string()) {
@@ -369,19 +385,23 @@ StatusOr<std::vector<Probe>> ParseProbes(std::string_view jsonl, std::string_vie
     if (!ids.insert(p.id).second) return InvalidArgument(where + ": duplicate id '" + p.id + "'");
     const bool has_prompt = j.contains("prompt"), has_messages = j.contains("messages");
     if (has_prompt == has_messages) {
-      return InvalidArgument(where + ": expected exactly one of \"prompt\" (a string) or \"messages\" (an array)");
+      return InvalidArgument(
+          where + ": expected exactly one of \"prompt\" (a string) or \"messages\" (an array)");
     }
     if (has_prompt) {
       const auto& v = j["prompt"];
-      if (!v.is_string() || v.get<std::string>().empty()) return InvalidArgument(where + ": \"prompt\" must be a non-empty string");
+      if (!v.is_string() || v.get<std::string>().empty())
+        return InvalidArgument(where + ": \"prompt\" must be a non-empty string");
       p.prompt = v.get<std::string>();
     } else {
       const auto& m = j["messages"];
-      if (!m.is_array() || m.empty()) return InvalidArgument(where + ": \"messages\" must be a non-empty array");
+      if (!m.is_array() || m.empty())
+        return InvalidArgument(where + ": \"messages\" must be a non-empty array");
       for (const auto& msg : m) {
-        if (!msg.is_object() || !msg.contains("role") || !msg.contains("content") || !msg["role"].is_string() ||
-            !msg["content"].is_string()) {
-          return InvalidArgument(where + ": each message must be {\"role\": string, \"content\": string}");
+        if (!msg.is_object() || !msg.contains("role") || !msg.contains("content") ||
+            !msg["role"].is_string() || !msg["content"].is_string()) {
+          return InvalidArgument(where +
+                                 ": each message must be {\"role\": string, \"content\": string}");
         }
         const std::string role = msg["role"].get<std::string>();
         if (role != "system" && role != "user" && role != "assistant") {
@@ -393,7 +413,8 @@ StatusOr<std::vector<Probe>> ParseProbes(std::string_view jsonl, std::string_vie
     out.push_back(std::move(p));
     if (end == jsonl.size()) break;
   }
-  if (out.empty()) return InvalidArgument(std::string(name) + ": no probes (expected one JSON object per line)");
+  if (out.empty())
+    return InvalidArgument(std::string(name) + ": no probes (expected one JSON object per line)");
   return out;
 }
 
@@ -409,8 +430,8 @@ double EvalReference::perplexity() const {
 }
 
 size_t EvalReference::memory_bytes() const {
-  return logprobs_.size() * sizeof(uint16_t) + argmax_.size() * sizeof(int32_t) + nll_.size() * sizeof(double) +
-         tokens_.size() * sizeof(int32_t);
+  return logprobs_.size() * sizeof(uint16_t) + argmax_.size() * sizeof(int32_t) +
+         nll_.size() * sizeof(double) + tokens_.size() * sizeof(int32_t);
 }
 
 StatusOr<std::unique_ptr<EvalReference>> EvalReference::Build(const EvalReferenceOptions& options) {
@@ -420,8 +441,10 @@ StatusOr<std::unique_ptr<EvalReference>> EvalReference::Build(const EvalReferenc
   ref->options_ = options;
   ref->options_.progress = nullptr;  // the caller's callback need not outlive Build
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Open(options.engine));
-  if (engine->info().kind != ModelKind::kDecoder) return InvalidArgument(ref->model_path_ + " is not a decoder model");
-  FRUGAL_ASSIGN_OR_RETURN(TextPlan plan, PlanText(*engine, options.text, options.chunk, options.max_tokens));
+  if (engine->info().kind != ModelKind::kDecoder)
+    return InvalidArgument(ref->model_path_ + " is not a decoder model");
+  FRUGAL_ASSIGN_OR_RETURN(TextPlan plan,
+                          PlanText(*engine, options.text, options.chunk, options.max_tokens));
   const int64_t n_vocab = engine->info().n_vocab;
   const int64_t positions = ScoredPositions(plan);
   ref->n_vocab_ = n_vocab;
@@ -433,33 +456,41 @@ StatusOr<std::unique_ptr<EvalReference>> EvalReference::Build(const EvalReferenc
   FRUGAL_RETURN_IF_ERROR(ScoreText(*engine, plan, "reference logits", options.progress,
                                    [&](int64_t pos, const float* l, int32_t next) {
                                      const PositionScore s = ScorePosition(
-                                         l, n_vocab, next, &ref->logprobs_[static_cast<size_t>(pos * n_vocab)]);
+                                         l, n_vocab, next,
+                                         &ref->logprobs_[static_cast<size_t>(pos * n_vocab)]);
                                      ref->nll_[static_cast<size_t>(pos)] = s.nll;
                                      ref->argmax_[static_cast<size_t>(pos)] = s.argmax;
                                    }));
   ref->tokens_ = std::move(plan.tokens);
-  FRUGAL_ASSIGN_OR_RETURN(ref->answers_, AnswerProbes(*engine, options.probes, options.max_new_tokens,
-                                                      options.max_batch, "reference probes", options.progress));
+  FRUGAL_ASSIGN_OR_RETURN(ref->answers_,
+                          AnswerProbes(*engine, options.probes, options.max_new_tokens,
+                                       options.max_batch, "reference probes", options.progress));
   ref->seconds_ = Seconds(t0, Clock::now());
   return ref;
 }
 
-StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptions& model, const EvalProgress& progress) {
+StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptions& model,
+                                     const EvalProgress& progress) {
   const auto t0 = Clock::now();
   const EvalReferenceOptions& ro = ref.options();
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Open(model));
-  if (engine->info().kind != ModelKind::kDecoder) return InvalidArgument(model.model_path + " is not a decoder model");
+  if (engine->info().kind != ModelKind::kDecoder)
+    return InvalidArgument(model.model_path + " is not a decoder model");
   const int64_t n_vocab = engine->info().n_vocab;
   if (n_vocab != ref.n_vocab()) {
-    return InvalidArgument(model.model_path + " has a vocabulary of " + std::to_string(n_vocab) + " tokens, the reference " +
-                           ref.model_path() + " " + std::to_string(ref.n_vocab()) + ": they cannot be compared");
+    return InvalidArgument(model.model_path + " has a vocabulary of " + std::to_string(n_vocab) +
+                           " tokens, the reference " + ref.model_path() + " " +
+                           std::to_string(ref.n_vocab()) + ": they cannot be compared");
   }
   FRUGAL_ASSIGN_OR_RETURN(TextPlan plan, PlanText(*engine, ro.text, ref.chunk(), ro.max_tokens));
   if (plan.tokens != ref.tokens()) {
     size_t i = 0;
-    while (i < plan.tokens.size() && i < ref.tokens().size() && plan.tokens[i] == ref.tokens()[i]) ++i;
-    return InvalidArgument(model.model_path + " tokenizes the text differently from the reference (first difference at token " +
-                           std::to_string(i) + "): the models must share a tokenizer");
+    while (i < plan.tokens.size() && i < ref.tokens().size() && plan.tokens[i] == ref.tokens()[i])
+      ++i;
+    return InvalidArgument(
+        model.model_path +
+        " tokenizes the text differently from the reference (first difference at token " +
+        std::to_string(i) + "): the models must share a tokenizer");
   }
   EvalReport r;
   r.model = model.model_path;
@@ -472,12 +503,13 @@ StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptio
   std::vector<uint16_t> logprobs(static_cast<size_t>(n_vocab));
   double nll = 0;
   int64_t agree = 0;
-  FRUGAL_RETURN_IF_ERROR(ScoreText(*engine, plan, "logits", progress, [&](int64_t pos, const float* l, int32_t next) {
-    const PositionScore s = ScorePosition(l, n_vocab, next, logprobs.data());
-    nll += s.nll;
-    agree += s.argmax == ref.argmax()[static_cast<size_t>(pos)] ? 1 : 0;
-    kld[static_cast<size_t>(pos)] = KlDivergenceF16(ref.logprobs(pos), logprobs);
-  }));
+  FRUGAL_RETURN_IF_ERROR(
+      ScoreText(*engine, plan, "logits", progress, [&](int64_t pos, const float* l, int32_t next) {
+        const PositionScore s = ScorePosition(l, n_vocab, next, logprobs.data());
+        nll += s.nll;
+        agree += s.argmax == ref.argmax()[static_cast<size_t>(pos)] ? 1 : 0;
+        kld[static_cast<size_t>(pos)] = KlDivergenceF16(ref.logprobs(pos), logprobs);
+      }));
   r.tokens_scored = positions;
   r.ppl_ref = ref.perplexity();
   r.ppl = std::exp(nll / static_cast<double>(positions));
@@ -488,8 +520,9 @@ StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptio
   r.kld_p99 = PercentileNearestRank(std::move(kld), 99);
   r.top1_agreement = static_cast<double>(agree) / static_cast<double>(positions);
 
-  FRUGAL_ASSIGN_OR_RETURN(std::vector<ProbeAnswer> answers,
-                          AnswerProbes(*engine, ro.probes, ro.max_new_tokens, ro.max_batch, "probes", progress));
+  FRUGAL_ASSIGN_OR_RETURN(
+      std::vector<ProbeAnswer> answers,
+      AnswerProbes(*engine, ro.probes, ro.max_new_tokens, ro.max_batch, "probes", progress));
   r.probes = static_cast<int64_t>(answers.size());
   for (size_t i = 0; i < answers.size(); ++i) {
     const ProbeAnswer& a = ref.answers()[i];
@@ -504,7 +537,8 @@ StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptio
     }
     r.mismatches.push_back({a.id, a.prompt, a.text, b.text, a.numbers, b.numbers});
   }
-  if (r.probes > 0) r.numeric_fidelity = static_cast<double>(r.probes_matched) / static_cast<double>(r.probes);
+  if (r.probes > 0)
+    r.numeric_fidelity = static_cast<double>(r.probes_matched) / static_cast<double>(r.probes);
   r.seconds_ref = ref.seconds();
   r.seconds = Seconds(t0, Clock::now());
   return r;
@@ -519,7 +553,8 @@ StatusOr<std::vector<EvalReport>> Evaluate(const EvalOptions& o) {
   paths.push_back(o.ref);
   for (const std::string& p : paths) {
     std::error_code ec;
-    if (p.empty() || !std::filesystem::exists(p, ec)) return NotFound(p + ": no such file or folder");
+    if (p.empty() || !std::filesystem::exists(p, ec))
+      return NotFound(p + ": no such file or folder");
   }
   EvalReferenceOptions ro;
   FRUGAL_ASSIGN_OR_RETURN(ro.text, ReadFileToString(o.text_path));
@@ -552,25 +587,29 @@ std::string FormatReport(const EvalReport& r) {
     std::snprintf(buf, sizeof buf, fmt, args...);
     s += buf;
   };
-  line("frugal eval: %s against %s (activations %s)\n", r.model.c_str(), r.ref.c_str(), r.activations.c_str());
+  line("frugal eval: %s against %s (activations %s)\n", r.model.c_str(), r.ref.c_str(),
+       r.activations.c_str());
   line("%-18s %12s\n", "metric", "value");
   line("%-18s %12.4f\n", "ppl_ref", r.ppl_ref);
-  line("%-18s %12.4f   (%+.4f, %+.2f %%)\n", "ppl", r.ppl, r.ppl - r.ppl_ref, 100.0 * (r.ppl / r.ppl_ref - 1.0));
+  line("%-18s %12.4f   (%+.4f, %+.2f %%)\n", "ppl", r.ppl, r.ppl - r.ppl_ref,
+       100.0 * (r.ppl / r.ppl_ref - 1.0));
   line("%-18s %12.6f\n", "kld_mean", r.kld_mean);
   line("%-18s %12.6f\n", "kld_p99", r.kld_p99);
   line("%-18s %12.6f\n", "kld_max", r.kld_max);
   line("%-18s %12.4f\n", "top1_agreement", r.top1_agreement);
   if (r.probes > 0) {
-    line("%-18s %12.4f   (%lld/%lld probes with the same numbers, %lld identical answers)\n", "numeric_fidelity",
-         r.numeric_fidelity, static_cast<long long>(r.probes_matched), static_cast<long long>(r.probes),
-         static_cast<long long>(r.probes_identical));
+    line("%-18s %12.4f   (%lld/%lld probes with the same numbers, %lld identical answers)\n",
+         "numeric_fidelity", r.numeric_fidelity, static_cast<long long>(r.probes_matched),
+         static_cast<long long>(r.probes), static_cast<long long>(r.probes_identical));
     line("%-18s %12lld   (prompt tokens of all probes; %lld answer tokens)\n", "probe_tokens",
-         static_cast<long long>(r.probe_prompt_tokens), static_cast<long long>(r.probe_answer_tokens));
+         static_cast<long long>(r.probe_prompt_tokens),
+         static_cast<long long>(r.probe_answer_tokens));
   } else {
     line("%-18s %12s   (no probes)\n", "numeric_fidelity", "n/a");
   }
-  line("%-18s %12lld   (%lld chunks of %lld)\n", "tokens_scored", static_cast<long long>(r.tokens_scored),
-       static_cast<long long>(r.chunks), static_cast<long long>(r.chunk_size));
+  line("%-18s %12lld   (%lld chunks of %lld)\n", "tokens_scored",
+       static_cast<long long>(r.tokens_scored), static_cast<long long>(r.chunks),
+       static_cast<long long>(r.chunk_size));
   line("%-18s %12.1f   (reference %.1f s)\n", "seconds", r.seconds, r.seconds_ref);
   if (r.probes_ref_without_numbers > 0) {
     line("note: %lld reference answers contain no number (those probes test little)\n",
@@ -589,11 +628,17 @@ std::string FormatReport(const EvalReport& r) {
 
 namespace {
 nlohmann::json ReportValue(const EvalReport& r) {
-  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  auto num = [](double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+  };
   nlohmann::json mismatches = nlohmann::json::array();
   for (const auto& m : r.mismatches) {
-    mismatches.push_back({{"id", m.id}, {"prompt", m.prompt}, {"ref_answer", m.ref_answer}, {"answer", m.answer},
-                          {"ref_numbers", m.ref_numbers}, {"numbers", m.numbers}});
+    mismatches.push_back({{"id", m.id},
+                          {"prompt", m.prompt},
+                          {"ref_answer", m.ref_answer},
+                          {"answer", m.answer},
+                          {"ref_numbers", m.ref_numbers},
+                          {"numbers", m.numbers}});
   }
   return {{"model", r.model},
           {"ref", r.ref},

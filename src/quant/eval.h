@@ -28,7 +28,6 @@
 #include <string_view>
 #include <vector>
 
-
 #include "frugal/engine.h"
 #include "frugal/status.h"
 #include "tokenizer/chat_template.h"
@@ -86,15 +85,15 @@ struct EvalReferenceOptions {
     o.int8_activations = false;
     return o;
   }();
-  std::string text;                // scored text (tokenized without BOS, as perplexity)
-  std::vector<Probe> probes;       // may be empty: no numeric fidelity
-  int64_t chunk = 0;               // tokens per chunk; 0 = min(context, 512)
+  std::string text;           // scored text (tokenized without BOS, as perplexity)
+  std::vector<Probe> probes;  // may be empty: no numeric fidelity
+  int64_t chunk = 0;          // tokens per chunk; 0 = min(context, 512)
   // Text tokens used (the first N); 0 = all. The reference keeps n_vocab halves for every scored
   // position, about (max_tokens / 2) x n_vocab x 2 bytes: 4096 tokens of SmolLM2 (49152 tokens
   // in the vocabulary) are ~2040 scored positions, 200 MB.
   int64_t max_tokens = 4096;
-  int max_new_tokens = 48;         // greedy tokens per probe answer (fewer on EOS)
-  int max_batch = 16;              // probes decoded together (continuous batching)
+  int max_new_tokens = 48;  // greedy tokens per probe answer (fewer on EOS)
+  int max_batch = 16;       // probes decoded together (continuous batching)
   EvalProgress progress;
 };
 
@@ -116,21 +115,21 @@ struct ProbeMismatch {
 
 struct EvalReport {
   std::string model, ref;
-  std::string activations;          // "f32" or "int8"
+  std::string activations;  // "f32" or "int8"
   double ppl_ref = 0, ppl = 0;
   double kld_mean = 0, kld_p99 = 0, kld_max = 0;
   double top1_agreement = 0;
-  int64_t tokens_scored = 0;        // scored positions (KL, top-1, perplexity)
+  int64_t tokens_scored = 0;  // scored positions (KL, top-1, perplexity)
   int64_t chunks = 0, chunk_size = 0;
   // Probes: NaN fidelity when there are none.
   double numeric_fidelity = std::numeric_limits<double>::quiet_NaN();
   int64_t probes = 0;
-  int64_t probes_matched = 0;          // same numbers
-  int64_t probes_identical = 0;        // same answer text
+  int64_t probes_matched = 0;              // same numbers
+  int64_t probes_identical = 0;            // same answer text
   int64_t probes_ref_without_numbers = 0;  // weak probes: the reference answered no number
   std::vector<ProbeMismatch> mismatches;
-  int64_t probe_prompt_tokens = 0;     // all probes' prompts (chat-rendered), in tokens
-  int64_t probe_answer_tokens = 0;     // tokens the model generated for them
+  int64_t probe_prompt_tokens = 0;      // all probes' prompts (chat-rendered), in tokens
+  int64_t probe_answer_tokens = 0;      // tokens the model generated for them
   double seconds_ref = 0, seconds = 0;  // reference build, candidate evaluation
 };
 
@@ -163,8 +162,8 @@ class EvalReference {
   EvalReference() = default;
 
   std::string model_path_;
-  EvalReferenceOptions options_;     // text and probes included (the candidate sees the same)
-  std::vector<int32_t> tokens_;      // the text's tokens, cut to max_tokens
+  EvalReferenceOptions options_;  // text and probes included (the candidate sees the same)
+  std::vector<int32_t> tokens_;   // the text's tokens, cut to max_tokens
   int64_t n_vocab_ = 0, chunk_ = 0, n_chunks_ = 0;
   // Per scored position: log-softmax over the whole vocabulary as IEEE half. Half, not float:
   // KL needs the full distribution, and a float copy of 2040 x 49152 would be 400 MB (1 GB for a
@@ -172,9 +171,9 @@ class EvalReference {
   // so a model against itself gives exactly 0. The rounding adds a few 1e-6 nats at most (noise
   // on the tail's log-probabilities; unit test KlF16CloseToExact, docs/eval.md): far below any
   // useful gate (kld<0.01 .. 0.05).
-  std::vector<uint16_t> logprobs_;   // [positions][n_vocab]
-  std::vector<int32_t> argmax_;      // per scored position, from the float logits
-  std::vector<double> nll_;          // per scored position, as Engine::Perplexity computes it
+  std::vector<uint16_t> logprobs_;  // [positions][n_vocab]
+  std::vector<int32_t> argmax_;     // per scored position, from the float logits
+  std::vector<double> nll_;         // per scored position, as Engine::Perplexity computes it
   std::vector<ProbeAnswer> answers_;
   double seconds_ = 0;
 };
@@ -187,14 +186,14 @@ StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptio
 struct EvalOptions {
   std::vector<std::string> models;  // each evaluated against the one reference run
   std::string ref;
-  std::string text_path;            // required
-  std::string probes_path;          // "" = no probes (numeric fidelity n/a)
-  int64_t chunk = 0;                // 0 = min(context, 512)
-  int64_t max_tokens = 4096;        // text tokens used; 0 = all (memory: see above)
+  std::string text_path;      // required
+  std::string probes_path;    // "" = no probes (numeric fidelity n/a)
+  int64_t chunk = 0;          // 0 = min(context, 512)
+  int64_t max_tokens = 4096;  // text tokens used; 0 = all (memory: see above)
   int max_new_tokens = 48;
   int max_batch = 16;
   int threads = 0;
-  bool int8_activations = false;    // float by default: the weights alone are measured
+  bool int8_activations = false;  // float by default: the weights alone are measured
   EvalProgress progress;
 };
 

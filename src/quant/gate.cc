@@ -20,10 +20,10 @@ bool MetricFromName(std::string_view name, GateMetric* m) {
     GateMetric metric;
   };
   static const Name kNames[] = {
-      {"ppl", GateMetric::kPpl},           {"kld", GateMetric::kKldMean},
-      {"kld_mean", GateMetric::kKldMean},  {"kld_p99", GateMetric::kKldP99},
-      {"top1", GateMetric::kTop1},         {"top1_agreement", GateMetric::kTop1},
-      {"numeric", GateMetric::kNumeric},   {"numeric_fidelity", GateMetric::kNumeric},
+      {"ppl", GateMetric::kPpl},          {"kld", GateMetric::kKldMean},
+      {"kld_mean", GateMetric::kKldMean}, {"kld_p99", GateMetric::kKldP99},
+      {"top1", GateMetric::kTop1},        {"top1_agreement", GateMetric::kTop1},
+      {"numeric", GateMetric::kNumeric},  {"numeric_fidelity", GateMetric::kNumeric},
   };
   for (const Name& n : kNames) {
     if (name == n.name) {
@@ -53,9 +53,11 @@ StatusOr<GateClause> ParseClause(std::string_view text) {
   c.text = std::string(text);
   // metric: letters, digits and '_' up to the comparator.
   size_t i = 0;
-  while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_')) ++i;
+  while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'))
+    ++i;
   const std::string_view name = Trim(text.substr(0, i));
-  if (name.empty()) return ClauseError(text, "expected a metric (ppl, kld, kld_p99, top1, numeric) first");
+  if (name.empty())
+    return ClauseError(text, "expected a metric (ppl, kld, kld_p99, top1, numeric) first");
   if (!MetricFromName(name, &c.metric)) {
     return ClauseError(text, "unknown metric '" + std::string(name) +
                                  "' (known: ppl, kld, kld_mean, kld_p99, top1, numeric)");
@@ -74,7 +76,8 @@ StatusOr<GateClause> ParseClause(std::string_view text) {
     c.cmp = GateCmp::kGt;
     rest.remove_prefix(1);
   } else {
-    return ClauseError(text, "expected a comparator (<, <=, >, >=) after '" + std::string(name) + "'");
+    return ClauseError(text,
+                       "expected a comparator (<, <=, >, >=) after '" + std::string(name) + "'");
   }
   rest = Trim(rest);
   if (rest.starts_with("+")) {
@@ -87,9 +90,11 @@ StatusOr<GateClause> ParseClause(std::string_view text) {
   }
   if (rest.ends_with("%")) {
     if (c.kind != GateValueKind::kDelta) {
-      return ClauseError(text, c.metric == GateMetric::kPpl
-                                   ? "a percentage is relative to ppl_ref: write it with '+', e.g. ppl<+3%"
-                                   : "'%' applies to ppl only (as ppl<+3%); shares are written 0..1, e.g. top1>=0.9");
+      return ClauseError(
+          text,
+          c.metric == GateMetric::kPpl
+              ? "a percentage is relative to ppl_ref: write it with '+', e.g. ppl<+3%"
+              : "'%' applies to ppl only (as ppl<+3%); shares are written 0..1, e.g. top1>=0.9");
     }
     c.kind = GateValueKind::kPercent;
     rest = Trim(rest.substr(0, rest.size() - 1));
@@ -112,10 +117,14 @@ StatusOr<GateClause> ParseClause(std::string_view text) {
 
 bool Compare(double measured, GateCmp cmp, double limit) {
   switch (cmp) {
-    case GateCmp::kLt: return measured < limit;
-    case GateCmp::kLe: return measured <= limit;
-    case GateCmp::kGt: return measured > limit;
-    case GateCmp::kGe: return measured >= limit;
+    case GateCmp::kLt:
+      return measured < limit;
+    case GateCmp::kLe:
+      return measured <= limit;
+    case GateCmp::kGt:
+      return measured > limit;
+    case GateCmp::kGe:
+      return measured >= limit;
   }
   return false;
 }
@@ -131,21 +140,30 @@ std::string Num(double v, const char* fmt = "%.6g") {
 
 const char* GateMetricName(GateMetric m) {
   switch (m) {
-    case GateMetric::kPpl: return "ppl";
-    case GateMetric::kKldMean: return "kld_mean";
-    case GateMetric::kKldP99: return "kld_p99";
-    case GateMetric::kTop1: return "top1";
-    case GateMetric::kNumeric: return "numeric";
+    case GateMetric::kPpl:
+      return "ppl";
+    case GateMetric::kKldMean:
+      return "kld_mean";
+    case GateMetric::kKldP99:
+      return "kld_p99";
+    case GateMetric::kTop1:
+      return "top1";
+    case GateMetric::kNumeric:
+      return "numeric";
   }
   return "?";
 }
 
 const char* GateCmpText(GateCmp c) {
   switch (c) {
-    case GateCmp::kLt: return "<";
-    case GateCmp::kLe: return "<=";
-    case GateCmp::kGt: return ">";
-    case GateCmp::kGe: return ">=";
+    case GateCmp::kLt:
+      return "<";
+    case GateCmp::kLe:
+      return "<=";
+    case GateCmp::kGt:
+      return ">";
+    case GateCmp::kGe:
+      return ">=";
   }
   return "?";
 }
@@ -160,12 +178,14 @@ bool Gate::uses_numeric() const {
 StatusOr<Gate> ParseGate(std::string_view spec) {
   Gate g;
   g.spec = std::string(spec);
-  if (Trim(spec).empty()) return InvalidArgument("the gate is empty (expected e.g. ppl<+3%,kld<0.05,numeric>=0.98)");
+  if (Trim(spec).empty())
+    return InvalidArgument("the gate is empty (expected e.g. ppl<+3%,kld<0.05,numeric>=0.98)");
   size_t start = 0;
   int index = 0;
   for (;;) {
     const size_t comma = spec.find(',', start);
-    const std::string_view part = Trim(spec.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    const std::string_view part = Trim(spec.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
     ++index;
     if (part.empty()) {
       return InvalidArgument("gate '" + std::string(spec) + "': clause " + std::to_string(index) +
@@ -191,10 +211,12 @@ std::vector<GateFailure> CheckGate(const EvalReport& r, const Gate& gate) {
           what = "ppl " + Num(r.ppl, "%.4f");
         } else if (c.kind == GateValueKind::kDelta) {
           measured = r.ppl - r.ppl_ref;
-          what = "ppl " + Num(r.ppl, "%.4f") + " is " + Num(measured, "%+.4f") + " over ppl_ref " + Num(r.ppl_ref, "%.4f");
+          what = "ppl " + Num(r.ppl, "%.4f") + " is " + Num(measured, "%+.4f") + " over ppl_ref " +
+                 Num(r.ppl_ref, "%.4f");
         } else {
           measured = r.ppl_ref > 0 ? 100.0 * (r.ppl / r.ppl_ref - 1.0) : std::nan("");
-          what = "ppl " + Num(r.ppl, "%.4f") + " is " + Num(measured, "%+.3f") + "% over ppl_ref " + Num(r.ppl_ref, "%.4f");
+          what = "ppl " + Num(r.ppl, "%.4f") + " is " + Num(measured, "%+.3f") + "% over ppl_ref " +
+                 Num(r.ppl_ref, "%.4f");
         }
         break;
       case GateMetric::kKldMean:
@@ -211,9 +233,10 @@ std::vector<GateFailure> CheckGate(const EvalReport& r, const Gate& gate) {
         break;
       case GateMetric::kNumeric:
         measured = r.numeric_fidelity;
-        what = std::isnan(measured) ? std::string("numeric n/a (no probes)")
-                                    : "numeric " + Num(measured, "%.4f") + " (" + std::to_string(r.probes_matched) +
-                                          "/" + std::to_string(r.probes) + ")";
+        what = std::isnan(measured)
+                   ? std::string("numeric n/a (no probes)")
+                   : "numeric " + Num(measured, "%.4f") + " (" + std::to_string(r.probes_matched) +
+                         "/" + std::to_string(r.probes) + ")";
         break;
     }
     if (!std::isnan(measured) && Compare(measured, c.cmp, c.value)) continue;

@@ -1,11 +1,10 @@
 #include "quant/gptq.h"
 
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
 #include <algorithm>
 #include <numeric>
 #include <vector>
-
-#include <Eigen/Cholesky>
-#include <Eigen/Core>
 
 namespace frugal {
 namespace {
@@ -16,15 +15,15 @@ using MatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColM
 
 StatusOr<GptqResult> QuantizeGptq(const QuantFormat& f, const float* w, int64_t rows, int64_t cols,
                                   const float* h, const GptqOptions& options) {
-  if (rows <= 0 || cols <= 0 || cols % f.group != 0) return InvalidArgument("GPTQ: bad matrix shape");
+  if (rows <= 0 || cols <= 0 || cols % f.group != 0)
+    return InvalidArgument("GPTQ: bad matrix shape");
   const int64_t groups = f.groups(cols);
   // Column order: by decreasing H diagonal with act-order.
   std::vector<int64_t> perm(static_cast<size_t>(cols));
   std::iota(perm.begin(), perm.end(), 0);
   if (options.act_order) {
-    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
-      return h[a * cols + a] > h[b * cols + b];
-    });
+    std::stable_sort(perm.begin(), perm.end(),
+                     [&](int64_t a, int64_t b) { return h[a * cols + a] > h[b * cols + b]; });
   }
   std::vector<int64_t> pos(static_cast<size_t>(cols));  // original column -> permuted position
   for (int64_t j = 0; j < cols; ++j) pos[static_cast<size_t>(perm[static_cast<size_t>(j)])] = j;
@@ -67,7 +66,8 @@ StatusOr<GptqResult> QuantizeGptq(const QuantFormat& f, const float* w, int64_t 
         break;
       }
     }
-    if (attempt == 8) return Internal("GPTQ: the Hessian stays singular even with damping " + std::to_string(damp));
+    if (attempt == 8)
+      return Internal("GPTQ: the Hessian stays singular even with damping " + std::to_string(damp));
     damp = damp > 0 ? damp * 10 : 1e-4;
   }
   result.damp_used = damp;
@@ -95,8 +95,10 @@ StatusOr<GptqResult> QuantizeGptq(const QuantFormat& f, const float* w, int64_t 
           gimp[static_cast<size_t>(k)] = std::max(0.0f, h[c * cols + c]);
         }
         for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t k = 0; k < f.group; ++k) gw[static_cast<size_t>(k)] = W(r, pos[static_cast<size_t>(g * f.group + k)]);
-          out.params[static_cast<size_t>(r * groups + g)] = FitGroup(f, gw.data(), f.group, options.fit, gimp.data());
+          for (int64_t k = 0; k < f.group; ++k)
+            gw[static_cast<size_t>(k)] = W(r, pos[static_cast<size_t>(g * f.group + k)]);
+          out.params[static_cast<size_t>(r * groups + g)] =
+              FitGroup(f, gw.data(), f.group, options.fit, gimp.data());
         }
         fitted[static_cast<size_t>(g)] = 1;
       }
@@ -116,16 +118,21 @@ StatusOr<GptqResult> QuantizeGptq(const QuantFormat& f, const float* w, int64_t 
     }
     // ... and the block's error over every later column, in one product.
     if (i2 < cols) {
-      W.block(0, i2, rows, cols - i2).noalias() -= Err.leftCols(bn) * U.block(i1, i2, bn, cols - i2);
+      W.block(0, i2, rows, cols - i2).noalias() -=
+          Err.leftCols(bn) * U.block(i1, i2, bn, cols - i2);
     }
   }
   return result;
 }
 
-OutputError MeasureOutputError(const float* w, const float* wq, int64_t rows, int64_t cols, const float* h) {
-  Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> W(w, rows, cols);
-  Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> Wq(wq, rows, cols);
-  Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> H(h, cols, cols);
+OutputError MeasureOutputError(const float* w, const float* wq, int64_t rows, int64_t cols,
+                               const float* h) {
+  Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> W(w, rows,
+                                                                                            cols);
+  Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> Wq(
+      wq, rows, cols);
+  Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> H(h, cols,
+                                                                                            cols);
   const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> D = Wq - W;
   OutputError e;
   e.error = static_cast<double>((D * H).cwiseProduct(D).sum());

@@ -24,8 +24,8 @@ struct GptqOptions {
 
 struct GptqResult {
   QuantizedMatrix matrix;
-  double damp_used = 0;   // the share of the mean diagonal actually added (raised when H is not
-                          // positive definite at the asked damping)
+  double damp_used = 0;  // the share of the mean diagonal actually added (raised when H is not
+                         // positive definite at the asked damping)
 };
 
 // w: rows x cols, row-major. h: cols x cols, symmetric (sum of x x^T over calibration inputs).
@@ -43,6 +43,7 @@ struct OutputError {
   double energy = 0;
   double relative() const { return energy > 0 ? error / energy : 0; }
 };
-OutputError MeasureOutputError(const float* w, const float* wq, int64_t rows, int64_t cols, const float* h);
+OutputError MeasureOutputError(const float* w, const float* wq, int64_t rows, int64_t cols,
+                               const float* h);
 
 }  // namespace frugal

@@ -16,7 +16,8 @@ StatusOr<std::vector<NamedTensor>> GgufNamedTensors(const ModelSource& src) {
     const std::string g = LlamaGgufTensorName(t->name);
     if (g.empty()) {
       if (t->name.ends_with("rotary_emb.inv_freq")) continue;
-      return Unimplemented(src.path() + ": tensor '" + t->name + "' has no GGUF name (not a Llama-family tensor)");
+      return Unimplemented(src.path() + ": tensor '" + t->name +
+                           "' has no GGUF name (not a Llama-family tensor)");
     }
     out.push_back({g, t});
   }
@@ -26,12 +27,14 @@ StatusOr<std::vector<NamedTensor>> GgufNamedTensors(const ModelSource& src) {
 StatusOr<std::string> GgufArchForHf(const std::string& model_type) {
   if (model_type == "llama" || model_type == "mistral") return std::string("llama");
   if (model_type == "qwen2") return std::string("qwen2");
-  return Unimplemented("model_type '" + model_type + "' cannot be written as GGUF (supported: llama, mistral, qwen2)");
+  return Unimplemented("model_type '" + model_type +
+                       "' cannot be written as GGUF (supported: llama, mistral, qwen2)");
 }
 
 bool PermutesQk(const std::string& gguf_arch) { return gguf_arch == "llama"; }
 
-void SetHfModelMetadata(const std::string& arch, const std::string& name, const LlamaHParams& hp, GgufWriter* w) {
+void SetHfModelMetadata(const std::string& arch, const std::string& name, const LlamaHParams& hp,
+                        GgufWriter* w) {
   const std::string a = arch + ".";
   w->SetString("general.architecture", arch);
   w->SetString("general.name", name);
@@ -56,16 +59,21 @@ void SetHfModelMetadata(const std::string& arch, const std::string& name, const 
   // Llama 3 rope scaling travels as the rope_freqs.weight tensor (added by the caller).
 }
 
-Status SetTokenizerMetadata(const TokenizerSpec& spec, const std::string& chat_template, GgufWriter* w) {
+Status SetTokenizerMetadata(const TokenizerSpec& spec, const std::string& chat_template,
+                            GgufWriter* w) {
   if (spec.kind != TokenizerKind::kByteLevelBpe) {
-    return Unimplemented("only byte-level BPE tokenizers (GPT-2 family) can be written to GGUF so far");
+    return Unimplemented(
+        "only byte-level BPE tokenizers (GPT-2 family) can be written to GGUF so far");
   }
   if (spec.byte_level_prefix_space || !spec.unicode_normalization.empty()) {
-    return Unimplemented("tokenizer.json: ByteLevel add_prefix_space or a Unicode normalizer has no GGUF equivalent");
+    return Unimplemented(
+        "tokenizer.json: ByteLevel add_prefix_space or a Unicode normalizer has no GGUF "
+        "equivalent");
   }
   // The pre-tokenizer by the name llama.cpp gives it: the first preset with the same regexes.
   std::string pre;
-  for (const char* name : {"gpt2", "smollm", "llama-bpe", "dbrx", "qwen2", "tekken", "gpt-4o", "bloom", "viking"}) {
+  for (const char* name :
+       {"gpt2", "smollm", "llama-bpe", "dbrx", "qwen2", "tekken", "gpt-4o", "bloom", "viking"}) {
     auto p = tokenizer_internal::PresetForName(name);
     if (p.ok() && p->patterns == spec.pre_regexes && p->ignore_merges == spec.ignore_merges) {
       pre = name;
@@ -75,7 +83,8 @@ Status SetTokenizerMetadata(const TokenizerSpec& spec, const std::string& chat_t
   if (pre.empty()) {
     std::string list;
     for (const std::string& r : spec.pre_regexes) list += (list.empty() ? "" : ", ") + r;
-    return Unimplemented("tokenizer.json: no GGUF pre-tokenizer name has these split regexes: " + list);
+    return Unimplemented("tokenizer.json: no GGUF pre-tokenizer name has these split regexes: " +
+                         list);
   }
   w->SetString("tokenizer.ggml.model", "gpt2");
   w->SetString("tokenizer.ggml.pre", pre);
@@ -113,26 +122,30 @@ Status SetTokenizerMetadata(const TokenizerSpec& spec, const std::string& chat_t
 
 StatusOr<std::vector<int64_t>> QkRowOrder(int64_t rows, int64_t n_head) {
   if (rows <= 0 || n_head <= 0 || rows % n_head != 0 || (rows / n_head) % 2 != 0) {
-    return InvalidArgument("Q/K rows (" + std::to_string(rows) + ") do not split into " + std::to_string(n_head) +
-                           " heads of an even size");
+    return InvalidArgument("Q/K rows (" + std::to_string(rows) + ") do not split into " +
+                           std::to_string(n_head) + " heads of an even size");
   }
   const int64_t hd = rows / n_head, half = hd / 2;
   std::vector<int64_t> from(static_cast<size_t>(rows));
   for (int64_t h = 0; h < n_head; ++h) {
     for (int64_t s = 0; s < 2; ++s) {
-      for (int64_t j = 0; j < half; ++j) from[static_cast<size_t>(h * hd + 2 * j + s)] = h * hd + s * half + j;
+      for (int64_t j = 0; j < half; ++j)
+        from[static_cast<size_t>(h * hd + 2 * j + s)] = h * hd + s * half + j;
     }
   }
   return from;
 }
 
-StatusOr<std::vector<uint8_t>> PermuteQkRows(std::span<const uint8_t> data, int64_t rows, int64_t n_head) {
+StatusOr<std::vector<uint8_t>> PermuteQkRows(std::span<const uint8_t> data, int64_t rows,
+                                             int64_t n_head) {
   FRUGAL_ASSIGN_OR_RETURN(const std::vector<int64_t> from, QkRowOrder(rows, n_head));
-  if (data.size() % static_cast<size_t>(rows) != 0) return InvalidArgument("Q/K data is not a whole number of rows");
+  if (data.size() % static_cast<size_t>(rows) != 0)
+    return InvalidArgument("Q/K data is not a whole number of rows");
   const size_t row_bytes = data.size() / static_cast<size_t>(rows);
   std::vector<uint8_t> out(data.size());
   for (size_t to = 0; to < from.size(); ++to) {
-    std::memcpy(out.data() + to * row_bytes, data.data() + static_cast<size_t>(from[to]) * row_bytes, row_bytes);
+    std::memcpy(out.data() + to * row_bytes,
+                data.data() + static_cast<size_t>(from[to]) * row_bytes, row_bytes);
   }
   return out;
 }

@@ -35,18 +35,21 @@ StatusOr<std::string> GgufArchForHf(const std::string& model_type);
 bool PermutesQk(const std::string& gguf_arch);
 
 // general.* and the {arch}.* hyper-parameters, from the loaded model's `hp` (HF source).
-void SetHfModelMetadata(const std::string& gguf_arch, const std::string& name, const LlamaHParams& hp, GgufWriter* w);
+void SetHfModelMetadata(const std::string& gguf_arch, const std::string& name,
+                        const LlamaHParams& hp, GgufWriter* w);
 
 // tokenizer.ggml.* for a byte-level BPE tokenizer (the GPT-2 family: SmolLM, Llama 3, Qwen2,
 // ...), its pre-tokenizer named as llama.cpp names it. Other kinds, and pre-tokenizers that have
 // no GGUF name, are Unimplemented.
-Status SetTokenizerMetadata(const TokenizerSpec& spec, const std::string& chat_template, GgufWriter* w);
+Status SetTokenizerMetadata(const TokenizerSpec& spec, const std::string& chat_template,
+                            GgufWriter* w);
 
 // llama.cpp's Q/K row order per head, from transformers' rotate-half order: output row
 // h*hd + 2j + s is input row h*hd + s*hd/2 + j; from[output row] = input row.
 StatusOr<std::vector<int64_t>> QkRowOrder(int64_t rows, int64_t n_head);
 // That order applied to a row-major matrix or bias (F32/F16/BF16: rows are contiguous bytes;
 // Frugal's tiled types are permuted before packing instead).
-StatusOr<std::vector<uint8_t>> PermuteQkRows(std::span<const uint8_t> data, int64_t rows, int64_t n_head);
+StatusOr<std::vector<uint8_t>> PermuteQkRows(std::span<const uint8_t> data, int64_t rows,
+                                             int64_t n_head);
 
 }  // namespace frugal

@@ -10,7 +10,8 @@ namespace frugal {
 
 StatusOr<QuantFormat> QuantFormat::Of(TensorType type, int64_t cols) {
   const TypeInfo* info = GetTypeInfo(type);
-  if (!IsFrugalType(type) || info == nullptr) return InvalidArgument(TypeName(type) + " is not a Frugal format");
+  if (!IsFrugalType(type) || info == nullptr)
+    return InvalidArgument(TypeName(type) + " is not a Frugal format");
   QuantFormat f;
   f.type = type;
   f.group = info->group_size > 0 ? info->group_size : cols;
@@ -21,7 +22,8 @@ StatusOr<QuantFormat> QuantFormat::Of(TensorType type, int64_t cols) {
   if (info->bits == 8) {
     f.kind = Kind::kInt8;
   } else {
-    const bool asym = type == TensorType::kI4A_G32 || type == TensorType::kI4A_G64 || type == TensorType::kI4A_G128;
+    const bool asym = type == TensorType::kI4A_G32 || type == TensorType::kI4A_G64 ||
+                      type == TensorType::kI4A_G128;
     f.kind = asym ? Kind::kInt4Asym : Kind::kInt4Sym;
   }
   return f;
@@ -56,7 +58,8 @@ float Sum(const float (&v)[kLanes]) {
 }
 
 // sum_i a_i (deq(Q(w_i)) - w_i)^2 with p as stored.
-float GroupError(QuantFormat::Kind kind, const GroupParams& p, const float* w, const float* a, int64_t n) {
+float GroupError(QuantFormat::Kind kind, const GroupParams& p, const float* w, const float* a,
+                 int64_t n) {
   const float id = p.d != 0 ? 1.0f / p.d : 0.0f, d = p.d, m = p.m;
   float acc[kLanes] = {};
   for (int64_t j = 0; j < n; j += kLanes) {
@@ -74,8 +77,8 @@ float GroupError(QuantFormat::Kind kind, const GroupParams& p, const float* w, c
 // Candidates per direction: the range spans 15 (or 8) levels, +- kSteps / 10.
 constexpr int kSteps = 10;
 
-GroupParams SearchAsym(const QuantFormat& f, const float* w, const float* a, int64_t n, GroupParams best,
-                       float best_e) {
+GroupParams SearchAsym(const QuantFormat& f, const float* w, const float* a, int64_t n,
+                       GroupParams best, float best_e) {
   float lo = w[0], hi = w[0];
   for (int64_t j = 1; j < n; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
   if (!(hi > lo)) return best;
@@ -95,15 +98,16 @@ GroupParams SearchAsym(const QuantFormat& f, const float* w, const float* a, int
     if (!(det > 0)) continue;
     const double d = (W * XL - X * L) / det, m = (L2 * X - L * XL) / det;
     if (!(d > 0)) continue;
-    const GroupParams p{RoundScale(f.type, static_cast<float>(d)), RoundScale(f.type, static_cast<float>(m))};
+    const GroupParams p{RoundScale(f.type, static_cast<float>(d)),
+                        RoundScale(f.type, static_cast<float>(m))};
     const float e = GroupError(f.kind, p, w, a, n);
     if (e < best_e) best_e = e, best = p;
   }
   return best;
 }
 
-GroupParams SearchSym(const QuantFormat& f, const float* w, const float* a, int64_t n, GroupParams best,
-                      float best_e) {
+GroupParams SearchSym(const QuantFormat& f, const float* w, const float* a, int64_t n,
+                      GroupParams best, float best_e) {
   // The signed value of largest magnitude may go to -8 (the level the positive side lacks, so
   // the scale's sign follows it) or to +7.
   float xm = 0;
@@ -114,7 +118,8 @@ GroupParams SearchSym(const QuantFormat& f, const float* w, const float* a, int6
   for (const float levels : {-8.0f, 7.0f}) {
     for (int k = -kSteps; k <= kSteps; ++k) {
       const float iscale = (levels + (levels < 0 ? -0.1f : 0.1f) * static_cast<float>(k)) / xm;
-      float sxl[kLanes] = {}, sl2[kLanes] = {};  // min sum a (d L - x)^2  =>  d = sum a x L / sum a L^2
+      float sxl[kLanes] = {},
+            sl2[kLanes] = {};  // min sum a (d L - x)^2  =>  d = sum a x L / sum a L^2
       for (int64_t j = 0; j < n; j += kLanes) {
         for (int i = 0; i < kLanes; ++i) {
           const float x = w[j + i], wt = a[j + i];
@@ -135,7 +140,8 @@ GroupParams SearchSym(const QuantFormat& f, const float* w, const float* a, int6
 
 }  // namespace
 
-GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n, ScaleFit fit, const float* importance) {
+GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n, ScaleFit fit,
+                     const float* importance) {
   const GroupParams p = FitMinMax(f, w, n);
   if (fit == ScaleFit::kMinMax || f.kind == QuantFormat::Kind::kInt8 || n % kLanes != 0) return p;
   std::vector<float> ones;
@@ -154,7 +160,8 @@ std::vector<float> QuantizedMatrix::Dequantize() const {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
       const size_t i = static_cast<size_t>(r * cols + c);
-      out[i] = DequantizeValue(format, params[static_cast<size_t>(r * groups + c / format.group)], q[i]);
+      out[i] =
+          DequantizeValue(format, params[static_cast<size_t>(r * groups + c / format.group)], q[i]);
     }
   }
   return out;
@@ -176,18 +183,20 @@ StatusOr<std::vector<uint8_t>> QuantizedMatrix::Pack() const {
 
 QuantizedMatrix PermuteRows(const QuantizedMatrix& m, const std::vector<int64_t>& from) {
   QuantizedMatrix out = m;
-  const size_t cols = static_cast<size_t>(m.cols), groups = m.params.size() / static_cast<size_t>(m.rows);
+  const size_t cols = static_cast<size_t>(m.cols),
+               groups = m.params.size() / static_cast<size_t>(m.rows);
   for (size_t to = 0; to < from.size(); ++to) {
     const auto f = static_cast<size_t>(from[to]);
-    std::copy_n(m.q.begin() + static_cast<std::ptrdiff_t>(f * cols), cols, out.q.begin() + static_cast<std::ptrdiff_t>(to * cols));
+    std::copy_n(m.q.begin() + static_cast<std::ptrdiff_t>(f * cols), cols,
+                out.q.begin() + static_cast<std::ptrdiff_t>(to * cols));
     std::copy_n(m.params.begin() + static_cast<std::ptrdiff_t>(f * groups), groups,
                 out.params.begin() + static_cast<std::ptrdiff_t>(to * groups));
   }
   return out;
 }
 
-QuantizedMatrix QuantizeRtn(const QuantFormat& f, const float* w, int64_t rows, int64_t cols, ScaleFit fit,
-                            const float* importance, ThreadPool* pool) {
+QuantizedMatrix QuantizeRtn(const QuantFormat& f, const float* w, int64_t rows, int64_t cols,
+                            ScaleFit fit, const float* importance, ThreadPool* pool) {
   QuantizedMatrix m;
   m.format = f;
   m.rows = rows;
@@ -199,7 +208,8 @@ QuantizedMatrix QuantizeRtn(const QuantFormat& f, const float* w, int64_t rows, 
     for (int64_t r = r0; r < r1; ++r) {
       for (int64_t g = 0; g < groups; ++g) {
         const float* src = w + r * cols + g * f.group;
-        const GroupParams p = FitGroup(f, src, f.group, fit, importance != nullptr ? importance + g * f.group : nullptr);
+        const GroupParams p = FitGroup(f, src, f.group, fit,
+                                       importance != nullptr ? importance + g * f.group : nullptr);
         m.params[static_cast<size_t>(r * groups + g)] = p;
         int8_t* dst = &m.q[static_cast<size_t>(r * cols + g * f.group)];
         for (int64_t j = 0; j < f.group; ++j) dst[j] = QuantizeValue(f, p, src[j]);

@@ -46,8 +46,8 @@ struct GroupParams {
 // min-max included, has the least squared error sum_i a_i (deq(q_i) - w_i)^2, where a is
 // `importance` (n weights; null = all ones). This is the clipping search of AWQ's and GPTQ's
 // reference code and of llama.cpp's K-quants.
-GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n, ScaleFit fit = ScaleFit::kMinMax,
-                     const float* importance = nullptr);
+GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n,
+                     ScaleFit fit = ScaleFit::kMinMax, const float* importance = nullptr);
 
 // The stored integer of w ([-127, 127] for INT8, [0, 15] for INT4) and the value it stands for.
 inline int8_t QuantizeValue(const QuantFormat& f, const GroupParams& p, float w);
@@ -99,9 +99,12 @@ inline int8_t QuantizeValue(const QuantFormat& f, const GroupParams& p, float w)
 
 inline float DequantizeValue(const QuantFormat& f, const GroupParams& p, int8_t q) {
   switch (f.kind) {
-    case QuantFormat::Kind::kInt8: return static_cast<float>(q) * p.d;
-    case QuantFormat::Kind::kInt4Sym: return static_cast<float>(q - 8) * p.d;
-    case QuantFormat::Kind::kInt4Asym: return static_cast<float>(q) * p.d + p.m;
+    case QuantFormat::Kind::kInt8:
+      return static_cast<float>(q) * p.d;
+    case QuantFormat::Kind::kInt4Sym:
+      return static_cast<float>(q - 8) * p.d;
+    case QuantFormat::Kind::kInt4Asym:
+      return static_cast<float>(q) * p.d + p.m;
   }
   return 0;
 }

@@ -6,10 +6,9 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "common/fp16.h"
 #include "common/sha256.h"
@@ -24,7 +23,7 @@ namespace {
 
 using LinearInput = LlamaModel::LinearInput;
 
-constexpr const char* kLayerMatrices[] = {"attn_q", "attn_k", "attn_v", "attn_output",
+constexpr const char* kLayerMatrices[] = {"attn_q",   "attn_k", "attn_v",  "attn_output",
                                           "ffn_gate", "ffn_up", "ffn_down"};
 
 LinearInput InputOf(std::string_view m) {
@@ -37,15 +36,16 @@ LinearInput InputOf(std::string_view m) {
 // What a layer's calibration pass learns about one matrix input.
 struct InputStats {
   int64_t cols = 0;
-  std::vector<float> h;          // sum of x x^T (GPTQ only)
-  std::vector<double> abs_sum;   // sum of |x| per channel
-  std::vector<float> sample;     // up to sample_tokens inputs, [n][cols]
+  std::vector<float> h;         // sum of x x^T (GPTQ only)
+  std::vector<double> abs_sum;  // sum of |x| per channel
+  std::vector<float> sample;    // up to sample_tokens inputs, [n][cols]
   int64_t sampled = 0;
   int64_t tokens = 0;
 
   std::vector<double> MeanAbs() const {
     std::vector<double> m(abs_sum.size());
-    for (size_t c = 0; c < m.size(); ++c) m[c] = abs_sum[c] / static_cast<double>(std::max<int64_t>(1, tokens));
+    for (size_t c = 0; c < m.size(); ++c)
+      m[c] = abs_sum[c] / static_cast<double>(std::max<int64_t>(1, tokens));
     return m;
   }
 };
@@ -53,7 +53,8 @@ struct InputStats {
 // H += x^T x for x [n][cols], with the float matmul kernel: x^T is both the "weights" and the
 // "activations". Blocks of 64 activation rows stay in cache while the weight rows stream past,
 // and only the blocks on and above the diagonal are computed (H is symmetric).
-void AccumulateHessian(const float* x, int64_t n, int64_t cols, std::vector<float>& h, ThreadPool& pool) {
+void AccumulateHessian(const float* x, int64_t n, int64_t cols, std::vector<float>& h,
+                       ThreadPool& pool) {
   std::vector<float> xt(static_cast<size_t>(n * cols));
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t c = 0; c < cols; ++c) xt[static_cast<size_t>(c * n + i)] = x[i * cols + c];
@@ -63,8 +64,9 @@ void AccumulateHessian(const float* x, int64_t n, int64_t cols, std::vector<floa
   for (int64_t b0 = 0; b0 < cols; b0 += kBlock) {
     const int64_t bn = std::min(kBlock, cols - b0), rows = cols - b0;
     const float* base = xt.data() + b0 * n;
-    const TensorView v = TensorView::Matrix(TensorType::kF32, n, rows, reinterpret_cast<const uint8_t*>(base),
-                                            static_cast<size_t>(rows * n) * sizeof(float));
+    const TensorView v =
+        TensorView::Matrix(TensorType::kF32, n, rows, reinterpret_cast<const uint8_t*>(base),
+                           static_cast<size_t>(rows * n) * sizeof(float));
     y.resize(static_cast<size_t>(bn * rows));
     MatMul(v, base, bn, y.data(), pool);  // y[b][r] = x_(b0+b) . x_(b0+r)
     for (int64_t b = 0; b < bn; ++b) {
@@ -84,8 +86,9 @@ double RelativeOutputError(const float* w, const std::vector<float>& wq, int64_t
   std::vector<float> d(wq.size());
   for (size_t i = 0; i < d.size(); ++i) d[i] = wq[i] - w[i];
   auto energy = [&](const float* m) {
-    const TensorView v = TensorView::Matrix(TensorType::kF32, cols, rows, reinterpret_cast<const uint8_t*>(m),
-                                            static_cast<size_t>(rows * cols) * sizeof(float));
+    const TensorView v =
+        TensorView::Matrix(TensorType::kF32, cols, rows, reinterpret_cast<const uint8_t*>(m),
+                           static_cast<size_t>(rows * cols) * sizeof(float));
     std::vector<float> y(static_cast<size_t>(in.sampled * rows));
     MatMul(v, in.sample.data(), in.sampled, y.data(), pool);
     double s = 0;
@@ -139,28 +142,35 @@ StatusOr<QuantMethod> ParseQuantMethod(std::string_view name) {
   if (name == "gptq") return QuantMethod::kGptq;
   if (name == "awq") return QuantMethod::kAwq;
   if (name == "awq+gptq") return QuantMethod::kAwqGptq;
-  return InvalidArgument("unknown method '" + std::string(name) + "' (methods: rtn, gptq, awq, awq+gptq)");
+  return InvalidArgument("unknown method '" + std::string(name) +
+                         "' (methods: rtn, gptq, awq, awq+gptq)");
 }
 
 const char* QuantMethodName(QuantMethod m) {
   switch (m) {
-    case QuantMethod::kRtn: return "rtn";
-    case QuantMethod::kGptq: return "gptq";
-    case QuantMethod::kAwq: return "awq";
-    case QuantMethod::kAwqGptq: return "awq+gptq";
+    case QuantMethod::kRtn:
+      return "rtn";
+    case QuantMethod::kGptq:
+      return "gptq";
+    case QuantMethod::kAwq:
+      return "awq";
+    case QuantMethod::kAwqGptq:
+      return "awq+gptq";
   }
   return "?";
 }
 
 StatusOr<std::vector<std::vector<int32_t>>> LoadCalibration(Engine& engine, const std::string& path,
                                                             int64_t samples, int64_t seq_len) {
-  if (samples <= 0 || seq_len < 8) return InvalidArgument("calibration needs --calib-samples >= 1 and --seq-len >= 8");
+  if (samples <= 0 || seq_len < 8)
+    return InvalidArgument("calibration needs --calib-samples >= 1 and --seq-len >= 8");
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot read calibration file " + path);
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return InvalidArgument("calibration file " + path + " is empty");
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    return InvalidArgument("calibration file " + path + " is empty");
 
   std::vector<int32_t> stream;
   const bool jsonl = path.size() >= 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0;
@@ -181,23 +191,26 @@ StatusOr<std::vector<std::vector<int32_t>>> LoadCalibration(Engine& engine, cons
         std::vector<ChatMessage> msgs;
         if (j.contains("messages") && j["messages"].is_array()) {
           for (const auto& m : j["messages"]) {
-            if (!m.is_object() || !m.contains("role") || !m.contains("content") || !m["role"].is_string() ||
-                !m["content"].is_string()) {
+            if (!m.is_object() || !m.contains("role") || !m.contains("content") ||
+                !m["role"].is_string() || !m["content"].is_string()) {
               return InvalidArgument(where + ": each message needs string role and content");
             }
             msgs.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
           }
         } else if (j.contains("prompt") && j["prompt"].is_string()) {
           msgs.push_back({"user", j["prompt"].get<std::string>()});
-          if (j.contains("answer") && j["answer"].is_string()) msgs.push_back({"assistant", j["answer"].get<std::string>()});
+          if (j.contains("answer") && j["answer"].is_string())
+            msgs.push_back({"assistant", j["answer"].get<std::string>()});
         } else {
-          return InvalidArgument(where + ": expected \"text\", \"prompt\" (+ \"answer\") or \"messages\"");
+          return InvalidArgument(where +
+                                 ": expected \"text\", \"prompt\" (+ \"answer\") or \"messages\"");
         }
         auto rendered = engine.RenderChat(msgs);
         if (!rendered.ok()) return rendered.status().WithContext(where);
         doc = *rendered;
       }
-      const std::vector<int32_t> ids = engine.EncodePrompt(doc, /*parse_special=*/!j.contains("text"));
+      const std::vector<int32_t> ids =
+          engine.EncodePrompt(doc, /*parse_special=*/!j.contains("text"));
       stream.insert(stream.end(), ids.begin(), ids.end());
     }
   } else {
@@ -253,7 +266,9 @@ std::vector<std::pair<std::string, TensorType>> QuantizedModel::RaiseCandidates(
   for (const TensorReport& r : reports_) {
     if (r.Int8Alternative() != nullptr) c.push_back(&r);
   }
-  std::stable_sort(c.begin(), c.end(), [](const TensorReport* a, const TensorReport* b) { return a->rel_error > b->rel_error; });
+  std::stable_sort(c.begin(), c.end(), [](const TensorReport* a, const TensorReport* b) {
+    return a->rel_error > b->rel_error;
+  });
   std::vector<std::pair<std::string, TensorType>> out;
   for (const TensorReport* r : c) out.emplace_back(r->name, r->Int8Alternative()->type);
   return out;
@@ -270,9 +285,12 @@ Raise QuantizedModel::RaiseWithin(size_t max_bytes) const {
     for (const TensorReport& r : reports_) {
       const size_t now_bytes = r.BytesIn(raise);
       const auto cur = raise.find(r.name);
-      const double now_error = cur == raise.end() ? r.rel_error : r.FindAlternative(cur->second)->rel_error;
+      const double now_error =
+          cur == raise.end() ? r.rel_error : r.FindAlternative(cur->second)->rel_error;
       for (const TensorReport::Alternative& a : r.alternatives) {
-        if (a.bytes <= now_bytes || bytes - now_bytes + a.bytes > max_bytes || a.rel_error >= now_error) continue;
+        if (a.bytes <= now_bytes || bytes - now_bytes + a.bytes > max_bytes ||
+            a.rel_error >= now_error)
+          continue;
         const double gain = (now_error - a.rel_error) / static_cast<double>(a.bytes - now_bytes);
         if (gain > best_gain) best = &r, best_alt = &a, best_gain = gain;
       }
@@ -341,7 +359,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   eo.context_length = std::max<int64_t>(o.seq_len, 16);
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Open(eo));
   const ModelSource& src = engine->source();
-  if (engine->info().kind != ModelKind::kDecoder) return Unimplemented(o.input + ": only decoder models can be quantized");
+  if (engine->info().kind != ModelKind::kDecoder)
+    return Unimplemented(o.input + ": only decoder models can be quantized");
   // The source's tensors under their GGUF names (a Hugging Face folder's are renamed).
   FRUGAL_ASSIGN_OR_RETURN(const std::vector<NamedTensor> tensors, GgufNamedTensors(src));
   std::map<std::string, const TensorView*> source;
@@ -366,8 +385,11 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   auto qm = std::unique_ptr<QuantizedModel>(new QuantizedModel());
   std::vector<std::vector<int32_t>> samples;
   if (calibrated) {
-    if (o.calib_path.empty()) return InvalidArgument(std::string(QuantMethodName(o.method)) + " needs calibration data (--calib FILE)");
-    FRUGAL_ASSIGN_OR_RETURN(samples, LoadCalibration(*engine, o.calib_path, o.calib_samples, o.seq_len));
+    if (o.calib_path.empty())
+      return InvalidArgument(std::string(QuantMethodName(o.method)) +
+                             " needs calibration data (--calib FILE)");
+    FRUGAL_ASSIGN_OR_RETURN(samples,
+                            LoadCalibration(*engine, o.calib_path, o.calib_samples, o.seq_len));
     std::ifstream in(o.calib_path, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -395,7 +417,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
     model->Embed(samples[s], hidden[s].data());
   }
   std::unique_ptr<KvCache> kv = model->NewKvCache(std::max<int64_t>(o.seq_len, 16));
-  const int64_t stride = std::max<int64_t>(1, qm->calib_tokens_ / std::max<int64_t>(1, o.sample_tokens));
+  const int64_t stride =
+      std::max<int64_t>(1, qm->calib_tokens_ / std::max<int64_t>(1, o.sample_tokens));
 
   std::map<std::string, std::pair<const std::vector<uint8_t>*, TensorType>> done;  // into live_data
   std::map<std::string, std::map<TensorType, std::vector<uint8_t>>> alternatives;
@@ -409,9 +432,11 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   const bool permute_qk = !src.is_gguf() && PermutesQk(out_arch);
   std::map<std::string, std::vector<int64_t>> qk_orders;
   for (const auto& [name, t] : source) {
-    const bool q = name.find(".attn_q.") != std::string::npos, k = name.find(".attn_k.") != std::string::npos;
+    const bool q = name.find(".attn_q.") != std::string::npos,
+               k = name.find(".attn_k.") != std::string::npos;
     if (!permute_qk || (!q && !k)) continue;
-    FRUGAL_ASSIGN_OR_RETURN(qk_orders[name], QkRowOrder(t->n_dims >= 2 ? t->ne[1] : t->ne[0], q ? hp.n_head : hp.n_head_kv));
+    FRUGAL_ASSIGN_OR_RETURN(qk_orders[name], QkRowOrder(t->n_dims >= 2 ? t->ne[1] : t->ne[0],
+                                                        q ? hp.n_head : hp.n_head_kv));
   }
   const std::vector<int64_t> no_order;
   auto qk_order = [&](const std::string& name) -> const std::vector<int64_t>& {
@@ -435,10 +460,11 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
     }
     std::map<LinearInput, InputStats> stats;
     if (calibrated) {
-      const std::pair<LinearInput, int64_t> inputs[] = {{LinearInput::kAttn, hp.n_embd},
-                                                        {LinearInput::kAttnOut, hp.n_head * hp.head_dim},
-                                                        {LinearInput::kFfn, hp.n_embd},
-                                                        {LinearInput::kFfnDown, hp.n_ff}};
+      const std::pair<LinearInput, int64_t> inputs[] = {
+          {LinearInput::kAttn, hp.n_embd},
+          {LinearInput::kAttnOut, hp.n_head * hp.head_dim},
+          {LinearInput::kFfn, hp.n_embd},
+          {LinearInput::kFfnDown, hp.n_ff}};
       for (const auto& [in, cols] : inputs) {
         InputStats& st = stats[in];
         st.cols = cols;
@@ -446,12 +472,14 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
         st.abs_sum.assign(static_cast<size_t>(cols), 0.0);
       }
       int64_t token_base = 0;
-      const LlamaModel::ActivationObserver observer = [&](int64_t, LinearInput in, const float* x, int64_t n, int64_t cols) {
+      const LlamaModel::ActivationObserver observer = [&](int64_t, LinearInput in, const float* x,
+                                                          int64_t n, int64_t cols) {
         InputStats& st = stats[in];
         if (use_gptq) AccumulateHessian(x, n, cols, st.h, pool);
         for (int64_t i = 0; i < n; ++i) {
           const float* row = x + i * cols;
-          for (int64_t c = 0; c < cols; ++c) st.abs_sum[static_cast<size_t>(c)] += std::fabs(row[c]);
+          for (int64_t c = 0; c < cols; ++c)
+            st.abs_sum[static_cast<size_t>(c)] += std::fabs(row[c]);
           if ((token_base + i) % stride == 0 && st.sampled < o.sample_tokens) {
             st.sample.insert(st.sample.end(), row, row + cols);
             ++st.sampled;
@@ -462,7 +490,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       std::vector<float> scratch;
       for (size_t s = 0; s < samples.size(); ++s) {
         scratch = hidden[s];
-        FRUGAL_RETURN_IF_ERROR(model->RunLayer(li, static_cast<int64_t>(samples[s].size()), scratch.data(), *kv, pool, observer));
+        FRUGAL_RETURN_IF_ERROR(model->RunLayer(li, static_cast<int64_t>(samples[s].size()),
+                                               scratch.data(), *kv, pool, observer));
         token_base += static_cast<int64_t>(samples[s].size());
       }
     }
@@ -470,7 +499,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
     auto format_of = [&](const char* m) -> std::optional<QuantFormat> {
       const TensorChoice& c = choice[p + m + ".weight"];
       if (!c.quantize) return std::nullopt;
-      auto f = QuantFormat::Of(c.type, w[m].size() / static_cast<size_t>(model->FindMatrix(p + m + ".weight")->rows()));
+      auto f = QuantFormat::Of(
+          c.type, w[m].size() / static_cast<size_t>(model->FindMatrix(p + m + ".weight")->rows()));
       return f.ok() ? std::optional<QuantFormat>(*f) : std::nullopt;
     };
     auto rows_of = [&](const char* m) { return model->FindMatrix(p + m + ".weight")->rows(); };
@@ -479,8 +509,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
     std::map<std::string, double> alpha;
     std::set<std::string> modified;  // matrices whose float weights AWQ rescaled
     if (use_awq) {
-      auto search = [&](std::initializer_list<const char*> names, LinearInput in, const std::vector<double>& mean_abs)
-          -> std::optional<AwqResult> {
+      auto search = [&](std::initializer_list<const char*> names, LinearInput in,
+                        const std::vector<double>& mean_abs) -> std::optional<AwqResult> {
         std::vector<AwqMatrix> mats;
         for (const char* m : names) {
           const auto f = format_of(m);
@@ -488,7 +518,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
           mats.push_back({w[m].data(), rows_of(m), *f});
         }
         const InputStats& st = stats[in];
-        AwqResult r = SearchAwqScale(mats, st.cols, st.sample.data(), st.sampled, mean_abs, awq_options, pool);
+        AwqResult r = SearchAwqScale(mats, st.cols, st.sample.data(), st.sampled, mean_abs,
+                                     awq_options, pool);
         for (const char* m : names) alpha[m] = r.alpha;
         return r;
       };
@@ -522,9 +553,12 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
         modified.insert(m);
       };
       // Searched on the layer as it was, then all applied.
-      const auto qkv = search({"attn_q", "attn_k", "attn_v"}, LinearInput::kAttn, stats[LinearInput::kAttn].MeanAbs());
-      const auto gu = search({"ffn_gate", "ffn_up"}, LinearInput::kFfn, stats[LinearInput::kFfn].MeanAbs());
-      const auto down = search({"ffn_down"}, LinearInput::kFfnDown, stats[LinearInput::kFfnDown].MeanAbs());
+      const auto qkv = search({"attn_q", "attn_k", "attn_v"}, LinearInput::kAttn,
+                              stats[LinearInput::kAttn].MeanAbs());
+      const auto gu =
+          search({"ffn_gate", "ffn_up"}, LinearInput::kFfn, stats[LinearInput::kFfn].MeanAbs());
+      const auto down =
+          search({"ffn_down"}, LinearInput::kFfnDown, stats[LinearInput::kFfnDown].MeanAbs());
       // The output projection's inputs come from the value rows; with grouped-query attention
       // the heads that share a value head must share its scale, so their statistics are pooled.
       std::vector<double> o_mean = stats[LinearInput::kAttnOut].MeanAbs();
@@ -532,13 +566,18 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       for (int64_t kvh = 0; kvh < hp.n_head_kv; ++kvh) {
         for (int64_t j = 0; j < hd; ++j) {
           double sum = 0;
-          for (int64_t g = 0; g < group; ++g) sum += o_mean[static_cast<size_t>((kvh * group + g) * hd + j)];
-          for (int64_t g = 0; g < group; ++g) o_mean[static_cast<size_t>((kvh * group + g) * hd + j)] = sum / static_cast<double>(group);
+          for (int64_t g = 0; g < group; ++g)
+            sum += o_mean[static_cast<size_t>((kvh * group + g) * hd + j)];
+          for (int64_t g = 0; g < group; ++g)
+            o_mean[static_cast<size_t>((kvh * group + g) * hd + j)] =
+                sum / static_cast<double>(group);
         }
       }
       // A value bias (Qwen2) would have to be rescaled with the rows: that pair is left alone.
       const bool no_v_bias = !source.count(p + "attn_v.bias");
-      const auto out = no_v_bias && format_of("attn_v") ? search({"attn_output"}, LinearInput::kAttnOut, o_mean) : std::nullopt;
+      const auto out = no_v_bias && format_of("attn_v")
+                           ? search({"attn_output"}, LinearInput::kAttnOut, o_mean)
+                           : std::nullopt;
       if (qkv) {
         scale_cols("attn_q", qkv->scale);
         scale_cols("attn_k", qkv->scale);
@@ -560,7 +599,9 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       if (out) {
         std::vector<float> sv(static_cast<size_t>(hp.n_head_kv * hd));
         for (int64_t kvh = 0; kvh < hp.n_head_kv; ++kvh) {
-          for (int64_t j = 0; j < hd; ++j) sv[static_cast<size_t>(kvh * hd + j)] = out->scale[static_cast<size_t>(kvh * group * hd + j)];
+          for (int64_t j = 0; j < hd; ++j)
+            sv[static_cast<size_t>(kvh * hd + j)] =
+                out->scale[static_cast<size_t>(kvh * group * hd + j)];
         }
         scale_cols("attn_output", out->scale);
         scale_rows("attn_v", sv);
@@ -587,7 +628,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       auto quantize = [&](TensorType t) -> StatusOr<QuantizedMatrix> {
         FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(t, cols));
         if (use_gptq) {
-          FRUGAL_ASSIGN_OR_RETURN(GptqResult g, QuantizeGptq(f, w[m].data(), rows, cols, in->h.data(), gptq_options));
+          FRUGAL_ASSIGN_OR_RETURN(
+              GptqResult g, QuantizeGptq(f, w[m].data(), rows, cols, in->h.data(), gptq_options));
           return std::move(g.matrix);
         }
         return QuantizeRtn(f, w[m].data(), rows, cols, o.fit, nullptr, &pool);
@@ -597,8 +639,9 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
         type = cur->type;
       } else if (c.quantize) {
         FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix q, quantize(c.type));
-        rep.rel_error = in != nullptr ? RelativeOutputError(w[m].data(), q.Dequantize(), rows, cols, *in, pool)
-                                      : RelativeWeightError(w[m], q.Dequantize());
+        rep.rel_error =
+            in != nullptr ? RelativeOutputError(w[m].data(), q.Dequantize(), rows, cols, *in, pool)
+                          : RelativeWeightError(w[m], q.Dequantize());
         FRUGAL_ASSIGN_OR_RETURN(data, q.Pack());
         if (!qk_order(name).empty()) {
           FRUGAL_ASSIGN_OR_RETURN(export_data[name], PermuteRows(q, qk_order(name)).Pack());
@@ -608,7 +651,10 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
         std::vector<TensorType> alt_types;
         if (ti->bits == 4 && o.g32_alternatives && ti->group_size > 32 && cols % 32 == 0) {
           FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(c.type, cols));
-          FRUGAL_ASSIGN_OR_RETURN(const TensorType t, IntType(f.kind == QuantFormat::Kind::kInt4Sym ? WeightKind::kInt4Sym : WeightKind::kInt4, 32));
+          FRUGAL_ASSIGN_OR_RETURN(const TensorType t, IntType(f.kind == QuantFormat::Kind::kInt4Sym
+                                                                  ? WeightKind::kInt4Sym
+                                                                  : WeightKind::kInt4,
+                                                              32));
           alt_types.push_back(t);
         }
         if (ti->bits == 4 && o.int8_alternatives) {
@@ -619,9 +665,12 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
           FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix qa, quantize(t));
           TensorReport::Alternative alt;
           alt.type = t;
-          alt.rel_error = in != nullptr ? RelativeOutputError(w[m].data(), qa.Dequantize(), rows, cols, *in, pool)
+          alt.rel_error = in != nullptr ? RelativeOutputError(w[m].data(), qa.Dequantize(), rows,
+                                                              cols, *in, pool)
                                         : RelativeWeightError(w[m], qa.Dequantize());
-          FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> da, (qk_order(name).empty() ? qa : PermuteRows(qa, qk_order(name))).Pack());
+          FRUGAL_ASSIGN_OR_RETURN(
+              std::vector<uint8_t> da,
+              (qk_order(name).empty() ? qa : PermuteRows(qa, qk_order(name))).Pack());
           alt.bytes = da.size();
           alternatives[name][t] = std::move(da);
           rep.alternatives.push_back(alt);
@@ -634,7 +683,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       rep.type = type;
       rep.bytes = data.size();
       live_data.push_back(std::move(data));
-      live_views.push_back(TensorView::Matrix(type, cols, rows, live_data.back().data(), live_data.back().size()));
+      live_views.push_back(
+          TensorView::Matrix(type, cols, rows, live_data.back().data(), live_data.back().size()));
       live_views.back().name = name;
       FRUGAL_RETURN_IF_ERROR(model->SetMatrix(name, &live_views.back()));
       reports[name] = rep;
@@ -643,7 +693,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
     // The next layer sees what this quantized layer produces.
     if (calibrated) {
       for (size_t s = 0; s < hidden.size(); ++s) {
-        FRUGAL_RETURN_IF_ERROR(model->RunLayer(li, static_cast<int64_t>(samples[s].size()), hidden[s].data(), *kv, pool, {}));
+        FRUGAL_RETURN_IF_ERROR(model->RunLayer(li, static_cast<int64_t>(samples[s].size()),
+                                               hidden[s].data(), *kv, pool, {}));
       }
     }
   }
@@ -652,13 +703,15 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   // Output: the source's metadata, then every tensor in the source's order.
   GgufWriter& meta = qm->metadata_;
   if (src.is_gguf()) {
-    FRUGAL_RETURN_IF_ERROR(meta.CopyMetadata(*src.gguf(), {"general.file_type", kFrugalFormatVersionKey}));
+    FRUGAL_RETURN_IF_ERROR(
+        meta.CopyMetadata(*src.gguf(), {"general.file_type", kFrugalFormatVersionKey}));
   } else {
     // A Hugging Face folder: its config and tokenizer.json become GGUF metadata.
     std::string name = src.path();
     while (name.ends_with('/')) name.pop_back();
     SetHfModelMetadata(out_arch, name.substr(name.find_last_of('/') + 1), hp, &meta);
-    FRUGAL_RETURN_IF_ERROR(SetTokenizerMetadata(engine->tokenizer().spec(), src.hf()->chat_template(), &meta));
+    FRUGAL_RETURN_IF_ERROR(
+        SetTokenizerMetadata(engine->tokenizer().spec(), src.hf()->chat_template(), &meta));
   }
   meta.SetUint32(kFrugalFormatVersionKey, kFrugalFormatVersion);
   meta.SetString("frugal.quant.method", QuantMethodName(o.method));
@@ -682,7 +735,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       out.data = *d->second.first;
       out.type = d->second.second;
       rep = reports[nt.name];
-      if (auto a = alternatives.find(nt.name); a != alternatives.end()) out.alternatives = std::move(a->second);
+      if (auto a = alternatives.find(nt.name); a != alternatives.end())
+        out.alternatives = std::move(a->second);
     } else {
       const TensorChoice& c = choice[nt.name];
       rep.name = nt.name;
@@ -698,7 +752,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       } else if (c.quantize) {
         FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(c.type, t->ne[0]));
         const std::vector<float> v = Dequantized(*t);
-        FRUGAL_ASSIGN_OR_RETURN(out.data, QuantizeRtn(f, v.data(), t->rows(), t->ne[0], o.fit, nullptr, &pool).Pack());
+        FRUGAL_ASSIGN_OR_RETURN(
+            out.data, QuantizeRtn(f, v.data(), t->rows(), t->ne[0], o.fit, nullptr, &pool).Pack());
         out.type = c.type;
       } else {
         out.type = c.type == TensorType::kF32 ? TensorType::kF32 : TensorType::kF16;
@@ -711,10 +766,12 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       if (auto e = export_data.find(nt.name); e != export_data.end()) {
         out.data = std::move(e->second);
       } else if (IsFrugalType(out.type)) {
-        return Internal(nt.name + ": a packed Q/K matrix was not re-packed in llama.cpp's row order");
+        return Internal(nt.name +
+                        ": a packed Q/K matrix was not re-packed in llama.cpp's row order");
       } else {
         const int64_t rows = out.ne.size() >= 2 ? out.ne[1] : out.ne[0];
-        const int64_t heads = nt.name.find(".attn_q.") != std::string::npos ? hp.n_head : hp.n_head_kv;
+        const int64_t heads =
+            nt.name.find(".attn_q.") != std::string::npos ? hp.n_head : hp.n_head_kv;
         FRUGAL_ASSIGN_OR_RETURN(out.data, PermuteQkRows(out.data, rows, heads));
       }
     }

@@ -30,8 +30,8 @@ StatusOr<QuantMethod> ParseQuantMethod(std::string_view name);
 const char* QuantMethodName(QuantMethod m);
 
 struct QuantProgress {
-  std::string stage;   // "calibration", "layer", "embeddings", "write"
-  int64_t done = 0;    // layers done (and the embeddings as one more step)
+  std::string stage;  // "calibration", "layer", "embeddings", "write"
+  int64_t done = 0;   // layers done (and the embeddings as one more step)
   int64_t total = 0;
 };
 
@@ -39,10 +39,10 @@ struct QuantizeOptions {
   std::string input;  // a GGUF file
   Recipe recipe;
   QuantMethod method = QuantMethod::kGptq;
-  std::string calib_path;        // text or JSONL; needed by GPTQ and AWQ
-  int64_t calib_samples = 32;    // sequences of seq_len tokens
+  std::string calib_path;      // text or JSONL; needed by GPTQ and AWQ
+  int64_t calib_samples = 32;  // sequences of seq_len tokens
   int64_t seq_len = 256;
-  int64_t sample_tokens = 512;   // inputs per layer kept for AWQ's search and the error measure
+  int64_t sample_tokens = 512;  // inputs per layer kept for AWQ's search and the error measure
   // How INT4 group scales are chosen, by every method (GPTQ weighs the search by its Hessian's
   // diagonal); overrides gptq.fit and awq.fit.
   ScaleFit fit = ScaleFit::kSearch;
@@ -69,9 +69,9 @@ struct TensorReport {
   TensorType type = TensorType::kF32;
   int64_t elements = 0;
   size_t bytes = 0;
-  std::string note;          // e.g. a group size that had to shrink
-  double rel_error = -1;     // ||(Wq - W) X||^2 / ||W X||^2 on sampled calibration inputs; -1 n/a
-  double awq_alpha = -1;     // the AWQ exponent chosen for the group this matrix is in; -1 n/a
+  std::string note;       // e.g. a group size that had to shrink
+  double rel_error = -1;  // ||(Wq - W) X||^2 / ||W X||^2 on sampled calibration inputs; -1 n/a
+  double awq_alpha = -1;  // the AWQ exponent chosen for the group this matrix is in; -1 n/a
   struct Alternative {
     TensorType type = TensorType::kF32;
     size_t bytes = 0;
@@ -87,10 +87,12 @@ struct TensorReport {
 };
 
 struct SizeSummary {
-  size_t bytes = 0;       // tensor data
-  size_t f16_bytes = 0;   // the same parameters at 16 bits
+  size_t bytes = 0;      // tensor data
+  size_t f16_bytes = 0;  // the same parameters at 16 bits
   int64_t params = 0;
-  double bits_per_weight() const { return params > 0 ? 8.0 * static_cast<double>(bytes) / static_cast<double>(params) : 0; }
+  double bits_per_weight() const {
+    return params > 0 ? 8.0 * static_cast<double>(bytes) / static_cast<double>(params) : 0;
+  }
 };
 
 class QuantizedModel {
@@ -123,7 +125,7 @@ class QuantizedModel {
     std::map<TensorType, std::vector<uint8_t>> alternatives;
     const std::vector<uint8_t>& DataIn(const Raise& raise) const;
   };
-  GgufWriter metadata_;   // metadata only; tensors are added per Write
+  GgufWriter metadata_;  // metadata only; tensors are added per Write
   std::vector<Tensor> out_;
   std::vector<TensorReport> reports_;
   int64_t calib_tokens_ = 0;

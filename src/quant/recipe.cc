@@ -1,11 +1,10 @@
 #include "quant/recipe.h"
 
 #include <fnmatch.h>
+#include <yaml-cpp/yaml.h>
 
 #include <fstream>
 #include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 namespace frugal {
 namespace {
@@ -22,18 +21,23 @@ StatusOr<WeightKind> ParseKind(const std::string& s, const std::string& where) {
   for (const KindName& k : kKinds) {
     if (s == k.name) return k.kind;
   }
-  return InvalidArgument(where + ": type '" + s + "' is not one of keep, f32, f16, int8, int4, int4_sym");
+  return InvalidArgument(where + ": type '" + s +
+                         "' is not one of keep, f32, f16, int8, int4, int4_sym");
 }
 
-bool IsInt(WeightKind k) { return k == WeightKind::kInt8 || k == WeightKind::kInt4 || k == WeightKind::kInt4Sym; }
+bool IsInt(WeightKind k) {
+  return k == WeightKind::kInt8 || k == WeightKind::kInt4 || k == WeightKind::kInt4Sym;
+}
 
 Status CheckGroup(WeightKind kind, int g, const std::string& where) {
   if (g == 32 || g == 64 || g == 128 || (g == 0 && kind == WeightKind::kInt8)) return Status::Ok();
-  return InvalidArgument(where + ": group_size " + std::to_string(g) +
-                         (kind == WeightKind::kInt8 ? " is not 0, 32, 64 or 128" : " is not 32, 64 or 128"));
+  return InvalidArgument(
+      where + ": group_size " + std::to_string(g) +
+      (kind == WeightKind::kInt8 ? " is not 0, 32, 64 or 128" : " is not 32, 64 or 128"));
 }
 
-Status CheckKeys(const YAML::Node& node, std::initializer_list<const char*> allowed, const std::string& where) {
+Status CheckKeys(const YAML::Node& node, std::initializer_list<const char*> allowed,
+                 const std::string& where) {
   for (const auto& kv : node) {
     const std::string key = kv.first.as<std::string>();
     bool ok = false;
@@ -57,17 +61,25 @@ StatusOr<TensorType> IntType(WeightKind kind, int g) {
   switch (kind) {
     case WeightKind::kInt8:
       if (g == 0) return TensorType::kI8_C;
-      if (gi >= 0) return static_cast<TensorType>(static_cast<uint32_t>(TensorType::kI8_G32) + static_cast<uint32_t>(gi));
+      if (gi >= 0)
+        return static_cast<TensorType>(static_cast<uint32_t>(TensorType::kI8_G32) +
+                                       static_cast<uint32_t>(gi));
       break;
     case WeightKind::kInt4:
-      if (gi >= 0) return static_cast<TensorType>(static_cast<uint32_t>(TensorType::kI4A_G32) + static_cast<uint32_t>(gi));
+      if (gi >= 0)
+        return static_cast<TensorType>(static_cast<uint32_t>(TensorType::kI4A_G32) +
+                                       static_cast<uint32_t>(gi));
       break;
     case WeightKind::kInt4Sym:
-      if (gi >= 0) return static_cast<TensorType>(static_cast<uint32_t>(TensorType::kI4S_G32) + static_cast<uint32_t>(gi));
+      if (gi >= 0)
+        return static_cast<TensorType>(static_cast<uint32_t>(TensorType::kI4S_G32) +
+                                       static_cast<uint32_t>(gi));
       break;
-    default: break;
+    default:
+      break;
   }
-  return InvalidArgument(std::string(WeightKindName(kind)) + " has no group size " + std::to_string(g));
+  return InvalidArgument(std::string(WeightKindName(kind)) + " has no group size " +
+                         std::to_string(g));
 }
 
 StatusOr<Recipe> ParseRecipe(std::string_view text) {
@@ -83,11 +95,15 @@ StatusOr<Recipe> ParseRecipe(std::string_view text) {
   try {
     r.name = root["name"] ? root["name"].as<std::string>() : "custom";
     if (root["default"]) {
-      FRUGAL_ASSIGN_OR_RETURN(r.fallback, ParseKind(root["default"].as<std::string>(), "recipe default"));
+      FRUGAL_ASSIGN_OR_RETURN(r.fallback,
+                              ParseKind(root["default"].as<std::string>(), "recipe default"));
     }
-    if (IsInt(r.fallback)) return InvalidArgument("recipe default must be keep, f32 or f16 (INT types need a rule with a group size)");
+    if (IsInt(r.fallback))
+      return InvalidArgument(
+          "recipe default must be keep, f32 or f16 (INT types need a rule with a group size)");
     const YAML::Node rules = root["rules"];
-    if (!rules || !rules.IsSequence() || rules.size() == 0) return InvalidArgument("recipe needs a non-empty 'rules' list");
+    if (!rules || !rules.IsSequence() || rules.size() == 0)
+      return InvalidArgument("recipe needs a non-empty 'rules' list");
     for (size_t i = 0; i < rules.size(); ++i) {
       const std::string where = "recipe rule " + std::to_string(i + 1);
       const YAML::Node n = rules[i];
@@ -118,7 +134,9 @@ StatusOr<Recipe> LoadRecipe(const std::string& path) {
   return r;
 }
 
-std::vector<std::string> PresetNames() { return {"mixed-int4-int8", "all-int4", "all-int8", "f16", "f32"}; }
+std::vector<std::string> PresetNames() {
+  return {"mixed-int4-int8", "all-int4", "all-int8", "f16", "f32"};
+}
 
 StatusOr<Recipe> PresetRecipe(std::string_view name) {
   std::string yaml;
@@ -143,16 +161,19 @@ rules:
   - {match: "*.weight", type: int8, group_size: 128}
 )";
   } else if (name == "f16" || name == "f32") {
-    yaml = "name: " + std::string(name) + "\nrules:\n  - {match: \"*\", type: " + std::string(name) + "}\n";
+    yaml = "name: " + std::string(name) +
+           "\nrules:\n  - {match: \"*\", type: " + std::string(name) + "}\n";
   } else {
-    return InvalidArgument("unknown preset '" + std::string(name) + "' (presets: mixed-int4-int8, all-int4, all-int8, f16, f32)");
+    return InvalidArgument("unknown preset '" + std::string(name) +
+                           "' (presets: mixed-int4-int8, all-int4, all-int8, f16, f32)");
   }
   return ParseRecipe(yaml);
 }
 
 void OverrideGroupSize(Recipe& recipe, int group_size) {
   for (RecipeRule& r : recipe.rules) {
-    if (IsInt(r.kind) && !(r.kind == WeightKind::kInt8 && r.group_size == 0)) r.group_size = group_size;
+    if (IsInt(r.kind) && !(r.kind == WeightKind::kInt8 && r.group_size == 0))
+      r.group_size = group_size;
   }
 }
 
@@ -185,10 +206,18 @@ TensorChoice ChooseType(const Recipe& recipe, std::string_view name, int n_dims,
     }
   }
   switch (kind) {
-    case WeightKind::kKeep: c.keep = true; c.type = source; return c;
-    case WeightKind::kF32: c.type = TensorType::kF32; return c;
-    case WeightKind::kF16: c.type = TensorType::kF16; return c;
-    default: break;
+    case WeightKind::kKeep:
+      c.keep = true;
+      c.type = source;
+      return c;
+    case WeightKind::kF32:
+      c.type = TensorType::kF32;
+      return c;
+    case WeightKind::kF16:
+      c.type = TensorType::kF16;
+      return c;
+    default:
+      break;
   }
   if (rows % kTileRows != 0) {
     c.type = TensorType::kF16;
@@ -214,7 +243,8 @@ TensorChoice ChooseType(const Recipe& recipe, std::string_view name, int n_dims,
       c.note = "F16: no group size divides " + std::to_string(cols) + " inputs";
       return c;
     }
-    c.note = "g" + std::to_string(group) + " -> g" + std::to_string(g) + ": " + std::to_string(cols) + " inputs";
+    c.note = "g" + std::to_string(group) + " -> g" + std::to_string(g) + ": " +
+             std::to_string(cols) + " inputs";
   }
   c.type = *IntType(kind, g);
   c.quantize = true;

@@ -1,11 +1,11 @@
 #include "server/openai.h"
 
-#include "http/json_limits.h"
-
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
+
+#include "http/json_limits.h"
 
 namespace frugal::server {
 namespace {
@@ -17,7 +17,8 @@ Status FieldError(const std::string& field, const std::string& what) {
 }
 
 // Reads an optional number field into `out` within [lo, hi].
-Status Number(const json& j, const char* field, double lo, double hi, double* out, bool* present = nullptr) {
+Status Number(const json& j, const char* field, double lo, double hi, double* out,
+              bool* present = nullptr) {
   auto it = j.find(field);
   if (present) *present = false;
   if (it == j.end() || it->is_null()) return Status::Ok();
@@ -33,13 +34,15 @@ Status Number(const json& j, const char* field, double lo, double hi, double* ou
   return Status::Ok();
 }
 
-Status Integer(const json& j, const char* field, int64_t lo, int64_t hi, std::optional<int64_t>* out) {
+Status Integer(const json& j, const char* field, int64_t lo, int64_t hi,
+               std::optional<int64_t>* out) {
   auto it = j.find(field);
   if (it == j.end() || it->is_null()) return Status::Ok();
   if (!it->is_number_integer()) return FieldError(field, "must be an integer");
   const auto v = it->get<int64_t>();
   if (v < lo || v > hi) {
-    return FieldError(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+    return FieldError(field,
+                      "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
   }
   *out = v;
   return Status::Ok();
@@ -47,7 +50,8 @@ Status Integer(const json& j, const char* field, int64_t lo, int64_t hi, std::op
 
 StatusOr<json> ParseObject(std::string_view body) {
   if (!http::JsonDepthWithin(body)) {
-    return InvalidArgument("the request body nests deeper than " + std::to_string(http::kMaxJsonDepth) + " levels");
+    return InvalidArgument("the request body nests deeper than " +
+                           std::to_string(http::kMaxJsonDepth) + " levels");
   }
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("the request body is not valid JSON");
@@ -63,8 +67,10 @@ StatusOr<std::string> Content(const json& c, size_t index) {
   if (!c.is_array()) return FieldError(field, "must be a string or an array of text parts");
   std::string out;
   for (const auto& part : c) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
-      return FieldError(field, "parts must be {\"type\": \"text\", \"text\": ...} (only text is supported)");
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        !part["text"].is_string()) {
+      return FieldError(
+          field, "parts must be {\"type\": \"text\", \"text\": ...} (only text is supported)");
     }
     out += part["text"].get<std::string>();
   }
@@ -83,18 +89,23 @@ StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool ch
   }
   if (chat) {
     auto it = j.find("messages");
-    if (it == j.end() || !it->is_array()) return FieldError("messages", "is required and must be an array");
+    if (it == j.end() || !it->is_array())
+      return FieldError("messages", "is required and must be an array");
     if (it->empty()) return FieldError("messages", "must not be empty");
     for (size_t i = 0; i < it->size(); ++i) {
       const json& m = (*it)[i];
-      if (!m.is_object()) return FieldError("messages[" + std::to_string(i) + "]", "must be an object");
+      if (!m.is_object())
+        return FieldError("messages[" + std::to_string(i) + "]", "must be an object");
       auto role = m.find("role");
-      if (role == m.end() || !role->is_string()) return FieldError("messages[" + std::to_string(i) + "].role", "must be a string");
+      if (role == m.end() || !role->is_string())
+        return FieldError("messages[" + std::to_string(i) + "].role", "must be a string");
       const std::string r = role->get<std::string>();
       if (r != "system" && r != "user" && r != "assistant" && r != "developer") {
-        return FieldError("messages[" + std::to_string(i) + "].role", "must be system, developer, user or assistant");
+        return FieldError("messages[" + std::to_string(i) + "].role",
+                          "must be system, developer, user or assistant");
       }
-      FRUGAL_ASSIGN_OR_RETURN(std::string content, Content(m.contains("content") ? m["content"] : json(), i));
+      FRUGAL_ASSIGN_OR_RETURN(std::string content,
+                              Content(m.contains("content") ? m["content"] : json(), i));
       p.messages.push_back({r == "developer" ? "system" : r, std::move(content)});
     }
   } else {
@@ -142,7 +153,8 @@ StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool ch
       p.stop.push_back(it->get<std::string>());
     } else if (it->is_array() && it->size() <= 4) {
       for (const auto& e : *it) {
-        if (!e.is_string()) return FieldError("stop", "must be a string or an array of up to 4 strings");
+        if (!e.is_string())
+          return FieldError("stop", "must be a string or an array of up to 4 strings");
         p.stop.push_back(e.get<std::string>());
       }
     } else {
@@ -207,7 +219,8 @@ std::string NewCompletionId(bool chat) {
   thread_local std::mt19937_64 rng(std::random_device{}());
   char buf[40];
   std::snprintf(buf, sizeof buf, "%s%016llx%08llx", chat ? "chatcmpl-" : "cmpl-",
-                static_cast<unsigned long long>(rng()), static_cast<unsigned long long>(rng() & 0xffffffffu));
+                static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng() & 0xffffffffu));
   return buf;
 }
 

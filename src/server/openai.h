@@ -17,14 +17,14 @@ namespace frugal::server {
 // A /v1/chat/completions or /v1/completions request, validated.
 struct CompletionParams {
   bool chat = false;
-  std::string model;                   // "" when the client named none
-  std::vector<ChatMessage> messages;   // chat
-  std::string prompt;                  // completions
-  std::optional<int64_t> max_tokens;   // max_tokens or max_completion_tokens
-  SamplingParams sampling;             // temperature (default 1, as OpenAI), top_p, seed, ...
+  std::string model;                  // "" when the client named none
+  std::vector<ChatMessage> messages;  // chat
+  std::string prompt;                 // completions
+  std::optional<int64_t> max_tokens;  // max_tokens or max_completion_tokens
+  SamplingParams sampling;            // temperature (default 1, as OpenAI), top_p, seed, ...
   std::vector<std::string> stop;
   bool stream = false;
-  bool include_usage = false;          // stream_options.include_usage
+  bool include_usage = false;  // stream_options.include_usage
   std::string user;
 };
 

@@ -21,16 +21,22 @@ using Clock = std::chrono::steady_clock;
 
 int HttpStatusFor(const Status& st) {
   switch (st.code()) {
-    case StatusCode::kResourceExhausted: return 503;
-    case StatusCode::kDeadlineExceeded: return 504;
+    case StatusCode::kResourceExhausted:
+      return 503;
+    case StatusCode::kDeadlineExceeded:
+      return 504;
     case StatusCode::kInternal:
-    case StatusCode::kIoError: return 500;
-    default: return 400;
+    case StatusCode::kIoError:
+      return 500;
+    default:
+      return 400;
   }
 }
 
 int64_t UnixSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string Base64Floats(const std::vector<float>& v) {
@@ -110,8 +116,8 @@ struct Worker::Impl {
   WorkerOptions opt;
   std::string model_name;
   int64_t created = UnixSeconds();
-  std::unique_ptr<Scheduler> scheduler;         // decoder models
-  std::unique_ptr<SerialExecutor> embedder;     // encoder models
+  std::unique_ptr<Scheduler> scheduler;      // decoder models
+  std::unique_ptr<SerialExecutor> embedder;  // encoder models
   std::unique_ptr<http::Server> http;
   std::atomic<bool> ready{false};
   bool simulated = false;  // --simulate: a test instrument, labelled as such in every answer
@@ -129,8 +135,8 @@ struct Worker::Impl {
 
   void SetUpMetrics();
   void Handle(const http::Request& req, std::shared_ptr<http::Responder> res);
-  void Error(http::Responder& res, int status, const std::string& message, const std::string& code = {},
-             http::Headers headers = {});
+  void Error(http::Responder& res, int status, const std::string& message,
+             const std::string& code = {}, http::Headers headers = {});
   void Json(http::Responder& res, const json& body);
   void Completion(const http::Request& req, std::shared_ptr<http::Responder> res, bool chat);
   void Embeddings(const http::Request& req, std::shared_ptr<http::Responder> res);
@@ -139,28 +145,49 @@ struct Worker::Impl {
 };
 
 void Worker::Impl::SetUpMetrics() {
-  requests = &metrics.AddCounter("frugal_requests", "HTTP requests answered, by status code (499: the client went away)", "status");
-  prompt_tokens = &metrics.AddCounter("frugal_prompt_tokens", "Prompt tokens of finished generation requests");
+  requests = &metrics.AddCounter(
+      "frugal_requests", "HTTP requests answered, by status code (499: the client went away)",
+      "status");
+  prompt_tokens =
+      &metrics.AddCounter("frugal_prompt_tokens", "Prompt tokens of finished generation requests");
   generation_tokens = &metrics.AddCounter("frugal_generation_tokens", "Tokens generated");
   const auto b = MetricsRegistry::LatencyBuckets();
-  ttft = &metrics.AddHistogram("frugal_time_to_first_token_seconds", "Arrival to first generated token", b);
-  tpot = &metrics.AddHistogram("frugal_time_per_output_token_seconds", "Mean time per output token after the first, per request", b);
-  e2e = &metrics.AddHistogram("frugal_request_duration_seconds", "Arrival to the last token of generation requests", b);
-  queue_time = &metrics.AddHistogram("frugal_request_queue_seconds", "Arrival to admission into the running batch", b);
-  metrics.AddGauge("frugal_requests_waiting", "Requests queued, not yet running", [this] { return static_cast<double>(Load().waiting); });
-  metrics.AddGauge("frugal_requests_running", "Sequences in the running batch", [this] { return static_cast<double>(Load().running); });
-  metrics.AddGauge("frugal_backlog_seconds", "Estimated time to finish all waiting and running work", [this] { return Load().backlog_ms / 1e3; });
-  metrics.AddGauge("frugal_prefill_seconds_per_token", "Moving average of prefill time per prompt token", [this] { return Load().prefill_ms_per_token / 1e3; });
-  metrics.AddGauge("frugal_decode_seconds_per_token", "Moving average of decode time per generated token", [this] { return Load().decode_ms_per_token / 1e3; });
-  metrics.AddGauge("frugal_kv_cache_blocks_free", "Free KV cache blocks", [this] { return static_cast<double>(Load().kv_blocks_free); });
-  metrics.AddGauge("frugal_kv_cache_blocks_total", "KV cache blocks in the pool", [this] { return static_cast<double>(Load().kv_blocks_total); });
-  metrics.AddGauge("frugal_kv_cache_usage_ratio", "Share of KV cache blocks in use (0 to 1)", [this] {
-    const SchedulerLoad l = Load();
-    return l.kv_blocks_total > 0 ? 1.0 - static_cast<double>(l.kv_blocks_free) / static_cast<double>(l.kv_blocks_total) : 0.0;
-  });
-  metrics.AddGauge("frugal_simulated", "1 when this worker is a test instrument (frugal serve --simulate): no model runs", [this] {
-    return simulated ? 1.0 : 0.0;
-  });
+  ttft = &metrics.AddHistogram("frugal_time_to_first_token_seconds",
+                               "Arrival to first generated token", b);
+  tpot = &metrics.AddHistogram("frugal_time_per_output_token_seconds",
+                               "Mean time per output token after the first, per request", b);
+  e2e = &metrics.AddHistogram("frugal_request_duration_seconds",
+                              "Arrival to the last token of generation requests", b);
+  queue_time = &metrics.AddHistogram("frugal_request_queue_seconds",
+                                     "Arrival to admission into the running batch", b);
+  metrics.AddGauge("frugal_requests_waiting", "Requests queued, not yet running",
+                   [this] { return static_cast<double>(Load().waiting); });
+  metrics.AddGauge("frugal_requests_running", "Sequences in the running batch",
+                   [this] { return static_cast<double>(Load().running); });
+  metrics.AddGauge("frugal_backlog_seconds",
+                   "Estimated time to finish all waiting and running work",
+                   [this] { return Load().backlog_ms / 1e3; });
+  metrics.AddGauge("frugal_prefill_seconds_per_token",
+                   "Moving average of prefill time per prompt token",
+                   [this] { return Load().prefill_ms_per_token / 1e3; });
+  metrics.AddGauge("frugal_decode_seconds_per_token",
+                   "Moving average of decode time per generated token",
+                   [this] { return Load().decode_ms_per_token / 1e3; });
+  metrics.AddGauge("frugal_kv_cache_blocks_free", "Free KV cache blocks",
+                   [this] { return static_cast<double>(Load().kv_blocks_free); });
+  metrics.AddGauge("frugal_kv_cache_blocks_total", "KV cache blocks in the pool",
+                   [this] { return static_cast<double>(Load().kv_blocks_total); });
+  metrics.AddGauge("frugal_kv_cache_usage_ratio", "Share of KV cache blocks in use (0 to 1)",
+                   [this] {
+                     const SchedulerLoad l = Load();
+                     return l.kv_blocks_total > 0 ? 1.0 - static_cast<double>(l.kv_blocks_free) /
+                                                              static_cast<double>(l.kv_blocks_total)
+                                                  : 0.0;
+                   });
+  metrics.AddGauge(
+      "frugal_simulated",
+      "1 when this worker is a test instrument (frugal serve --simulate): no model runs",
+      [this] { return simulated ? 1.0 : 0.0; });
 }
 
 SchedulerLoad Worker::Impl::Load() const {
@@ -174,10 +201,11 @@ SchedulerLoad Worker::Impl::Load() const {
   return l;
 }
 
-void Worker::Impl::Error(http::Responder& res, int status, const std::string& message, const std::string& code,
-                         http::Headers headers) {
+void Worker::Impl::Error(http::Responder& res, int status, const std::string& message,
+                         const std::string& code, http::Headers headers) {
   requests->Add(1, std::to_string(status));
-  res.Send(status, "application/json", http::OpenAiErrorBody(status, message, code), std::move(headers));
+  res.Send(status, "application/json", http::OpenAiErrorBody(status, message, code),
+           std::move(headers));
 }
 
 void Worker::Impl::Json(http::Responder& res, const json& body) {
@@ -209,9 +237,14 @@ void Worker::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respon
     const char* path;
     const char* method;
   };
-  static const Route kRoutes[] = {
-      {"/v1/chat/completions", "POST"}, {"/v1/completions", "POST"}, {"/v1/embeddings", "POST"},
-      {"/v1/models", "GET"}, {"/health", "GET"}, {"/ready", "GET"}, {"/queue_depth", "GET"}, {"/metrics", "GET"}};
+  static const Route kRoutes[] = {{"/v1/chat/completions", "POST"},
+                                  {"/v1/completions", "POST"},
+                                  {"/v1/embeddings", "POST"},
+                                  {"/v1/models", "GET"},
+                                  {"/health", "GET"},
+                                  {"/ready", "GET"},
+                                  {"/queue_depth", "GET"},
+                                  {"/metrics", "GET"}};
   const Route* route = nullptr;
   for (const Route& r : kRoutes) {
     if (req.path == r.path) route = &r;
@@ -221,7 +254,8 @@ void Worker::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respon
     return;
   }
   if (req.method != route->method) {
-    Error(*res, 405, req.path + " takes " + route->method + ", not " + req.method, {}, {{"Allow", route->method}});
+    Error(*res, 405, req.path + " takes " + route->method + ", not " + req.method, {},
+          {{"Allow", route->method}});
     return;
   }
   const std::string& p = req.path;
@@ -238,7 +272,10 @@ void Worker::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respon
   } else if (p == "/metrics") {
     res->Send(200, "text/plain; version=0.0.4; charset=utf-8", metrics.Render());
   } else if (p == "/v1/models") {
-    json m = {{"id", model_name}, {"object", "model"}, {"created", created}, {"owned_by", "frugal"},
+    json m = {{"id", model_name},
+              {"object", "model"},
+              {"created", created},
+              {"owned_by", "frugal"},
               {"max_model_len", engine.info().context_length}};
     if (simulated) m["simulated"] = true;
     Json(*res, {{"object", "list"}, {"data", json::array({m})}});
@@ -259,9 +296,9 @@ struct Generation {
   std::string id, model, fingerprint;
   int64_t created = 0;
   std::mutex mu;
-  bool started = false;                 // guarded by mu: the stream's headers are out
-  std::vector<InferenceEvent> early;    // guarded by mu: events before the start
-  std::string text;                     // non-streaming: the answer so far
+  bool started = false;               // guarded by mu: the stream's headers are out
+  std::vector<InferenceEvent> early;  // guarded by mu: events before the start
+  std::string text;                   // non-streaming: the answer so far
 
   json Chunk(const std::string& piece, const json& finish_reason, bool first) const {
     json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
@@ -273,11 +310,16 @@ struct Generation {
     } else {
       choice["text"] = piece;
     }
-    return {{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"}, {"created", created},
-            {"model", model}, {"system_fingerprint", fingerprint}, {"choices", json::array({choice})}};
+    return {{"id", id},
+            {"object", chat ? "chat.completion.chunk" : "text_completion"},
+            {"created", created},
+            {"model", model},
+            {"system_fingerprint", fingerprint},
+            {"choices", json::array({choice})}};
   }
   static json Usage(const InferenceEvent& ev) {
-    return {{"prompt_tokens", ev.prompt_tokens}, {"completion_tokens", ev.completion_tokens},
+    return {{"prompt_tokens", ev.prompt_tokens},
+            {"completion_tokens", ev.completion_tokens},
             {"total_tokens", ev.prompt_tokens + ev.completion_tokens}};
   }
   void Sse(const json& j) { res->Write("data: " + j.dump() + "\n\n"); }
@@ -308,7 +350,8 @@ void Generation::Deliver(const InferenceEvent& ev) {
   w.queue_time->Observe(ev.queue_seconds);
   if (ev.ttft_seconds > 0) w.ttft->Observe(ev.ttft_seconds);
   if (ev.completion_tokens > 1 && ev.ttft_seconds > 0) {
-    w.tpot->Observe((ev.total_seconds - ev.ttft_seconds) / static_cast<double>(ev.completion_tokens - 1));
+    w.tpot->Observe((ev.total_seconds - ev.ttft_seconds) /
+                    static_cast<double>(ev.completion_tokens - 1));
   }
   if (status == 200) w.e2e->Observe(ev.total_seconds);
 
@@ -323,7 +366,8 @@ void Generation::Deliver(const InferenceEvent& ev) {
       }
     } else if (status != 499) {
       // Headers went out long ago: the error becomes an event, never a silent truncation.
-      Sse(json::parse(http::OpenAiErrorBody(status, ev.status.message(), status == 504 ? "timeout" : "")));
+      Sse(json::parse(
+          http::OpenAiErrorBody(status, ev.status.message(), status == 504 ? "timeout" : "")));
     }
     res->Write("data: [DONE]\n\n");
     res->End();
@@ -331,7 +375,8 @@ void Generation::Deliver(const InferenceEvent& ev) {
   }
   if (status != 200) {
     res->Send(status, "application/json",
-              http::OpenAiErrorBody(status, status == 499 ? "cancelled" : ev.status.message(), status == 504 ? "timeout" : ""));
+              http::OpenAiErrorBody(status, status == 499 ? "cancelled" : ev.status.message(),
+                                    status == 504 ? "timeout" : ""));
     return;
   }
   json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", ev.finish_reason}};
@@ -340,16 +385,23 @@ void Generation::Deliver(const InferenceEvent& ev) {
   } else {
     choice["text"] = text;
   }
-  json body = {{"id", id}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", created},
-               {"model", model}, {"system_fingerprint", fingerprint}, {"choices", json::array({choice})},
+  json body = {{"id", id},
+               {"object", chat ? "chat.completion" : "text_completion"},
+               {"created", created},
+               {"model", model},
+               {"system_fingerprint", fingerprint},
+               {"choices", json::array({choice})},
                {"usage", Usage(ev)}};
   res->Send(200, "application/json", body.dump());
 }
 
-void Worker::Impl::Completion(const http::Request& req, std::shared_ptr<http::Responder> res, bool chat) {
+void Worker::Impl::Completion(const http::Request& req, std::shared_ptr<http::Responder> res,
+                              bool chat) {
   const auto arrived = Clock::now();
   if (!scheduler) {
-    Error(*res, 400, "the loaded model '" + model_name + "' is an embedding model: it cannot generate text", "model_not_supported");
+    Error(*res, 400,
+          "the loaded model '" + model_name + "' is an embedding model: it cannot generate text",
+          "model_not_supported");
     return;
   }
   auto parsed = ParseCompletionRequest(req.body, chat);
@@ -359,7 +411,9 @@ void Worker::Impl::Completion(const http::Request& req, std::shared_ptr<http::Re
   }
   CompletionParams& p = *parsed;
   if (!p.model.empty() && p.model != model_name) {
-    Error(*res, 404, "The model '" + p.model + "' does not exist; this worker serves '" + model_name + "'", "model_not_found");
+    Error(*res, 404,
+          "The model '" + p.model + "' does not exist; this worker serves '" + model_name + "'",
+          "model_not_found");
     return;
   }
   std::string prompt = p.prompt;
@@ -376,21 +430,27 @@ void Worker::Impl::Completion(const http::Request& req, std::shared_ptr<http::Re
   const int64_t n_ctx = scheduler->context_length();
   const auto n_prompt = static_cast<int64_t>(ir.prompt.size());
   if (n_prompt >= n_ctx) {
-    Error(*res, 400, "This model's maximum context length is " + std::to_string(n_ctx) + " tokens; the prompt has " +
-                     std::to_string(n_prompt), "context_length_exceeded");
+    Error(*res, 400,
+          "This model's maximum context length is " + std::to_string(n_ctx) +
+              " tokens; the prompt has " + std::to_string(n_prompt),
+          "context_length_exceeded");
     return;
   }
   const int64_t room = n_ctx - n_prompt;
   if (p.max_tokens && *p.max_tokens > room) {
-    Error(*res, 400, "This model's maximum context length is " + std::to_string(n_ctx) + " tokens; the prompt has " +
-                     std::to_string(n_prompt) + " and max_tokens asks for " + std::to_string(*p.max_tokens) + " more",
+    Error(*res, 400,
+          "This model's maximum context length is " + std::to_string(n_ctx) +
+              " tokens; the prompt has " + std::to_string(n_prompt) + " and max_tokens asks for " +
+              std::to_string(*p.max_tokens) + " more",
           "context_length_exceeded");
     return;
   }
-  ir.max_tokens = static_cast<int32_t>(p.max_tokens ? *p.max_tokens : std::min(room, opt.default_max_tokens));
+  ir.max_tokens =
+      static_cast<int32_t>(p.max_tokens ? *p.max_tokens : std::min(room, opt.default_max_tokens));
   ir.stop = p.stop;
   ir.sampling = p.sampling;
-  ir.deadline = arrived + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.request_timeout_s));
+  ir.deadline = arrived + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(opt.request_timeout_s));
 
   auto g = std::make_shared<Generation>();
   g->res = res;
@@ -415,9 +475,11 @@ void Worker::Impl::Completion(const http::Request& req, std::shared_ptr<http::Re
     http::Headers h;
     if (status == 503) {
       const double backlog_s = scheduler->Load().backlog_ms / 1e3;
-      h.emplace_back("Retry-After", std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(backlog_s)))));
+      h.emplace_back("Retry-After", std::to_string(std::max<int64_t>(
+                                        1, static_cast<int64_t>(std::ceil(backlog_s)))));
     }
-    Error(*res, status, submitted.status().message(), status == 503 ? "overloaded" : "", std::move(h));
+    Error(*res, status, submitted.status().message(), status == 503 ? "overloaded" : "",
+          std::move(h));
     return;
   }
   std::shared_ptr<InferenceHandle> handle = *submitted;
@@ -435,7 +497,8 @@ void Worker::Impl::Completion(const http::Request& req, std::shared_ptr<http::Re
 
 void Worker::Impl::Embeddings(const http::Request& req, std::shared_ptr<http::Responder> res) {
   if (!embedder) {
-    Error(*res, 400, "the loaded model '" + model_name + "' is not an embedding model", "model_not_supported");
+    Error(*res, 400, "the loaded model '" + model_name + "' is not an embedding model",
+          "model_not_supported");
     return;
   }
   auto parsed = ParseEmbeddingRequest(req.body);
@@ -444,7 +507,10 @@ void Worker::Impl::Embeddings(const http::Request& req, std::shared_ptr<http::Re
     return;
   }
   if (!parsed->model.empty() && parsed->model != model_name) {
-    Error(*res, 404, "The model '" + parsed->model + "' does not exist; this worker serves '" + model_name + "'", "model_not_found");
+    Error(
+        *res, 404,
+        "The model '" + parsed->model + "' does not exist; this worker serves '" + model_name + "'",
+        "model_not_found");
     return;
   }
   auto task = [this, res, p = std::move(parsed).value()] {
@@ -469,7 +535,9 @@ void Worker::Impl::Embeddings(const http::Request& req, std::shared_ptr<http::Re
     }
     requests->Add(1, "200");
     prompt_tokens->Add(static_cast<double>(tokens));
-    Json(*res, {{"object", "list"}, {"data", data}, {"model", model_name},
+    Json(*res, {{"object", "list"},
+                {"data", data},
+                {"model", model_name},
                 {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
   };
   if (!embedder->Post(std::move(task), opt.max_embedding_queue)) {
@@ -482,19 +550,22 @@ Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Worker::~Worker() { Shutdown(std::chrono::milliseconds(0)); }
 
 StatusOr<std::unique_ptr<Worker>> Worker::Start(Engine& engine, WorkerOptions options) {
-  if (options.request_timeout_s <= 0) return InvalidArgument("the request timeout must be > 0 seconds");
+  if (options.request_timeout_s <= 0)
+    return InvalidArgument("the request timeout must be > 0 seconds");
   if (options.default_max_tokens < 1) return InvalidArgument("the default max_tokens must be >= 1");
   auto impl = std::make_unique<Impl>(engine);
   impl->opt = std::move(options);
-  impl->model_name = impl->opt.served_model_name.empty() ? engine.info().name : impl->opt.served_model_name;
+  impl->model_name =
+      impl->opt.served_model_name.empty() ? engine.info().name : impl->opt.served_model_name;
   impl->simulated = impl->opt.scheduler.simulation.has_value();
   // Every response of a test instrument says so, the HTTP layer's own errors (413, 431) included,
   // so no test result can pass for a real worker's.
   if (impl->simulated) impl->opt.http.default_headers.emplace_back("X-Frugal-Simulated", "true");
   impl->SetUpMetrics();
   if (impl->simulated && engine.info().kind != ModelKind::kDecoder) {
-    return InvalidArgument("a simulated worker needs a decoder model for its tokenizer and chat template; '" +
-                           impl->model_name + "' is an embedder");
+    return InvalidArgument(
+        "a simulated worker needs a decoder model for its tokenizer and chat template; '" +
+        impl->model_name + "' is an embedder");
   }
   if (engine.info().kind == ModelKind::kDecoder) {
     FRUGAL_ASSIGN_OR_RETURN(impl->scheduler, Scheduler::Start(engine, impl->opt.scheduler));
@@ -502,10 +573,11 @@ StatusOr<std::unique_ptr<Worker>> Worker::Start(Engine& engine, WorkerOptions op
     impl->embedder = std::make_unique<SerialExecutor>();
   }
   Impl* p = impl.get();
-  FRUGAL_ASSIGN_OR_RETURN(impl->http, http::Server::Start(impl->opt.http, [p](const http::Request& req,
-                                                                              std::shared_ptr<http::Responder> res) {
-    p->Handle(req, std::move(res));
-  }));
+  FRUGAL_ASSIGN_OR_RETURN(
+      impl->http, http::Server::Start(impl->opt.http, [p](const http::Request& req,
+                                                          std::shared_ptr<http::Responder> res) {
+        p->Handle(req, std::move(res));
+      }));
   impl->ready = true;
   return std::unique_ptr<Worker>(new Worker(std::move(impl)));
 }

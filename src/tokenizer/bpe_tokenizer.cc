@@ -209,8 +209,12 @@ void BpeTokenizer::EncodeSegment(std::string_view text, bool at_input_start, Cac
       const bool starts_with_space = work[0] == ' ' || work.starts_with(kSpaceMarker);
       bool prefix = false;
       switch (spec_.space_prefix_mode) {
-        case TokenizerSpec::SpacePrefix::kEverySegment: prefix = true; break;
-        case TokenizerSpec::SpacePrefix::kAlwaysUnlessSpace: prefix = !starts_with_space; break;
+        case TokenizerSpec::SpacePrefix::kEverySegment:
+          prefix = true;
+          break;
+        case TokenizerSpec::SpacePrefix::kAlwaysUnlessSpace:
+          prefix = !starts_with_space;
+          break;
         case TokenizerSpec::SpacePrefix::kFirstUnlessSpace:
           prefix = at_input_start && !starts_with_space;
           break;
@@ -348,7 +352,7 @@ void BpeTokenizer::MergeByRank(std::vector<int32_t>* symbols) const {
   std::vector<Cand> heap_storage;
   heap_storage.reserve(n);
   std::priority_queue<Cand, std::vector<Cand>, decltype(worse)> heap(worse,
-                                                                      std::move(heap_storage));
+                                                                     std::move(heap_storage));
   auto try_add = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
     if (auto m = FindMerge(syms[left].id, syms[right].id)) {

@@ -38,7 +38,8 @@ StatusOr<ChatTemplate> ChatTemplate::FromTemplateText(const std::string& text) {
   } else if (text.find("<|start_header_id|>") != std::string::npos) {
     t.format_ = ChatFormat::kLlama3;
   } else {
-    return Unimplemented("the model's chat template is not one Frugal renders (supported: ChatML, Llama 3)");
+    return Unimplemented(
+        "the model's chat template is not one Frugal renders (supported: ChatML, Llama 3)");
   }
   return t;
 }
@@ -54,7 +55,8 @@ StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messa
     if (messages.front().role != "system" && !default_system_.empty()) {
       out += "<|im_start|>system\n" + default_system_ + "<|im_end|>\n";
     }
-    for (const auto& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+    for (const auto& m : messages)
+      out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
     if (add_generation_prompt) out += "<|im_start|>assistant\n";
   } else {
     out += "<|begin_of_text|>";

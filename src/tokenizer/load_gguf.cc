@@ -14,8 +14,8 @@ using tokenizer_internal::kTypeUserDefined;
 
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // "▁"
 
-StatusOr<const GgufValue*> FindArray(const GgufFile& gguf, std::string_view key,
-                                     bool want_strings, bool required) {
+StatusOr<const GgufValue*> FindArray(const GgufFile& gguf, std::string_view key, bool want_strings,
+                                     bool required) {
   const GgufValue* v = gguf.Find(key);
   if (v == nullptr) {
     if (required) return NotFound("GGUF tokenizer: missing " + std::string(key));
@@ -77,24 +77,29 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& gguf) {
                          "' is not supported (supported: gpt2, llama, bert)");
   }
 
-  FRUGAL_ASSIGN_OR_RETURN(const GgufValue* tokens, FindArray(gguf, "tokenizer.ggml.tokens", true, true));
+  FRUGAL_ASSIGN_OR_RETURN(const GgufValue* tokens,
+                          FindArray(gguf, "tokenizer.ggml.tokens", true, true));
   spec.tokens.assign(tokens->strings.begin(), tokens->strings.end());
   const size_t n = spec.tokens.size();
 
-  FRUGAL_ASSIGN_OR_RETURN(const GgufValue* scores, FindArray(gguf, "tokenizer.ggml.scores", false, false));
+  FRUGAL_ASSIGN_OR_RETURN(const GgufValue* scores,
+                          FindArray(gguf, "tokenizer.ggml.scores", false, false));
   if (scores != nullptr) {
     if (scores->count != n) return InvalidArgument("GGUF tokenizer: scores/tokens size mismatch");
     spec.scores.assign(scores->numbers.begin(), scores->numbers.end());
   }
-  FRUGAL_ASSIGN_OR_RETURN(const GgufValue* types, FindArray(gguf, "tokenizer.ggml.token_type", false, false));
+  FRUGAL_ASSIGN_OR_RETURN(const GgufValue* types,
+                          FindArray(gguf, "tokenizer.ggml.token_type", false, false));
   if (types != nullptr) {
-    if (types->count != n) return InvalidArgument("GGUF tokenizer: token_type/tokens size mismatch");
+    if (types->count != n)
+      return InvalidArgument("GGUF tokenizer: token_type/tokens size mismatch");
     spec.token_types.reserve(n);
     for (double t : types->numbers) spec.token_types.push_back(static_cast<int32_t>(t));
   } else {
     spec.token_types.assign(n, tokenizer_internal::kTypeNormal);
   }
-  FRUGAL_ASSIGN_OR_RETURN(const GgufValue* merges, FindArray(gguf, "tokenizer.ggml.merges", true, false));
+  FRUGAL_ASSIGN_OR_RETURN(const GgufValue* merges,
+                          FindArray(gguf, "tokenizer.ggml.merges", true, false));
   if (merges != nullptr) {
     spec.merges.reserve(merges->strings.size());
     for (std::string_view m : merges->strings) {
@@ -150,7 +155,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& gguf) {
   // llama.cpp does), user-defined ones always.
   for (size_t i = 0; i < n; ++i) {
     const int32_t type = spec.token_types[i];
-    if (type == kTypeControl || type == kTypeUserDefined || type == tokenizer_internal::kTypeUnknown) {
+    if (type == kTypeControl || type == kTypeUserDefined ||
+        type == tokenizer_internal::kTypeUnknown) {
       spec.special_tokens.push_back(spec.tokens[i]);
     }
   }

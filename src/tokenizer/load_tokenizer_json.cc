@@ -2,7 +2,6 @@
 // TokenizerSpec. Only the component types used by the supported model families are accepted;
 // anything else is Unimplemented with its name, so a tokenizer is never silently wrong.
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/regex_split.h"
@@ -20,8 +19,8 @@ using tokenizer_internal::kTypeUnknown;
 using tokenizer_internal::kTypeUserDefined;
 
 constexpr char kSpaceMarker[] = "\xE2\x96\x81";  // "▁"
-constexpr int64_t kMaxVocab = 1 << 24;              // far above any real vocabulary
-constexpr int kMaxNesting = 16;                     // Sequence inside Sequence ...
+constexpr int64_t kMaxVocab = 1 << 24;           // far above any real vocabulary
+constexpr int kMaxNesting = 16;                  // Sequence inside Sequence ...
 
 // What the normalizer / pre_tokenizer / decoder / post_processor sections amount to.
 struct Pipeline {
@@ -36,7 +35,7 @@ struct Pipeline {
   bool strip_left = false, strip_right = false;  // Strip
   bool collapse_spaces = false;                  // Replace(Regex(" {2,}"), collapse_to)
   std::string collapse_to;
-  bool whitespace_split = false;                 // pre_tokenizer WhitespaceSplit
+  bool whitespace_split = false;  // pre_tokenizer WhitespaceSplit
   // pre_tokenizer
   std::vector<std::string> patterns;
   bool byte_level = false;
@@ -97,7 +96,8 @@ Status ParseNormalizer(const json& n, Pipeline* p, int depth = 0) {
   if (depth > kMaxNesting) return InvalidArgument("tokenizer.json: sequences nested too deeply");
   FRUGAL_ASSIGN_OR_RETURN(const std::string type, TypeOf(n, "normalizer"));
   if (type == "Sequence") {
-    for (const json& child : n.at("normalizers")) FRUGAL_RETURN_IF_ERROR(ParseNormalizer(child, p, depth + 1));
+    for (const json& child : n.at("normalizers"))
+      FRUGAL_RETURN_IF_ERROR(ParseNormalizer(child, p, depth + 1));
   } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
     if (!p->normal_form.empty() && p->normal_form != type) {
       return Unimplemented("tokenizer.json: two unicode normalizers");
@@ -111,19 +111,23 @@ Status ParseNormalizer(const json& n, Pipeline* p, int depth = 0) {
   } else if (type == "Replace") {
     const json& pattern = n.at("pattern");
     const std::string content = n.at("content").get<std::string>();
-    if (pattern.contains("String") && pattern.at("String").get<std::string>() == " " && content == kSpaceMarker) {
+    if (pattern.contains("String") && pattern.at("String").get<std::string>() == " " &&
+        content == kSpaceMarker) {
       p->replace_space = true;
     } else if (pattern.contains("Regex") && pattern.at("Regex").get<std::string>() == " {2,}" &&
                (content == " " || content == kSpaceMarker)) {
       p->collapse_spaces = true;  // SentencePiece's remove_extra_whitespaces, as HF converts it
       p->collapse_to = content;
     } else {
-      return Unimplemented("tokenizer.json: only the Replace(\" \", \"▁\") and Replace(\" {2,}\", ...) normalizers are supported");
+      return Unimplemented(
+          "tokenizer.json: only the Replace(\" \", \"▁\") and Replace(\" {2,}\", ...) normalizers "
+          "are supported");
     }
   } else if (type == "Precompiled") {
     p->has_precompiled = true;
     if (!IsNull(n, "precompiled_charsmap")) {
-      FRUGAL_ASSIGN_OR_RETURN(p->precompiled_charsmap, DecodeBase64(n.at("precompiled_charsmap").get<std::string>()));
+      FRUGAL_ASSIGN_OR_RETURN(p->precompiled_charsmap,
+                              DecodeBase64(n.at("precompiled_charsmap").get<std::string>()));
     }
   } else if (type == "Strip") {
     p->strip_left = n.value("strip_left", false);
@@ -134,7 +138,8 @@ Status ParseNormalizer(const json& n, Pipeline* p, int depth = 0) {
     p->handle_chinese_chars = n.value("handle_chinese_chars", true);
     p->lowercase = n.value("lowercase", true);
     // strip_accents: null means "same as lowercase".
-    p->strip_accents = IsNull(n, "strip_accents") ? p->lowercase : n.at("strip_accents").get<bool>();
+    p->strip_accents =
+        IsNull(n, "strip_accents") ? p->lowercase : n.at("strip_accents").get<bool>();
   } else {
     return Unimplemented("tokenizer.json: normalizer '" + type + "' is not supported");
   }
@@ -145,7 +150,8 @@ Status ParsePreTokenizer(const json& t, Pipeline* p, int depth = 0) {
   if (depth > kMaxNesting) return InvalidArgument("tokenizer.json: sequences nested too deeply");
   FRUGAL_ASSIGN_OR_RETURN(const std::string type, TypeOf(t, "pre_tokenizer"));
   if (type == "Sequence") {
-    for (const json& child : t.at("pretokenizers")) FRUGAL_RETURN_IF_ERROR(ParsePreTokenizer(child, p, depth + 1));
+    for (const json& child : t.at("pretokenizers"))
+      FRUGAL_RETURN_IF_ERROR(ParsePreTokenizer(child, p, depth + 1));
   } else if (type == "ByteLevel") {
     p->byte_level = true;
     p->byte_level_prefix_space = t.value("add_prefix_space", false);
@@ -181,7 +187,8 @@ Status ParsePreTokenizer(const json& t, Pipeline* p, int depth = 0) {
     p->metaspace_split = t.value("split", true);
     if (p->metaspace_scheme != "always" && p->metaspace_scheme != "first" &&
         p->metaspace_scheme != "never") {
-      return Unimplemented("tokenizer.json: Metaspace prepend_scheme '" + p->metaspace_scheme + "'");
+      return Unimplemented("tokenizer.json: Metaspace prepend_scheme '" + p->metaspace_scheme +
+                           "'");
     }
   } else if (type == "BertPreTokenizer") {
     p->bert_pre_tokenizer = true;
@@ -198,7 +205,8 @@ Status ParseDecoder(const json& d, Pipeline* p, int depth = 0) {
   if (depth > kMaxNesting) return InvalidArgument("tokenizer.json: sequences nested too deeply");
   FRUGAL_ASSIGN_OR_RETURN(const std::string type, TypeOf(d, "decoder"));
   if (type == "Sequence") {
-    for (const json& child : d.at("decoders")) FRUGAL_RETURN_IF_ERROR(ParseDecoder(child, p, depth + 1));
+    for (const json& child : d.at("decoders"))
+      FRUGAL_RETURN_IF_ERROR(ParseDecoder(child, p, depth + 1));
   } else if (type == "WordPiece") {
     p->decode_cleanup = d.value("cleanup", true);
   } else if (type != "ByteLevel" && type != "Metaspace" && type != "Replace" &&
@@ -213,7 +221,8 @@ Status ParsePostProcessor(const json& pp, Pipeline* p, int depth = 0) {
   if (depth > kMaxNesting) return InvalidArgument("tokenizer.json: sequences nested too deeply");
   FRUGAL_ASSIGN_OR_RETURN(const std::string type, TypeOf(pp, "post_processor"));
   if (type == "Sequence") {
-    for (const json& child : pp.at("processors")) FRUGAL_RETURN_IF_ERROR(ParsePostProcessor(child, p, depth + 1));
+    for (const json& child : pp.at("processors"))
+      FRUGAL_RETURN_IF_ERROR(ParsePostProcessor(child, p, depth + 1));
   } else if (type == "ByteLevel") {
     // Offsets only.
   } else if (type == "BertProcessing" || type == "RobertaProcessing") {
@@ -285,7 +294,9 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
   const json& model = root.at("model");
   std::string model_type = model.value("type", "");
   if (model_type.empty()) {  // old files omit the type
-    model_type = model.contains("merges") ? "BPE" : model.contains("max_input_chars_per_word") ? "WordPiece" : "";
+    model_type = model.contains("merges")                     ? "BPE"
+                 : model.contains("max_input_chars_per_word") ? "WordPiece"
+                                                              : "";
   }
   if (model_type != "BPE" && model_type != "WordPiece" && model_type != "Unigram") {
     return Unimplemented("tokenizer.json: model type '" + model_type +
@@ -295,8 +306,10 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
 
   // Vocabulary and added tokens (which may extend it). Unigram's is a list of [piece, score].
   const json& vocab = model.at("vocab");
-  if (!unigram && !vocab.is_object()) return InvalidArgument("tokenizer.json: model.vocab is not an object");
-  if (unigram && !vocab.is_array()) return InvalidArgument("tokenizer.json: Unigram model.vocab is not an array");
+  if (!unigram && !vocab.is_object())
+    return InvalidArgument("tokenizer.json: model.vocab is not an object");
+  if (unigram && !vocab.is_array())
+    return InvalidArgument("tokenizer.json: Unigram model.vocab is not an array");
   int64_t max_id = -1;
   auto check_id = [&max_id](int64_t id) -> Status {
     if (id < 0 || id >= kMaxVocab) {
@@ -308,7 +321,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
   if (unigram) {
     FRUGAL_RETURN_IF_ERROR(check_id(static_cast<int64_t>(vocab.size()) - 1));
   } else {
-    for (const auto& [text, id] : vocab.items()) FRUGAL_RETURN_IF_ERROR(check_id(id.get<int64_t>()));
+    for (const auto& [text, id] : vocab.items())
+      FRUGAL_RETURN_IF_ERROR(check_id(id.get<int64_t>()));
   }
   const json added = IsNull(root, "added_tokens") ? json::array() : root.at("added_tokens");
   if (!added.is_array()) return InvalidArgument("tokenizer.json: added_tokens is not an array");
@@ -323,7 +337,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
     for (size_t i = 0; i < vocab.size(); ++i) {
       const json& e = vocab.at(i);
       if (!e.is_array() || e.size() != 2 || !e.at(0).is_string() || !e.at(1).is_number()) {
-        return InvalidArgument("tokenizer.json: Unigram vocab entry " + std::to_string(i) + " is not [piece, score]");
+        return InvalidArgument("tokenizer.json: Unigram vocab entry " + std::to_string(i) +
+                               " is not [piece, score]");
       }
       spec.tokens[i] = e.at(0).get<std::string>();
       spec.piece_scores[i] = e.at(1).get<double>();
@@ -345,7 +360,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
   };
 
   Pipeline p;
-  if (!IsNull(root, "normalizer")) FRUGAL_RETURN_IF_ERROR(ParseNormalizer(root.at("normalizer"), &p));
+  if (!IsNull(root, "normalizer"))
+    FRUGAL_RETURN_IF_ERROR(ParseNormalizer(root.at("normalizer"), &p));
   if (!IsNull(root, "pre_tokenizer")) {
     FRUGAL_RETURN_IF_ERROR(ParsePreTokenizer(root.at("pre_tokenizer"), &p));
   }
@@ -354,7 +370,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
     FRUGAL_RETURN_IF_ERROR(ParsePostProcessor(root.at("post_processor"), &p));
   }
   if (p.prefix_ids.size() > 1 || p.suffix_ids.size() > 1) {
-    return Unimplemented("tokenizer.json: templates with more than one token before or after the text");
+    return Unimplemented(
+        "tokenizer.json: templates with more than one token before or after the text");
   }
   for (int32_t id : p.prefix_ids) FRUGAL_RETURN_IF_ERROR(check_id(id));
   for (int32_t id : p.suffix_ids) FRUGAL_RETURN_IF_ERROR(check_id(id));
@@ -362,18 +379,23 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
     return InvalidArgument("tokenizer.json: post_processor id outside the vocabulary");
   }
 
-  const bool unigram_parts = p.has_precompiled || p.strip_left || p.strip_right || p.collapse_spaces || p.whitespace_split;
+  const bool unigram_parts =
+      p.has_precompiled || p.strip_left || p.strip_right || p.collapse_spaces || p.whitespace_split;
   if (unigram_parts && !unigram) {
-    return Unimplemented("tokenizer.json: Precompiled, Strip, Replace(\" {2,}\") and WhitespaceSplit are supported with Unigram models only");
+    return Unimplemented(
+        "tokenizer.json: Precompiled, Strip, Replace(\" {2,}\") and WhitespaceSplit are supported "
+        "with Unigram models only");
   }
   if (unigram) {
     spec.kind = TokenizerKind::kSentencePieceUnigram;
-    if (p.byte_level || p.bert_pre_tokenizer || p.bert_normalizer || !p.patterns.empty() || p.replace_space ||
-        p.prepend_space_marker) {
-      return Unimplemented("tokenizer.json: a Unigram model with other normalizers or pre-tokenizers than "
-                           "Precompiled / NFKC / Strip / Replace(\" {2,}\") and WhitespaceSplit / Metaspace");
+    if (p.byte_level || p.bert_pre_tokenizer || p.bert_normalizer || !p.patterns.empty() ||
+        p.replace_space || p.prepend_space_marker) {
+      return Unimplemented(
+          "tokenizer.json: a Unigram model with other normalizers or pre-tokenizers than "
+          "Precompiled / NFKC / Strip / Replace(\" {2,}\") and WhitespaceSplit / Metaspace");
     }
-    if (!p.metaspace) return Unimplemented("tokenizer.json: a Unigram model without a Metaspace pre-tokenizer");
+    if (!p.metaspace)
+      return Unimplemented("tokenizer.json: a Unigram model without a Metaspace pre-tokenizer");
     if (p.has_precompiled && !p.normal_form.empty()) {
       return Unimplemented("tokenizer.json: both a Precompiled and a unicode normalizer");
     }
@@ -382,12 +404,14 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
     spec.strip_left = p.strip_left;
     spec.strip_right = p.strip_right;
     spec.collapse_spaces = p.collapse_spaces;
-    if (p.collapse_spaces) spec.collapse_spaces_to = p.collapse_to == kSpaceMarker ? " " : p.collapse_to;
+    if (p.collapse_spaces)
+      spec.collapse_spaces_to = p.collapse_to == kSpaceMarker ? " " : p.collapse_to;
     spec.whitespace_split = p.whitespace_split;
     spec.metaspace_split = p.metaspace_split;
     spec.add_space_prefix = p.metaspace_scheme != "never";
-    spec.space_prefix_mode = p.metaspace_scheme == "first" ? TokenizerSpec::SpacePrefix::kFirstUnlessSpace
-                                                           : TokenizerSpec::SpacePrefix::kAlwaysUnlessSpace;
+    spec.space_prefix_mode = p.metaspace_scheme == "first"
+                                 ? TokenizerSpec::SpacePrefix::kFirstUnlessSpace
+                                 : TokenizerSpec::SpacePrefix::kAlwaysUnlessSpace;
     spec.byte_fallback = model.value("byte_fallback", false);
     if (!IsNull(model, "unk_id")) {
       const auto unk = model.at("unk_id").get<int64_t>();
@@ -401,7 +425,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
     spec.kind = TokenizerKind::kWordPiece;
     if (!p.patterns.empty() || p.byte_level || p.metaspace || p.replace_space ||
         p.prepend_space_marker || !p.normal_form.empty()) {
-      return Unimplemented("tokenizer.json: WordPiece supports only BertNormalizer and BertPreTokenizer");
+      return Unimplemented(
+          "tokenizer.json: WordPiece supports only BertNormalizer and BertPreTokenizer");
     }
     if (!p.bert_pre_tokenizer) {
       return Unimplemented("tokenizer.json: WordPiece without BertPreTokenizer is not supported");
@@ -447,7 +472,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
     }
     spec.ignore_merges = model.value("ignore_merges", false);
     spec.byte_fallback = model.value("byte_fallback", false);
-    if (!IsNull(model, "unk_token")) spec.unk_id = find_id(model.at("unk_token").get<std::string>());
+    if (!IsNull(model, "unk_token"))
+      spec.unk_id = find_id(model.at("unk_token").get<std::string>());
     spec.unicode_normalization = p.normal_form;
     if (p.byte_level) {
       if (p.metaspace || p.replace_space || p.prepend_space_marker) {
@@ -471,14 +497,16 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
                                      ? TokenizerSpec::SpacePrefix::kFirstUnlessSpace
                                      : TokenizerSpec::SpacePrefix::kAlwaysUnlessSpace;
         // split=true cuts before every "▁", which stays at the front of the next piece.
-        if (p.metaspace_split) spec.pre_regexes.push_back("[^\xE2\x96\x81]+|\xE2\x96\x81[^\xE2\x96\x81]*");
+        if (p.metaspace_split)
+          spec.pre_regexes.push_back("[^\xE2\x96\x81]+|\xE2\x96\x81[^\xE2\x96\x81]*");
       } else {
         spec.add_space_prefix = p.prepend_space_marker;
         spec.space_prefix_mode = TokenizerSpec::SpacePrefix::kEverySegment;
       }
       for (size_t i = 0; i < spec.tokens.size(); ++i) {
         const std::string& t = spec.tokens[i];
-        if (t.size() == 6 && t.starts_with("<0x") && t.back() == '>' && spec.token_types[i] == kTypeNormal) {
+        if (t.size() == 6 && t.starts_with("<0x") && t.back() == '>' &&
+            spec.token_types[i] == kTypeNormal) {
           spec.token_types[i] = kTypeByte;
         }
       }
@@ -528,7 +556,8 @@ StatusOr<std::unique_ptr<Tokenizer>> Load(std::string_view tokenizer_json,
     if (spec.sep_id < 0) spec.sep_id = find_id("[SEP]");
   }
   if ((spec.add_bos && spec.bos_id < 0) || (spec.add_eos && spec.eos_id < 0)) {
-    return InvalidArgument("tokenizer.json: BOS/EOS requested but the token is not in the vocabulary");
+    return InvalidArgument(
+        "tokenizer.json: BOS/EOS requested but the token is not in the vocabulary");
   }
   for (const char* name : {"<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>"}) {
     if (int32_t id = find_id(name); id >= 0 && id != spec.eos_id) spec.eog_ids.push_back(id);

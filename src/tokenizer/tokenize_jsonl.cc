@@ -3,10 +3,9 @@
 #include <filesystem>
 #include <fstream>
 #include <istream>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "formats/e5_file.h"
 #include "formats/gguf.h"
@@ -113,7 +112,8 @@ Status DecodeJsonl(const Tokenizer& tokenizer, std::istream& in, std::ostream& o
       ok = j[i].is_number_integer();
       if (ok) ids.push_back(static_cast<int32_t>(j[i].get<int64_t>()));
     }
-    if (!ok) return InvalidArgument("line " + std::to_string(line_no) + ": expected an array of ids");
+    if (!ok)
+      return InvalidArgument("line " + std::to_string(line_no) + ": expected an array of ids");
     // Decode returns valid UTF-8, so dump cannot throw; `replace` makes sure of it regardless.
     out << json(tokenizer.Decode(ids, skip_special))
                .dump(-1, ' ', false, json::error_handler_t::replace)

@@ -50,8 +50,11 @@ StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec spec) {
                            " token types for " + std::to_string(n) + " tokens");
   }
   for (auto [name, id] : {std::pair<const char*, int32_t>{"bos", spec.bos_id},
-                          {"eos", spec.eos_id}, {"unk", spec.unk_id}, {"pad", spec.pad_id},
-                          {"cls", spec.cls_id}, {"sep", spec.sep_id}}) {
+                          {"eos", spec.eos_id},
+                          {"unk", spec.unk_id},
+                          {"pad", spec.pad_id},
+                          {"cls", spec.cls_id},
+                          {"sep", spec.sep_id}}) {
     if (id < -1 || id >= static_cast<int32_t>(n)) {
       return InvalidArgument(std::string("tokenizer: ") + name + " id " + std::to_string(id) +
                              " outside the vocabulary of " + std::to_string(n));
@@ -103,9 +106,8 @@ SpecialMatcher::SpecialMatcher(
     if (!duplicate) bucket.push_back({text, *id, always});
   }
   for (auto& bucket : by_first_byte_) {
-    std::stable_sort(bucket.begin(), bucket.end(), [](const Entry& a, const Entry& b) {
-      return a.text.size() > b.text.size();
-    });
+    std::stable_sort(bucket.begin(), bucket.end(),
+                     [](const Entry& a, const Entry& b) { return a.text.size() > b.text.size(); });
   }
 }
 

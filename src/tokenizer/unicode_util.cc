@@ -1,9 +1,9 @@
 #include "tokenizer/unicode_util.h"
 
+#include <utf8proc.h>
+
 #include <cstdlib>
 #include <memory>
-
-#include <utf8proc.h>
 
 namespace frugal::tokenizer_internal {
 
@@ -116,11 +116,20 @@ std::string Normalize(std::string_view s, NormalForm form) {
   if (form == NormalForm::kNone) return std::string(s);
   int options = UTF8PROC_STABLE;
   switch (form) {
-    case NormalForm::kNfc: options |= UTF8PROC_COMPOSE; break;
-    case NormalForm::kNfd: options |= UTF8PROC_DECOMPOSE; break;
-    case NormalForm::kNfkc: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-    case NormalForm::kNfkd: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
-    case NormalForm::kNone: break;
+    case NormalForm::kNfc:
+      options |= UTF8PROC_COMPOSE;
+      break;
+    case NormalForm::kNfd:
+      options |= UTF8PROC_DECOMPOSE;
+      break;
+    case NormalForm::kNfkc:
+      options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+      break;
+    case NormalForm::kNfkd:
+      options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+      break;
+    case NormalForm::kNone:
+      break;
   }
   std::string out;
   out.reserve(s.size());
@@ -157,8 +166,20 @@ std::string Normalize(std::string_view s, NormalForm form) {
 
 bool IsWhitespace(uint32_t cp) {
   switch (cp) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
-    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return true;
     default:
       return cp >= 0x2000 && cp <= 0x200A;

@@ -15,11 +15,11 @@
 // Every choice copies HF's (tokenizers/src/models/unigram, spm_precompiled) so the ids are
 // equal, including its quirks: a grapheme cluster shorter than 6 bytes is replaced as a whole by
 // the charsmap's first (shortest) prefix match.
+#include <utf8proc.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
-
-#include <utf8proc.h>
 
 #include "tokenizer/tokenizer_internal.h"
 #include "tokenizer/unicode_util.h"
@@ -28,7 +28,7 @@ namespace frugal::tokenizer_internal {
 namespace {
 
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // "▁"
-constexpr double kUnknownPenalty = 10.0;                    // HF's K_UNK_PENALTY
+constexpr double kUnknownPenalty = 10.0;                   // HF's K_UNK_PENALTY
 
 class UnigramTokenizer final : public Tokenizer {
  public:
@@ -38,7 +38,8 @@ class UnigramTokenizer final : public Tokenizer {
     return std::unique_ptr<Tokenizer>(std::move(t));
   }
 
-  std::vector<int32_t> Encode(std::string_view text, bool add_special, bool parse_special) const override {
+  std::vector<int32_t> Encode(std::string_view text, bool add_special,
+                              bool parse_special) const override {
     std::vector<int32_t> out;
     if (add_special && spec_.add_bos && spec_.bos_id >= 0) out.push_back(spec_.bos_id);
     std::vector<Segment> segments;
@@ -78,12 +79,15 @@ class UnigramTokenizer final : public Tokenizer {
     if (spec_.piece_scores.size() != spec_.tokens.size()) {
       return InvalidArgument("tokenizer: a Unigram model needs one score per token");
     }
-    if (spec_.unk_id < 0) return InvalidArgument("tokenizer: a Unigram model needs an unknown token");
+    if (spec_.unk_id < 0)
+      return InvalidArgument("tokenizer: a Unigram model needs an unknown token");
     normal_form_ = ParseNormalForm(spec_.unicode_normalization);
     if (normal_form_ == NormalForm::kNone && !spec_.unicode_normalization.empty()) {
-      return Unimplemented("tokenizer: unknown unicode normalization '" + spec_.unicode_normalization + "'");
+      return Unimplemented("tokenizer: unknown unicode normalization '" +
+                           spec_.unicode_normalization + "'");
     }
-    if (!spec_.precompiled_charsmap.empty()) FRUGAL_RETURN_IF_ERROR(ParseCharsmap(spec_.precompiled_charsmap));
+    if (!spec_.precompiled_charsmap.empty())
+      FRUGAL_RETURN_IF_ERROR(ParseCharsmap(spec_.precompiled_charsmap));
     double min_score = std::numeric_limits<double>::infinity();
     for (size_t id = 0; id < spec_.tokens.size(); ++id) {
       min_score = std::min(min_score, spec_.piece_scores[id]);
@@ -148,14 +152,16 @@ class UnigramTokenizer final : public Tokenizer {
   Status ParseCharsmap(std::string_view blob) {
     if (blob.size() < 4) return InvalidArgument("tokenizer: precompiled_charsmap is truncated");
     uint32_t trie_bytes = 0;
-    for (int i = 3; i >= 0; --i) trie_bytes = (trie_bytes << 8) | static_cast<uint8_t>(blob[static_cast<size_t>(i)]);
+    for (int i = 3; i >= 0; --i)
+      trie_bytes = (trie_bytes << 8) | static_cast<uint8_t>(blob[static_cast<size_t>(i)]);
     if (trie_bytes % 4 != 0 || trie_bytes > blob.size() - 4) {
       return InvalidArgument("tokenizer: precompiled_charsmap has a bad trie size");
     }
     units_.resize(trie_bytes / 4);
     for (size_t i = 0; i < units_.size(); ++i) {
       uint32_t u = 0;
-      for (int k = 3; k >= 0; --k) u = (u << 8) | static_cast<uint8_t>(blob[4 + i * 4 + static_cast<size_t>(k)]);
+      for (int k = 3; k >= 0; --k)
+        u = (u << 8) | static_cast<uint8_t>(blob[4 + i * 4 + static_cast<size_t>(k)]);
       units_[i] = u;
     }
     normalized_.assign(blob.substr(4 + trie_bytes));
@@ -182,7 +188,8 @@ class UnigramTokenizer final : public Tokenizer {
         const size_t at = units_[node] & ((1u << 31) - 1);
         if (at >= normalized_.size()) return std::nullopt;
         const size_t end = normalized_.find('\0', at);
-        return std::string_view(normalized_).substr(at, end == std::string::npos ? std::string::npos : end - at);
+        return std::string_view(normalized_)
+            .substr(at, end == std::string::npos ? std::string::npos : end - at);
       }
     }
     return std::nullopt;
@@ -209,7 +216,8 @@ class UnigramTokenizer final : public Tokenizer {
       while (end < s.size()) {
         const Utf8Char c = DecodeUtf8(s, end);
         if (c.status != Utf8Status::kComplete) break;
-        if (utf8proc_grapheme_break_stateful(prev, static_cast<utf8proc_int32_t>(c.cp), &state)) break;
+        if (utf8proc_grapheme_break_stateful(prev, static_cast<utf8proc_int32_t>(c.cp), &state))
+          break;
         prev = static_cast<utf8proc_int32_t>(c.cp);
         end += c.len;
       }
@@ -258,7 +266,7 @@ class UnigramTokenizer final : public Tokenizer {
   }
 
   std::string NormalizeSegment(std::string_view text) const {
-    std::string s = !units_.empty()                  ? ApplyCharsmap(text)
+    std::string s = !units_.empty()                ? ApplyCharsmap(text)
                     : !spec_.codepoint_map.empty() ? ApplyCodepointMap(text)
                                                    : std::string(text);
     if (normal_form_ != NormalForm::kNone) s = Normalize(s, normal_form_);
@@ -310,7 +318,9 @@ class UnigramTokenizer final : public Tokenizer {
     w.reserve(word.size() + 8);
     if (spec_.add_space_prefix) {
       const bool starts = word.starts_with(' ') || word.starts_with(kSpaceMarker);
-      const bool prefix = spec_.space_prefix_mode == TokenizerSpec::SpacePrefix::kFirstUnlessSpace ? first && !starts : !starts;
+      const bool prefix = spec_.space_prefix_mode == TokenizerSpec::SpacePrefix::kFirstUnlessSpace
+                              ? first && !starts
+                              : !starts;
       if (prefix) w.append(kSpaceMarker);
     }
     for (char c : word) {

@@ -83,7 +83,8 @@ class WordPieceTokenizer final : public Tokenizer {
   std::string TokenToPiece(int32_t id) const override {
     if (id < 0 || id >= vocab_size()) return {};
     const std::string& text = spec_.tokens[id];
-    if (text.starts_with(spec_.continuing_prefix)) return text.substr(spec_.continuing_prefix.size());
+    if (text.starts_with(spec_.continuing_prefix))
+      return text.substr(spec_.continuing_prefix.size());
     return text;
   }
 
@@ -92,8 +93,8 @@ class WordPieceTokenizer final : public Tokenizer {
 
   static void Cleanup(std::string* s) {
     static constexpr std::pair<std::string_view, std::string_view> kRules[] = {
-        {" .", "."},   {" ?", "?"},     {" !", "!"},         {" ,", ","},
-        {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},       {" do not", " don't"},
+        {" .", "."},   {" ?", "?"},     {" !", "!"},     {" ,", ","},
+        {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},   {" do not", " don't"},
         {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
     };
     for (const auto& [from, to] : kRules) ReplaceAll(s, from, to);

@@ -12,7 +12,8 @@
 namespace frugal {
 namespace {
 
-const char* kModel = FRUGAL_SOURCE_DIR "/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf";
+const char* kModel =
+    FRUGAL_SOURCE_DIR "/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf";
 
 TEST(DecodeBatchTest, BatchedEqualsAlone) {
   if (!std::filesystem::exists(kModel)) GTEST_SKIP() << "run scripts/get-models.sh first";
@@ -24,7 +25,8 @@ TEST(DecodeBatchTest, BatchedEqualsAlone) {
   ThreadPool pool(2);
   const int64_t vocab = m.hparams().n_vocab;
   // Three sequences with different prompts (so different positions and histories).
-  const std::vector<std::vector<int32_t>> prompts = {{504, 3458, 282}, {1206, 314}, {28, 905, 17, 216, 33}};
+  const std::vector<std::vector<int32_t>> prompts = {
+      {504, 3458, 282}, {1206, 314}, {28, 905, 17, 216, 33}};
   std::vector<std::unique_ptr<KvCache>> batched, alone;
   std::vector<float> logits;
   for (const auto& p : prompts) {
@@ -41,8 +43,10 @@ TEST(DecodeBatchTest, BatchedEqualsAlone) {
     ASSERT_EQ(batch_logits.size(), static_cast<size_t>(3 * vocab));
     for (size_t s = 0; s < 3; ++s) {
       std::vector<float> one;
-      ASSERT_TRUE(m.Forward(std::span<const int32_t>(&next[s], 1), *alone[s], pool, &one, false).ok());
-      ASSERT_EQ(0, std::memcmp(one.data(), batch_logits.data() + s * static_cast<size_t>(vocab), one.size() * 4))
+      ASSERT_TRUE(
+          m.Forward(std::span<const int32_t>(&next[s], 1), *alone[s], pool, &one, false).ok());
+      ASSERT_EQ(0, std::memcmp(one.data(), batch_logits.data() + s * static_cast<size_t>(vocab),
+                               one.size() * 4))
           << "sequence " << s << " step " << step;
       next[s] = static_cast<int32_t>(std::max_element(one.begin(), one.end()) - one.begin());
     }

@@ -27,7 +27,8 @@ struct Fixture {
     RedisCacheOptions o;
     o.redis = server.Options();
     o.prefix = "test:cache";
-    o.cache.exact_match = false;  // these tests are about the index; ExactRepeat... covers the shortcut
+    o.cache.exact_match =
+        false;  // these tests are about the index; ExactRepeat... covers the shortcut
     return o;
   }
   std::unique_ptr<RedisCache> Open(RedisCacheOptions o) {
@@ -38,17 +39,18 @@ struct Fixture {
   std::unique_ptr<RedisCache> Open() { return Open(Options()); }
 };
 
-#define START_REDIS(f)                        \
-  do {                                        \
+#define START_REDIS(f)                          \
+  do {                                          \
     const std::string why = (f).server.Start(); \
-    ASSERT_TRUE(why.empty()) << why;          \
+    ASSERT_TRUE(why.empty()) << why;            \
   } while (0)
 
 // Polls until `pred` holds or `limit` passes; the time it took.
 template <typename Pred>
 double WaitMs(Pred pred, std::chrono::milliseconds limit) {
   const auto t0 = Clock::now();
-  while (!pred() && Clock::now() - t0 < limit) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (!pred() && Clock::now() - t0 < limit)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
@@ -136,7 +138,8 @@ TEST(RedisCacheTest, ExactRepeatHitsWithoutEmbeddingOnEveryReplica) {
   auto gone = b->Lookup(kScope, "shop", "price of item 1299");
   ASSERT_TRUE(gone.ok());
   EXPECT_FALSE(gone->hit);
-  EXPECT_NE(b->metrics().Render().find("frugal_cache_exact_hits_total 1"), std::string::npos) << b->metrics().Render();
+  EXPECT_NE(b->metrics().Render().find("frugal_cache_exact_hits_total 1"), std::string::npos)
+      << b->metrics().Render();
   // Redis gone: the shortcut is a quick miss, not an error.
   f.server.Stop();
   const auto t0 = Clock::now();
@@ -150,7 +153,8 @@ TEST(RedisCacheTest, ThresholdGuardAndTtl) {
   Fixture f;
   START_REDIS(f);
   auto o = f.Options();
-  o.cache.namespace_threshold["loose"] = 0.5f;  // the bag-of-words vectors of these pairs are ~0.8 apart
+  o.cache.namespace_threshold["loose"] =
+      0.5f;  // the bag-of-words vectors of these pairs are ~0.8 apart
   o.cache.ttl = std::chrono::seconds(1);
   auto c = f.Open(o);
   ASSERT_TRUE(c);
@@ -230,7 +234,9 @@ TEST(RedisCacheTest, AnInstanceRestartKeepsTheEntries) {
     auto c = f.Open();
     ASSERT_TRUE(c);
     for (int i = 0; i < 50; ++i) {
-      ASSERT_TRUE(c->Insert(kScope, "shop", "question number " + std::to_string(i), "answer " + std::to_string(i)).ok());
+      ASSERT_TRUE(c->Insert(kScope, "shop", "question number " + std::to_string(i),
+                            "answer " + std::to_string(i))
+                      .ok());
     }
   }
   auto again = f.Open();
@@ -254,7 +260,9 @@ TEST(RedisCacheTest, RotationThroughTheAliasUnderLoadLosesNothing) {
   ASSERT_TRUE(c && replica);
   constexpr int kSeed = 2000;
   for (int i = 0; i < kSeed; ++i) {
-    ASSERT_TRUE(c->Insert(kScope, "shop", "seeded question " + std::to_string(i), "seeded " + std::to_string(i)).ok());
+    ASSERT_TRUE(c->Insert(kScope, "shop", "seeded question " + std::to_string(i),
+                          "seeded " + std::to_string(i))
+                    .ok());
   }
   auto before = c->CurrentIndex();
   ASSERT_TRUE(before.ok()) << before.status().ToString();
@@ -275,7 +283,8 @@ TEST(RedisCacheTest, RotationThroughTheAliasUnderLoadLosesNothing) {
         const int k = (i * 7919) % kSeed;
         const auto t0 = Clock::now();
         auto r = replica->Lookup(kScope, "shop", "seeded question " + std::to_string(k));
-        lat[t].push_back({t0, std::chrono::duration<double, std::milli>(Clock::now() - t0).count()});
+        lat[t].push_back(
+            {t0, std::chrono::duration<double, std::milli>(Clock::now() - t0).count()});
         lookups.fetch_add(1);
         if (!r.ok()) {
           failed.fetch_add(1);
@@ -289,7 +298,9 @@ TEST(RedisCacheTest, RotationThroughTheAliasUnderLoadLosesNothing) {
   }
   threads.emplace_back([&] {
     for (int i = 0; !stop.load(); ++i) {
-      if (c->Insert(kScope, "shop", "fresh question " + std::to_string(i), "fresh " + std::to_string(i)).ok()) {
+      if (c->Insert(kScope, "shop", "fresh question " + std::to_string(i),
+                    "fresh " + std::to_string(i))
+              .ok()) {
         inserted.fetch_add(1);
       } else {
         failed.fetch_add(1);
@@ -319,14 +330,19 @@ TEST(RedisCacheTest, RotationThroughTheAliasUnderLoadLosesNothing) {
   for (const auto& v : lat) {
     for (const Timed& x : v) {
       all.push_back(x.ms);
-      if ((x.at >= r1 && x.at <= r1_end) || (x.at >= r2 && x.at <= r2_end)) rotating.push_back(x.ms);
+      if ((x.at >= r1 && x.at <= r1_end) || (x.at >= r2 && x.at <= r2_end))
+        rotating.push_back(x.ms);
     }
   }
-  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-  std::printf("rotations took %.0f and %.0f ms; %d lookups (p50 %.2f ms, p99 %.2f ms; during rotations: %zu, p99 %.2f ms), "
-              "%d inserts, %d failed, %d missed\n",
-              ms(r1, r1_end), ms(r2, r2_end), lookups.load(), Percentile(all, 0.5), Percentile(all, 0.99), rotating.size(),
-              Percentile(rotating, 0.99), inserted.load(), failed.load(), missed.load());
+  auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  std::printf(
+      "rotations took %.0f and %.0f ms; %d lookups (p50 %.2f ms, p99 %.2f ms; during rotations: "
+      "%zu, p99 %.2f ms), "
+      "%d inserts, %d failed, %d missed\n",
+      ms(r1, r1_end), ms(r2, r2_end), lookups.load(), Percentile(all, 0.5), Percentile(all, 0.99),
+      rotating.size(), Percentile(rotating, 0.99), inserted.load(), failed.load(), missed.load());
   EXPECT_GT(rotating.size(), 0u);
   EXPECT_EQ(failed.load(), 0);
   EXPECT_EQ(missed.load(), 0);
@@ -360,12 +376,17 @@ TEST(RedisCacheTest, RedisDownMeansMissesAndComesBack) {
   EXPECT_FALSE(down->hit);
   EXPECT_FALSE(c->Insert(kScope, "shop", "how is shipping charged", "By weight.").ok());
   EXPECT_EQ(c->InvalidateNamespace("shop"), 0u);
-  EXPECT_NE(c->metrics().Render().find("frugal_cache_backend_errors_total{op=\"lookup\"}"), std::string::npos);
+  EXPECT_NE(c->metrics().Render().find("frugal_cache_backend_errors_total{op=\"lookup\"}"),
+            std::string::npos);
 
   // Redis comes up: the index is created and the cache works.
   START_REDIS(f);
   bool inserted = false;
-  WaitMs([&] { return inserted = c->Insert(kScope, "shop", "how is shipping charged", "By weight.").ok(); }, std::chrono::seconds(3));
+  WaitMs(
+      [&] {
+        return inserted = c->Insert(kScope, "shop", "how is shipping charged", "By weight.").ok();
+      },
+      std::chrono::seconds(3));
   ASSERT_TRUE(inserted);
   auto up = c->Lookup(kScope, "shop", "how is shipping charged");
   ASSERT_TRUE(up.ok());
@@ -385,7 +406,11 @@ TEST(RedisCacheTest, RedisDownMeansMissesAndComesBack) {
   // ... and after a restart without persistence, the index is recreated on first use.
   START_REDIS(f);
   inserted = false;
-  WaitMs([&] { return inserted = c->Insert(kScope, "shop", "when is shipping free", "Over $50.").ok(); }, std::chrono::seconds(3));
+  WaitMs(
+      [&] {
+        return inserted = c->Insert(kScope, "shop", "when is shipping free", "Over $50.").ok();
+      },
+      std::chrono::seconds(3));
   ASSERT_TRUE(inserted);
   auto back = c->Lookup(kScope, "shop", "when is shipping free");
   ASSERT_TRUE(back.ok());
@@ -406,7 +431,9 @@ TEST(RedisCacheTest, RotationToANewEmbeddingModelUnderLoadLosesNothing) {
   ASSERT_TRUE(c && replica);
   constexpr int kSeed = 1000;
   for (int i = 0; i < kSeed; ++i) {
-    ASSERT_TRUE(c->Insert(kScope, "shop", "seeded question " + std::to_string(i), "seeded " + std::to_string(i)).ok());
+    ASSERT_TRUE(c->Insert(kScope, "shop", "seeded question " + std::to_string(i),
+                          "seeded " + std::to_string(i))
+                    .ok());
   }
   auto v2 = std::make_shared<BagOfWordsEmbedder>("bow-v2", 32);
   std::atomic<bool> stop{false};
@@ -429,14 +456,21 @@ TEST(RedisCacheTest, RotationToANewEmbeddingModelUnderLoadLosesNothing) {
   }
   threads.emplace_back([&] {
     for (int i = 0; !stop.load(); ++i) {
-      (c->Insert(kScope, "shop", "fresh question " + std::to_string(i), "fresh " + std::to_string(i)).ok() ? fresh : failed)
+      (c->Insert(kScope, "shop", "fresh question " + std::to_string(i),
+                 "fresh " + std::to_string(i))
+               .ok()
+           ? fresh
+           : failed)
           .fetch_add(1);
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   });
   threads.emplace_back([&] {  // the other replica still embeds with the old model
     for (int i = 0; !stop.load(); ++i) {
-      if (replica->Insert(kScope, "shop", "replica question " + std::to_string(i), "replica " + std::to_string(i)).ok()) {
+      if (replica
+              ->Insert(kScope, "shop", "replica question " + std::to_string(i),
+                       "replica " + std::to_string(i))
+              .ok()) {
         from_replica.fetch_add(1);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -451,8 +485,10 @@ TEST(RedisCacheTest, RotationToANewEmbeddingModelUnderLoadLosesNothing) {
   stop = true;
   for (auto& t : threads) t.join();
   ASSERT_TRUE(st.ok()) << st.ToString();
-  std::printf("rotation to a new model took %.0f ms; %d lookups, %d fresh inserts, %d from the replica, %d failed, %d missed\n",
-              rotate_ms, lookups.load(), fresh.load(), from_replica.load(), failed.load(), missed.load());
+  std::printf(
+      "rotation to a new model took %.0f ms; %d lookups, %d fresh inserts, %d from the replica, %d "
+      "failed, %d missed\n",
+      rotate_ms, lookups.load(), fresh.load(), from_replica.load(), failed.load(), missed.load());
   EXPECT_EQ(failed.load(), 0);
   EXPECT_EQ(missed.load(), 0);
   EXPECT_GT(lookups.load(), 100);
@@ -461,14 +497,17 @@ TEST(RedisCacheTest, RotationToANewEmbeddingModelUnderLoadLosesNothing) {
 
   // The replica moves to the model too: it adopts (no second migration) and backfills what it
   // wrote with the old model alone.
-  ASSERT_TRUE(replica->Rotate({std::make_shared<BagOfWordsEmbedder>("bow-v2", 32), std::nullopt}).ok());
+  ASSERT_TRUE(
+      replica->Rotate({std::make_shared<BagOfWordsEmbedder>("bow-v2", 32), std::nullopt}).ok());
   auto expect_hit = [&](RedisCache& cache, const std::string& q, const std::string& a) {
     auto r = cache.Lookup(kScope, "shop", q);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_TRUE(r->hit && r->response == a) << q << " -> " << (r->hit ? r->response : "miss");
   };
-  for (int i = 0; i < kSeed; i += 37) expect_hit(*replica, "seeded question " + std::to_string(i), "seeded " + std::to_string(i));
-  for (int i = 0; i < fresh.load(); ++i) expect_hit(*c, "fresh question " + std::to_string(i), "fresh " + std::to_string(i));
+  for (int i = 0; i < kSeed; i += 37)
+    expect_hit(*replica, "seeded question " + std::to_string(i), "seeded " + std::to_string(i));
+  for (int i = 0; i < fresh.load(); ++i)
+    expect_hit(*c, "fresh question " + std::to_string(i), "fresh " + std::to_string(i));
   for (int i = 0; i < from_replica.load(); ++i) {
     expect_hit(*c, "replica question " + std::to_string(i), "replica " + std::to_string(i));
   }
@@ -515,7 +554,8 @@ TEST(RedisCacheTest, CapacityIsMaxmemoryWithLruEviction) {
     if (!r.ok()) return -1;
     const std::string t = r->Text();
     const size_t at = t.find(name + ":");
-    return at == std::string::npos ? -1 : std::strtoll(t.c_str() + at + name.size() + 1, nullptr, 10);
+    return at == std::string::npos ? -1
+                                   : std::strtoll(t.c_str() + at + name.size() + 1, nullptr, 10);
   };
   const int64_t base = info_field("memory", "used_memory");
   ASSERT_GT(base, 0);
@@ -525,7 +565,9 @@ TEST(RedisCacheTest, CapacityIsMaxmemoryWithLruEviction) {
   constexpr int kEntries = 4000, kNewest = 100;
   int failed = 0;
   auto insert = [&](int i) {
-    failed += !c->Insert(kScope, "shop", "question number " + std::to_string(i), answer + std::to_string(i)).ok();
+    failed += !c->Insert(kScope, "shop", "question number " + std::to_string(i),
+                         answer + std::to_string(i))
+                   .ok();
   };
   for (int i = 0; i < kEntries - kNewest; ++i) insert(i);
   // Redis's LRU clock ticks once a second: the newest entries must be a tick younger than the
@@ -535,8 +577,9 @@ TEST(RedisCacheTest, CapacityIsMaxmemoryWithLruEviction) {
   EXPECT_EQ(failed, 0);  // evicted, never refused
   const int64_t evicted = info_field("stats", "evicted_keys");
   const size_t kept = c->size();
-  std::printf("maxmemory base + 4 MB: %d inserts, %lld evicted, %zu kept, used_memory %lld bytes\n", kEntries,
-              static_cast<long long>(evicted), kept, static_cast<long long>(info_field("memory", "used_memory")));
+  std::printf("maxmemory base + 4 MB: %d inserts, %lld evicted, %zu kept, used_memory %lld bytes\n",
+              kEntries, static_cast<long long>(evicted), kept,
+              static_cast<long long>(info_field("memory", "used_memory")));
   EXPECT_GT(evicted, 0);
   EXPECT_LT(kept, static_cast<size_t>(kEntries));
   EXPECT_GT(kept, 100u);
@@ -556,7 +599,8 @@ TEST(RedisCacheTest, RefusesAnotherEmbeddingModelUnderThePrefix) {
   auto other = RedisCache::Open(std::make_shared<BagOfWordsEmbedder>("bow-v2", 32), f.Options());
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(other.status().message().find("use another prefix"), std::string::npos) << other.status().ToString();
+  EXPECT_NE(other.status().message().find("use another prefix"), std::string::npos)
+      << other.status().ToString();
   // Under its own prefix it works.
   auto o = f.Options();
   o.prefix = "test:cache-v2";

@@ -38,7 +38,8 @@ class RedisServer {
  public:
   // port 0: a free one.
   explicit RedisServer(int port = 0) : port_(port ? port : FreePort()) {
-    dir_ = std::filesystem::temp_directory_path() / ("frugal-redis-" + std::to_string(::getpid()) + "-" + std::to_string(port_));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("frugal-redis-" + std::to_string(::getpid()) + "-" + std::to_string(port_));
     std::filesystem::create_directories(dir_);
   }
   ~RedisServer() {
@@ -52,10 +53,12 @@ class RedisServer {
     // scripts/redis-stack.sh of this source tree, unless the environment names another.
     const char* launcher = std::getenv("FRUGAL_REDIS_LAUNCHER");
     if (launcher == nullptr || *launcher == '\0') launcher = FRUGAL_REDIS_LAUNCHER;
-    const std::string port = std::to_string(port_), dir = dir_.string(), log = (dir_ / "redis.log").string();
+    const std::string port = std::to_string(port_), dir = dir_.string(),
+                      log = (dir_ / "redis.log").string();
     pid_ = ::fork();
     if (pid_ == 0) {
-      ::execl(launcher, launcher, "--port", port.c_str(), "--dir", dir.c_str(), "--logfile", log.c_str(), static_cast<char*>(nullptr));
+      ::execl(launcher, launcher, "--port", port.c_str(), "--dir", dir.c_str(), "--logfile",
+              log.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
     if (pid_ < 0) return "fork failed";

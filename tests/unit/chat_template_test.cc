@@ -8,36 +8,45 @@ namespace {
 // SmolLM2's template (as in its GGUF metadata), abbreviated to the parts that matter.
 const char* kSmolTemplate =
     "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
-    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}"
-    "{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
+    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+    "Face<|im_end|>\n' }}"
+    "{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + "
+    "'\n'}}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
 TEST(ChatTemplateTest, ChatMlWithDefaultSystem) {
   auto t = ChatTemplate::FromTemplateText(kSmolTemplate);
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->format(), ChatFormat::kChatMl);
-  EXPECT_EQ(t->default_system(), "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
+  EXPECT_EQ(t->default_system(),
+            "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
   auto s = t->Render({{"user", "Hi"}}, true);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(*s,
-            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+            "Face<|im_end|>\n"
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   auto with_system = t->Render({{"system", "Be brief."}, {"user", "Hi"}}, false);
-  EXPECT_EQ(*with_system, "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
+  EXPECT_EQ(*with_system,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
 }
 
 TEST(ChatTemplateTest, QwenStyleEscapedNewlines) {
   const char* qwen =
-      "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
-      "{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}{%- endif %}";
+      "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + "
+      "messages[0]['content'] + '<|im_end|>\\n' }}"
+      "{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a "
+      "helpful assistant.<|im_end|>\\n' }}{%- endif %}";
   auto t = ChatTemplate::FromTemplateText(qwen);
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->default_system(), "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+  EXPECT_EQ(t->default_system(),
+            "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
 }
 
 TEST(ChatTemplateTest, Llama3) {
   auto t = ChatTemplate::FromTemplateText(
-      "{{ bos_token }}{% for m in messages %}{{ '<|start_header_id|>' + m['role'] + '<|end_header_id|>\n\n' + m['content'] + '<|eot_id|>' }}{% endfor %}");
+      "{{ bos_token }}{% for m in messages %}{{ '<|start_header_id|>' + m['role'] + "
+      "'<|end_header_id|>\n\n' + m['content'] + '<|eot_id|>' }}{% endfor %}");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->format(), ChatFormat::kLlama3);
   EXPECT_EQ(*t->Render({{"user", "Hi"}}, true),
@@ -46,7 +55,8 @@ TEST(ChatTemplateTest, Llama3) {
 }
 
 TEST(ChatTemplateTest, BadInput) {
-  EXPECT_EQ(ChatTemplate::FromTemplateText("[INST] {{ x }} [/INST]").status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(ChatTemplate::FromTemplateText("[INST] {{ x }} [/INST]").status().code(),
+            StatusCode::kUnimplemented);
   auto t = ChatTemplate::FromTemplateText("");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->Render({}, true).status().code(), StatusCode::kInvalidArgument);

@@ -24,9 +24,9 @@ namespace frugal {
 namespace {
 
 const TensorType kFrugalTypes[] = {
-    TensorType::kI8_C,     TensorType::kI8_G32,   TensorType::kI8_G64,  TensorType::kI8_G128,
-    TensorType::kI4S_G32,  TensorType::kI4S_G64,  TensorType::kI4S_G128, TensorType::kI4A_G32,
-    TensorType::kI4A_G64,  TensorType::kI4A_G128};
+    TensorType::kI8_C,    TensorType::kI8_G32,  TensorType::kI8_G64,   TensorType::kI8_G128,
+    TensorType::kI4S_G32, TensorType::kI4S_G64, TensorType::kI4S_G128, TensorType::kI4A_G32,
+    TensorType::kI4A_G64, TensorType::kI4A_G128};
 
 int64_t Group(TensorType type) {
   const int g = GetTypeInfo(type)->group_size;
@@ -83,11 +83,11 @@ TEST(FrugalFormatsTest, SizesAndBitsPerWeight) {
   EXPECT_EQ(*RowBytes(TensorType::kI8_C, 4096), 4096u + 4u);
   EXPECT_EQ(*RowBytes(TensorType::kI8_G32, 4096), 4096u + 2u * 128);
   EXPECT_EQ(*RowBytes(TensorType::kI8_G128, 4096), 4096u + 2u * 32);
-  EXPECT_EQ(*RowBytes(TensorType::kI4S_G32, 4096), 2048u + 2u * 128);   // 4.5 bits
-  EXPECT_EQ(*RowBytes(TensorType::kI4S_G128, 4096), 2048u + 2u * 32);   // 4.125 bits
-  EXPECT_EQ(*RowBytes(TensorType::kI4A_G64, 4096), 2048u + 4u * 64);    // 4.5 bits
-  EXPECT_EQ(*RowBytes(TensorType::kI4A_G128, 4096), 2048u + 4u * 32);   // 4.25 bits
-  EXPECT_FALSE(RowBytes(TensorType::kI4S_G128, 576).ok());  // 576 = 4.5 groups of 128
+  EXPECT_EQ(*RowBytes(TensorType::kI4S_G32, 4096), 2048u + 2u * 128);  // 4.5 bits
+  EXPECT_EQ(*RowBytes(TensorType::kI4S_G128, 4096), 2048u + 2u * 32);  // 4.125 bits
+  EXPECT_EQ(*RowBytes(TensorType::kI4A_G64, 4096), 2048u + 4u * 64);   // 4.5 bits
+  EXPECT_EQ(*RowBytes(TensorType::kI4A_G128, 4096), 2048u + 4u * 32);  // 4.25 bits
+  EXPECT_FALSE(RowBytes(TensorType::kI4S_G128, 576).ok());             // 576 = 4.5 groups of 128
   EXPECT_TRUE(RowBytes(TensorType::kI4S_G64, 576).ok());
   for (TensorType t : kFrugalTypes) {
     EXPECT_TRUE(IsFrugalType(t));
@@ -110,10 +110,12 @@ TEST(FrugalFormatsTest, DequantizeIsTheDocumentedFormulaAtEveryLevel) {
         std::vector<float> out(static_cast<size_t>(kTileRows * cols));
         const size_t tile_bytes = *RowBytes(type, cols) * kTileRows;
         for (int64_t t = 0; t < rows / kTileRows; ++t) {
-          k->dequantize_tile(p.bytes.data() + static_cast<size_t>(t) * tile_bytes, out.data(), cols);
+          k->dequantize_tile(p.bytes.data() + static_cast<size_t>(t) * tile_bytes, out.data(),
+                             cols);
           for (int r = 0; r < kTileRows; ++r) {
             for (int64_t c = 0; c < cols; ++c) {
-              ASSERT_EQ(out[static_cast<size_t>(r * cols + c)], Expected(type, p, cols, t * kTileRows + r, c))
+              ASSERT_EQ(out[static_cast<size_t>(r * cols + c)],
+                        Expected(type, p, cols, t * kTileRows + r, c))
                   << TypeName(type) << " " << CpuLevelName(level) << " row " << t * kTileRows + r
                   << " col " << c;
             }
@@ -156,7 +158,7 @@ TEST(FrugalFormatsTest, RtnIsWithinHalfAStep) {
     const int64_t rows = 16, cols = 4 * std::max<int64_t>(Group(type), 64);
     std::vector<float> w(static_cast<size_t>(rows * cols));
     for (auto& v : w) v = nd(rng);
-    w[5] = 0.4f;  // an outlier sets one group's scale
+    w[5] = 0.4f;                                       // an outlier sets one group's scale
     std::fill_n(w.begin() + cols, Group(type), 0.0f);  // an all-zero group
     auto bytes = QuantizeRowsRtn(type, w.data(), rows, cols);
     ASSERT_TRUE(bytes.ok()) << bytes.status().message();
@@ -171,7 +173,8 @@ TEST(FrugalFormatsTest, RtnIsWithinHalfAStep) {
           const float v = w[static_cast<size_t>(r * cols + g * gsize + j)];
           lo = std::min(lo, v), hi = std::max(hi, v), amax = std::max(amax, std::fabs(v));
         }
-        const float step = IsAsym(type) ? (hi - lo) / 15 : amax / (GetTypeInfo(type)->bits == 4 ? 7.0f : 127.0f);
+        const float step =
+            IsAsym(type) ? (hi - lo) / 15 : amax / (GetTypeInfo(type)->bits == 4 ? 7.0f : 127.0f);
         for (int64_t j = 0; j < gsize; ++j) {
           const size_t i = static_cast<size_t>(r * cols + g * gsize + j);
           // Half a step, plus the fp16 rounding of the stored scale and offset.
@@ -224,10 +227,12 @@ TEST(FrugalFormatsTest, Int8ActivationDotsWithinBudgetAtEveryLevel) {
           magnitude += std::fabs(wi * x[static_cast<size_t>(i)]);
           rounding += std::fabs(wi) * xq[static_cast<size_t>(i / kQK)].d / 2;
         }
-        ASSERT_LE(std::fabs(ref[r] - exact), rounding + 1e-5L * magnitude) << TypeName(type) << " cols=" << cols;
+        ASSERT_LE(std::fabs(ref[r] - exact), rounding + 1e-5L * magnitude)
+            << TypeName(type) << " cols=" << cols;
         for (CpuLevel level : SupportedCpuLevels()) {
           GetKernelTraits(type, level)->dot_q8_tile(p.bytes.data(), xq.data(), cols, simd);
-          ASSERT_LE(std::fabs(static_cast<long double>(simd[r]) - ref[r]), 1e-5L * (magnitude + rounding) + 1e-6L)
+          ASSERT_LE(std::fabs(static_cast<long double>(simd[r]) - ref[r]),
+                    1e-5L * (magnitude + rounding) + 1e-6L)
               << CpuLevelName(level) << " " << TypeName(type) << " cols=" << cols << " row " << r;
         }
       }
@@ -235,9 +240,10 @@ TEST(FrugalFormatsTest, Int8ActivationDotsWithinBudgetAtEveryLevel) {
   }
 }
 
-// Four activation rows of `cols` Gaussian values, row i scaled by scale[i], quantized at xq + i * ldx
-// (the blocks between rows are padding).
-std::vector<BlockQ8Act> QuantizedRows(int64_t cols, int64_t ldx, const std::array<float, 4>& scale, std::mt19937& rng) {
+// Four activation rows of `cols` Gaussian values, row i scaled by scale[i], quantized at xq + i *
+// ldx (the blocks between rows are padding).
+std::vector<BlockQ8Act> QuantizedRows(int64_t cols, int64_t ldx, const std::array<float, 4>& scale,
+                                      std::mt19937& rng) {
   std::normal_distribution<float> nd;
   std::vector<float> x(static_cast<size_t>(cols));
   std::vector<BlockQ8Act> xq(static_cast<size_t>(4 * ldx));
@@ -250,15 +256,17 @@ std::vector<BlockQ8Act> QuantizedRows(int64_t cols, int64_t ldx, const std::arra
 
 // pairs.dot_q8_tile_pair on two adjacent tiles equals tiles.dot_q8_tiles on each, bit for bit,
 // for 1..4 activation rows (row i at xq + i * ldx).
-void ExpectPairEqualsTiles(const KernelTraits& pairs, const KernelTraits& tiles, const uint8_t* bytes,
-                           size_t tile_bytes, const BlockQ8Act* xq, int64_t ldx, int64_t cols, const std::string& what) {
+void ExpectPairEqualsTiles(const KernelTraits& pairs, const KernelTraits& tiles,
+                           const uint8_t* bytes, size_t tile_bytes, const BlockQ8Act* xq,
+                           int64_t ldx, int64_t cols, const std::string& what) {
   for (int m = 1; m <= 4; ++m) {
     float pair[4 * 2 * kTileRows], one[4 * kTileRows];
     pairs.dot_q8_tile_pair(bytes, tile_bytes, xq, ldx, m, cols, pair);
     for (int tile = 0; tile < 2; ++tile) {
       tiles.dot_q8_tiles(bytes + tile * tile_bytes, xq, ldx, m, cols, one);
       for (int i = 0; i < m; ++i) {
-        ASSERT_EQ(0, std::memcmp(one + i * kTileRows, pair + i * 2 * kTileRows + tile * kTileRows, kTileRows * sizeof(float)))
+        ASSERT_EQ(0, std::memcmp(one + i * kTileRows, pair + i * 2 * kTileRows + tile * kTileRows,
+                                 kTileRows * sizeof(float)))
             << what << " m=" << m << " tile " << tile << " row " << i;
       }
     }
@@ -283,14 +291,18 @@ TEST(FrugalFormatsTest, Avx512LevelsEqualAvx2BitForBit) {
       Quantized p = RandomPacked(type, kRows, cols, rng);
       std::vector<BlockQ8Act> xq(static_cast<size_t>(4 * cols / kQK));
       if (extreme) {
-        for (size_t i = 0; i < p.q.size(); ++i) p.q[i] = static_cast<int8_t>(int4 ? 15 : (i % static_cast<size_t>(cols) % 3 == 0 ? -127 : 127));
-        ASSERT_TRUE(PackRows(type, kRows, cols, p.q.data(), p.d.data(), p.m.empty() ? nullptr : p.m.data(),
-                             p.bytes.data()).ok());
+        for (size_t i = 0; i < p.q.size(); ++i)
+          p.q[i] = static_cast<int8_t>(
+              int4 ? 15 : (i % static_cast<size_t>(cols) % 3 == 0 ? -127 : 127));
+        ASSERT_TRUE(PackRows(type, kRows, cols, p.q.data(), p.d.data(),
+                             p.m.empty() ? nullptr : p.m.data(), p.bytes.data())
+                        .ok());
         for (size_t b = 0; b < xq.size(); ++b) {  // every row's weights share row 0's signs
           xq[b].d = 0.01f;
           int sum = 0;
           for (int j = 0; j < kQK; ++j) {
-            const int8_t w0 = p.q[static_cast<size_t>(b % static_cast<size_t>(cols / kQK)) * kQK + static_cast<size_t>(j)];
+            const int8_t w0 = p.q[static_cast<size_t>(b % static_cast<size_t>(cols / kQK)) * kQK +
+                                  static_cast<size_t>(j)];
             xq[b].qs[j] = static_cast<int8_t>(w0 < 0 ? -127 : 127);
             sum += xq[b].qs[j];
           }
@@ -308,7 +320,8 @@ TEST(FrugalFormatsTest, Avx512LevelsEqualAvx2BitForBit) {
       for (CpuLevel level : {CpuLevel::kAvx512Bw, CpuLevel::kAvx512Vnni}) {
         if (level > DetectedCpuLevel()) continue;
         const KernelTraits* t = GetKernelTraits(type, level);
-        const std::string what = std::string(CpuLevelName(level)) + " " + TypeName(type) + " extreme=" + (extreme ? "1" : "0");
+        const std::string what = std::string(CpuLevelName(level)) + " " + TypeName(type) +
+                                 " extreme=" + (extreme ? "1" : "0");
         for (int tile = 0; tile < 2; ++tile) {
           const uint8_t* tp = p.bytes.data() + tile * tile_bytes;
           float a[4 * kTileRows], v[4 * kTileRows];
@@ -318,11 +331,13 @@ TEST(FrugalFormatsTest, Avx512LevelsEqualAvx2BitForBit) {
           for (int m = 2; m <= 4; ++m) {
             avx2->dot_q8_tiles(tp, xq.data(), cols / kQK, m, cols, a);
             t->dot_q8_tiles(tp, xq.data(), cols / kQK, m, cols, v);
-            ASSERT_EQ(0, std::memcmp(a, v, static_cast<size_t>(m) * kTileRows * sizeof(float))) << what << " m=" << m;
+            ASSERT_EQ(0, std::memcmp(a, v, static_cast<size_t>(m) * kTileRows * sizeof(float)))
+                << what << " m=" << m;
           }
         }
         ASSERT_NE(t->dot_q8_tile_pair, nullptr) << what;
-        ExpectPairEqualsTiles(*t, *avx2, p.bytes.data(), tile_bytes, xq.data(), cols / kQK, cols, what);
+        ExpectPairEqualsTiles(*t, *avx2, p.bytes.data(), tile_bytes, xq.data(), cols / kQK, cols,
+                              what);
         if (::testing::Test::HasFatalFailure()) return;
         ++pairs_checked;
       }
@@ -349,7 +364,8 @@ TEST(FrugalFormatsTest, TilePairsEqualTileDotsBitForBit) {
         const KernelTraits* t = GetKernelTraits(type, level);
         if (t->dot_q8_tile_pair == nullptr) continue;
         ExpectPairEqualsTiles(*t, *t, p.bytes.data(), tile_bytes, xq.data(), ldx, cols,
-                              std::string(CpuLevelName(level)) + " " + TypeName(type) + " cols=" + std::to_string(cols));
+                              std::string(CpuLevelName(level)) + " " + TypeName(type) +
+                                  " cols=" + std::to_string(cols));
         if (::testing::Test::HasFatalFailure()) return;
         ++checked;
       }
@@ -381,7 +397,8 @@ TEST(FrugalFormatsTest, MultiRowDotsEqualOneRowDotsBitForBit) {
           for (int i = 0; i < m; ++i) {
             t->dot_q8_tile(p.bytes.data(), &xq[static_cast<size_t>(i * ldx)], cols, one);
             ASSERT_EQ(0, std::memcmp(one, many + i * kTileRows, sizeof(one)))
-                << CpuLevelName(level) << " " << TypeName(type) << " cols=" << cols << " m=" << m << " row " << i;
+                << CpuLevelName(level) << " " << TypeName(type) << " cols=" << cols << " m=" << m
+                << " row " << i;
           }
         }
         ++checked;
@@ -399,7 +416,8 @@ TEST(FrugalFormatsTest, MatMulMatchesDequantizedRowsAndIsBatchInvariant) {
   std::mt19937 rng(5);
   std::normal_distribution<float> nd;
   ThreadPool pool(2);
-  for (TensorType type : {TensorType::kI4S_G64, TensorType::kI4A_G32, TensorType::kI8_C, TensorType::kI8_G128}) {
+  for (TensorType type :
+       {TensorType::kI4S_G64, TensorType::kI4A_G32, TensorType::kI8_C, TensorType::kI8_G128}) {
     const int64_t cols = 2 * std::max<int64_t>(Group(type), 64), rows = 40, batch = 9;
     const Quantized p = RandomPacked(type, rows, cols, rng);
     const TensorView t = TensorView::Matrix(type, cols, rows, p.bytes.data(), p.bytes.size());
@@ -415,7 +433,8 @@ TEST(FrugalFormatsTest, MatMulMatchesDequantizedRowsAndIsBatchInvariant) {
           const float got = all[static_cast<size_t>(b * rows + r)];
           ASSERT_EQ(one[static_cast<size_t>(r)], got) << TypeName(type) << " batch row " << b;
           if (precision == ActivationPrecision::kF32) {
-            ASSERT_EQ(got, DotF32(&w[static_cast<size_t>(r * cols)], &x[static_cast<size_t>(b * cols)], cols));
+            ASSERT_EQ(got, DotF32(&w[static_cast<size_t>(r * cols)],
+                                  &x[static_cast<size_t>(b * cols)], cols));
           }
         }
       }
@@ -454,7 +473,8 @@ TEST(FrugalFormatsTest, GgufRefusesAMismatchedFormatVersion) {
 
   auto newer = ParseWithVersion(static_cast<int>(kFrugalFormatVersion) + 1, true);
   ASSERT_FALSE(newer.ok());
-  EXPECT_NE(newer.status().message().find("version 2"), std::string::npos) << newer.status().message();
+  EXPECT_NE(newer.status().message().find("version 2"), std::string::npos)
+      << newer.status().message();
   EXPECT_FALSE(ParseWithVersion(static_cast<int>(kFrugalFormatVersion) + 1, false).ok());
   EXPECT_TRUE(ParseWithVersion(-1, false).ok());  // plain GGUF files need no version
 
@@ -464,7 +484,8 @@ TEST(FrugalFormatsTest, GgufRefusesAMismatchedFormatVersion) {
   const auto bytes = b.Build();
   auto partial = GgufFile::Parse(MappedFile::FromBuffer(bytes.data(), bytes.size(), "t.gguf"));
   ASSERT_FALSE(partial.ok());
-  EXPECT_NE(partial.status().message().find("tiles of 8"), std::string::npos) << partial.status().message();
+  EXPECT_NE(partial.status().message().find("tiles of 8"), std::string::npos)
+      << partial.status().message();
 }
 
 }  // namespace
@@ -500,18 +521,22 @@ TEST(FrugalFormatsTest, RepackedGgufTypesKeepEveryWeight) {
     DequantizeTensor(p, b.data());
     ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << TypeName(type);
 
-    std::vector<float> x(static_cast<size_t>(3 * cols)), ya(static_cast<size_t>(3 * rows)), yb(ya.size());
+    std::vector<float> x(static_cast<size_t>(3 * cols)), ya(static_cast<size_t>(3 * rows)),
+        yb(ya.size());
     for (auto& v : x) v = nd(rng);
     MatMul(t, x.data(), 3, ya.data(), pool, ActivationPrecision::kF32);
     MatMul(p, x.data(), 3, yb.data(), pool, ActivationPrecision::kF32);
     EXPECT_EQ(ya, yb) << TypeName(type);  // float activations: the same dot of the same floats
     MatMul(t, x.data(), 3, ya.data(), pool, ActivationPrecision::kInt8);
     MatMul(p, x.data(), 3, yb.data(), pool, ActivationPrecision::kInt8);
-    for (size_t i = 0; i < ya.size(); ++i) EXPECT_NEAR(ya[i], yb[i], 1e-4f * (1 + std::fabs(ya[i]))) << TypeName(type);
+    for (size_t i = 0; i < ya.size(); ++i)
+      EXPECT_NEAR(ya[i], yb[i], 1e-4f * (1 + std::fabs(ya[i]))) << TypeName(type);
   }
   std::vector<uint8_t> odd(*RowBytes(TensorType::kQ4_0, 32) * 12);
-  EXPECT_FALSE(RepackedType(TensorView::Matrix(TensorType::kQ4_0, 32, 12, odd.data(), odd.size())).has_value());
-  EXPECT_FALSE(RepackedType(TensorView::Matrix(TensorType::kQ4_K, 256, 8, odd.data(), odd.size())).has_value());
+  EXPECT_FALSE(RepackedType(TensorView::Matrix(TensorType::kQ4_0, 32, 12, odd.data(), odd.size()))
+                   .has_value());
+  EXPECT_FALSE(RepackedType(TensorView::Matrix(TensorType::kQ4_K, 256, 8, odd.data(), odd.size()))
+                   .has_value());
 }
 
 }  // namespace
@@ -534,8 +559,10 @@ TEST(MatMulMultiTest, EqualsSeparateMatMuls) {
     TensorView view;
   };
   std::vector<M> ms;
-  for (auto [type, rows] : {std::pair{TensorType::kI4S_G64, int64_t{24}}, {TensorType::kQ8_0, 13},
-                            {TensorType::kF32, 7}, {TensorType::kI8_C, 16}}) {
+  for (auto [type, rows] : {std::pair{TensorType::kI4S_G64, int64_t{24}},
+                            {TensorType::kQ8_0, 13},
+                            {TensorType::kF32, 7},
+                            {TensorType::kI8_C, 16}}) {
     std::vector<float> w(static_cast<size_t>(rows * k));
     for (auto& v : w) v = nd(rng);
     M m{type, rows, {}, {}};

@@ -37,7 +37,8 @@ HealthOptions TestHealth() {
   return h;
 }
 
-WorkerLoad Load(int64_t waiting, int64_t running = 0, double backlog_ms = 0, double prefill_ms = 0, double decode_ms = 0) {
+WorkerLoad Load(int64_t waiting, int64_t running = 0, double backlog_ms = 0, double prefill_ms = 0,
+                double decode_ms = 0) {
   WorkerLoad l;
   l.waiting = waiting;
   l.running = running;
@@ -57,7 +58,9 @@ WorkerInfo InfoOf(const WorkerPool& pool, const std::string& name) {
   return {};
 }
 
-WorkerState StateOf(const WorkerPool& pool, const std::string& name) { return InfoOf(pool, name).state; }
+WorkerState StateOf(const WorkerPool& pool, const std::string& name) {
+  return InfoOf(pool, name).state;
+}
 
 std::unique_ptr<Policy> Make(const std::string& name) {
   auto p = MakePolicy(name);
@@ -85,9 +88,10 @@ TEST(GatewayWorkerUrl, AcceptsHttpHostPort) {
 }
 
 TEST(GatewayWorkerUrl, RefusesAnythingElse) {
-  for (const char* url : {"", "127.0.0.1:8080", "https://a:8080", "HTTP://a:80", "http://", "http://a", "http://:8080",
-                          "http://a:", "http://a:0", "http://a:65536", "http://a:99999999999", "http://a:-1", "http://a:8x",
-                          "http://a:80/v1", "http://a/b:80", "http://a: 80"}) {
+  for (const char* url :
+       {"", "127.0.0.1:8080", "https://a:8080", "HTTP://a:80", "http://", "http://a",
+        "http://:8080", "http://a:", "http://a:0", "http://a:65536", "http://a:99999999999",
+        "http://a:-1", "http://a:8x", "http://a:80/v1", "http://a/b:80", "http://a: 80"}) {
     auto r = ParseWorkerUrl(url);
     EXPECT_FALSE(r.ok()) << "accepted '" << url << "'";
     if (!r.ok()) {
@@ -116,9 +120,10 @@ TEST(GatewayWorkerLoad, ParsesQueueDepth) {
 }
 
 TEST(GatewayWorkerLoad, RefusesMalformedOrNegative) {
-  for (const char* body : {"", "not json", "[]", "3", "null", "{\"waiting\": 1", R"({"waiting": -1})", R"({"running": -2})",
-                           R"({"backlog_ms": -0.5})", R"({"waiting": "3"})", R"({"backlog_ms": "x"})",
-                           R"({"simulated": 1})", R"({"running": [1]})"}) {
+  for (const char* body :
+       {"", "not json", "[]", "3", "null", "{\"waiting\": 1", R"({"waiting": -1})",
+        R"({"running": -2})", R"({"backlog_ms": -0.5})", R"({"waiting": "3"})",
+        R"({"backlog_ms": "x"})", R"({"simulated": 1})", R"({"running": [1]})"}) {
     auto l = ParseWorkerLoad(body);
     EXPECT_FALSE(l.ok()) << "accepted " << body;
     if (!l.ok()) {
@@ -258,7 +263,8 @@ TEST(WorkerPoolTest, EjectedRecoversThroughHalfOpenWithOneTrialAtATime) {
     Lease trial = pool.Pick(*lc, {}, {});
     ASSERT_TRUE(trial);
     EXPECT_EQ(InfoOf(pool, "a").in_flight, 1);
-    for (int i = 0; i < 5; ++i) EXPECT_FALSE(pool.Pick(*lc, {}, {})) << "a second trial while half-open";
+    for (int i = 0; i < 5; ++i)
+      EXPECT_FALSE(pool.Pick(*lc, {}, {})) << "a second trial while half-open";
     pool.ReportRequest(trial, Outcome::kSuccess);
     EXPECT_EQ(StateOf(pool, "a"), WorkerState::kHalfOpen);  // only checks restore it
   }
@@ -314,7 +320,8 @@ TEST(WorkerPoolTest, QueueOverMaxEjects) {
   pool.ReportCheck("a", Load(400, 101));
   EXPECT_EQ(StateOf(pool, "a"), WorkerState::kEjected);
   EXPECT_EQ(pool.ejections(), 1);
-  EXPECT_NE(InfoOf(pool, "a").last_error.find("501"), std::string::npos) << InfoOf(pool, "a").last_error;
+  EXPECT_NE(InfoOf(pool, "a").last_error.find("501"), std::string::npos)
+      << InfoOf(pool, "a").last_error;
   pool.ReportCheck("a", Load(600));  // still over: stays ejected, not counted again
   EXPECT_EQ(StateOf(pool, "a"), WorkerState::kEjected);
   EXPECT_EQ(pool.ejections(), 1);
@@ -381,7 +388,7 @@ TEST(WorkerPoolTest, LeaseReleaseRestoresInFlight) {
     EXPECT_EQ(info.chosen, 2);
 
     Lease moved = std::move(l1);  // a move transfers the hold, it does not release it
-    EXPECT_FALSE(l1);             // NOLINT(bugprone-use-after-move): moved-from is empty by contract
+    EXPECT_FALSE(l1);  // NOLINT(bugprone-use-after-move): moved-from is empty by contract
     EXPECT_EQ(InfoOf(pool, "a").in_flight, 2);
     l2 = std::move(moved);  // assigning releases what l2 held
     EXPECT_EQ(InfoOf(pool, "a").in_flight, 1);
@@ -461,7 +468,8 @@ TEST(PolicyTest, RoundRobinCyclesEvenlyOverCandidates) {
     ++counts[p];
     seq.push_back(p);
   }
-  EXPECT_EQ(counts, (std::vector<int>{100, 100, 100})) << counts[0] << " " << counts[1] << " " << counts[2];
+  EXPECT_EQ(counts, (std::vector<int>{100, 100, 100}))
+      << counts[0] << " " << counts[1] << " " << counts[2];
   for (size_t i = 0; i + 1 < seq.size(); ++i) {
     EXPECT_NE(seq[i], seq[i + 1]) << "the same worker twice in a row at pick " << i;
     if (seq[i] == seq[i + 1]) break;
@@ -470,7 +478,8 @@ TEST(PolicyTest, RoundRobinCyclesEvenlyOverCandidates) {
 
 TEST(PolicyTest, RoundRobinThroughThePoolSharesEvenlyAndSkipsEjected) {
   WorkerPool pool(TestHealth());
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(pool.Add(std::string("w").append(std::to_string(i)), Url(9001 + i)).ok());
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(pool.Add(std::string("w").append(std::to_string(i)), Url(9001 + i)).ok());
   auto rr = Make("round_robin");
   for (int i = 0; i < 300; ++i) ASSERT_TRUE(pool.Pick(*rr, {}, {}));
   for (const auto& w : pool.List()) EXPECT_EQ(w.chosen, 100) << w.name;
@@ -488,7 +497,8 @@ TEST(PolicyTest, RoundRobinThroughThePoolSharesEvenlyAndSkipsEjected) {
 TEST(PolicyTest, LeastCostPicksTheSoonestFinishPerWeight) {
   auto lc = Make("least_cost");
   // finish = (backlog + cost) / weight: 110, 77.5, 150, 120.
-  std::vector<Candidate> c = {{0, 1, 100, 10, 1}, {1, 9, 300, 10, 4}, {2, 0, 50, 100, 1}, {3, 2, 230, 10, 2}};
+  std::vector<Candidate> c = {
+      {0, 1, 100, 10, 1}, {1, 9, 300, 10, 4}, {2, 0, 50, 100, 1}, {3, 2, 230, 10, 2}};
   for (uint64_t seed = 0; seed < 64; ++seed) {
     std::mt19937_64 rng(seed);
     EXPECT_EQ(lc->Pick(c, rng), 1u) << "seed " << seed;
@@ -513,7 +523,8 @@ TEST(PolicyTest, P2cNeverPicksTheWorst) {
   std::mt19937_64 rng(42);
   for (size_t n = 2; n <= 6; ++n) {
     std::vector<Candidate> c(n);
-    for (size_t i = 0; i < n; ++i) c[i] = {i, 0, 100.0 * static_cast<double>((i * 7 + 3) % n), 10, 1};  // distinct
+    for (size_t i = 0; i < n; ++i)
+      c[i] = {i, 0, 100.0 * static_cast<double>((i * 7 + 3) % n), 10, 1};  // distinct
     size_t worst = 0;
     for (size_t i = 1; i < n; ++i) {
       if (c[i].finish_ms() > c[worst].finish_ms()) worst = i;
@@ -557,7 +568,8 @@ TEST(PolicyTest, QueueWeightedFollowsWeightOverQueue) {
     const double expected = kPicks * w[i] / total_w;
     chi2 += (counts[i] - expected) * (counts[i] - expected) / expected;
   }
-  EXPECT_LT(chi2, 16.3) << counts[0] << " " << counts[1] << " " << counts[2] << " " << counts[3];  // 3 dof, p = 0.001
+  EXPECT_LT(chi2, 16.3) << counts[0] << " " << counts[1] << " " << counts[2] << " "
+                        << counts[3];  // 3 dof, p = 0.001
 }
 
 // ---- load estimation between polls ----
@@ -575,7 +587,8 @@ TEST(WorkerPoolLoadTest, HeldLeasesSteerLeastCostBetweenPolls) {
     held.push_back(pool.Pick(*lc, cost, {}));
     ASSERT_TRUE(held.back());
     if (i % 2 == 1) {
-      EXPECT_NE(held[static_cast<size_t>(i)].name(), held[static_cast<size_t>(i) - 1].name()) << "pick " << i;
+      EXPECT_NE(held[static_cast<size_t>(i)].name(), held[static_cast<size_t>(i) - 1].name())
+          << "pick " << i;
     }
   }
   for (const char* n : {"a", "b"}) {
@@ -723,7 +736,9 @@ api_keys:
 }
 
 TEST(ConfigTest, RedisCacheParses) {
-  auto c = ParseGatewayConfig("cache:\n  redis: redis://10.0.0.9:6380\n  redis_prefix: shop:cache\n  redis_timeout_ms: 250\n");
+  auto c = ParseGatewayConfig(
+      "cache:\n  redis: redis://10.0.0.9:6380\n  redis_prefix: shop:cache\n  redis_timeout_ms: "
+      "250\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->cache.redis, "redis://10.0.0.9:6380");
   EXPECT_EQ(c->cache.redis_prefix, "shop:cache");
@@ -735,7 +750,9 @@ TEST(ConfigTest, RedisCacheParses) {
 }
 
 TEST(ConfigTest, HnswParametersParse) {
-  auto c = ParseGatewayConfig("cache:\n  hnsw_m: 32\n  hnsw_ef_construction: 400\n  hnsw_ef_search: 64\n  exact_match: false\n");
+  auto c = ParseGatewayConfig(
+      "cache:\n  hnsw_m: 32\n  hnsw_ef_construction: 400\n  hnsw_ef_search: 64\n  exact_match: "
+      "false\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->cache.hnsw_m, 32);
   EXPECT_EQ(c->cache.hnsw_ef_construction, 400);
@@ -743,7 +760,8 @@ TEST(ConfigTest, HnswParametersParse) {
   EXPECT_FALSE(c->cache.exact_match);
   auto d = ParseGatewayConfig("");
   ASSERT_TRUE(d.ok());
-  EXPECT_EQ(d->cache.hnsw_ef_search, static_cast<int64_t>(cache::HnswParams{}.ef_search));  // the library's default
+  EXPECT_EQ(d->cache.hnsw_ef_search,
+            static_cast<int64_t>(cache::HnswParams{}.ef_search));  // the library's default
   EXPECT_TRUE(d->cache.exact_match);
 }
 
@@ -763,7 +781,8 @@ void ExpectRefused(const std::string& yaml, const std::string& mention) {
   ASSERT_FALSE(c.ok()) << "accepted:\n" << yaml;
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << yaml;
   EXPECT_NE(c.status().message().find(mention), std::string::npos)
-      << "'" << c.status().message() << "' does not mention '" << mention << "' for:\n" << yaml;
+      << "'" << c.status().message() << "' does not mention '" << mention << "' for:\n"
+      << yaml;
 }
 
 TEST(ConfigTest, UnknownKeysAreRefusedByName) {
@@ -779,8 +798,10 @@ TEST(ConfigTest, UnknownKeysAreRefusedByName) {
 
 TEST(ConfigTest, BadValuesAreRefused) {
   ExpectRefused("policy: random\n", "random");
-  ExpectRefused("workers:\n  - name: a\n    url: http://h:1\n  - name: a\n    url: http://h:2\n", "'a'");
-  ExpectRefused("workers:\n  - url: http://h:1\n  - name: w0\n    url: http://h:2\n", "w0");  // clashes with a default name
+  ExpectRefused("workers:\n  - name: a\n    url: http://h:1\n  - name: a\n    url: http://h:2\n",
+                "'a'");
+  ExpectRefused("workers:\n  - url: http://h:1\n  - name: w0\n    url: http://h:2\n",
+                "w0");  // clashes with a default name
   ExpectRefused("workers:\n  - name: a\n    url: h:1\n", "h:1");
   ExpectRefused("workers:\n  - name: a\n    url: http://h:0\n", "http://h:0");
   ExpectRefused("workers:\n  - name: a\n    url: http://h:1\n    weight: 0\n", "weight");
@@ -925,7 +946,8 @@ TEST(TrafficStatsTest, SeriesHasSixtyBuckets) {
   TrafficStats s;
   const int64_t now = 1'700'000'003;  // 3 s into a bucket
   const int64_t last = now - now % TrafficStats::kBucketS;
-  s.Record(last - TrafficStats::kBuckets * TrafficStats::kBucketS, 1, false, false);  // out of the window
+  s.Record(last - TrafficStats::kBuckets * TrafficStats::kBucketS, 1, false,
+           false);  // out of the window
   s.Record(now, 100, false, false);
   s.Record(now - 1, 100, false, true);
   s.Record(now, 100, true, false);
@@ -978,14 +1000,17 @@ TEST(TrafficStatsTest, SharesSumToOneAndForgetAfterAMinute) {
 
 // ---- ParseCompletionRequest ----
 
-StatusOr<CompletionRequest> Chat(const std::string& body, const RequestPolicy& p = {}) { return ParseCompletionRequest(body, true, p); }
+StatusOr<CompletionRequest> Chat(const std::string& body, const RequestPolicy& p = {}) {
+  return ParseCompletionRequest(body, true, p);
+}
 StatusOr<CompletionRequest> Completion(const std::string& body, const RequestPolicy& p = {}) {
   return ParseCompletionRequest(body, false, p);
 }
 
 // A chat body from a JSON object plus the standard single user message.
 std::string ChatBody(json extra) {
-  json j = {{"model", "m"}, {"messages", json::array({{{"role", "user"}, {"content", "What is 2+2?"}}})}};
+  json j = {{"model", "m"},
+            {"messages", json::array({{{"role", "user"}, {"content", "What is 2+2?"}}})}};
   for (auto& [k, v] : extra.items()) j[k] = v;
   return j.dump();
 }
@@ -993,9 +1018,11 @@ std::string ChatBody(json extra) {
 TEST(CompletionRequestTest, RefusesWhatCannotBeRouted) {
   for (const char* body :
        {"", "{", "[]", "null", "\"x\"", R"({"messages":[{"role":"user","content":"hi"}]})",
-        R"({"model":5,"messages":[{"role":"user","content":"hi"}]})", R"({"model":"","messages":[{"role":"user","content":"hi"}]})",
-        R"({"model":null,"messages":[{"role":"user","content":"hi"}]})", R"({"model":"m"})", R"({"model":"m","messages":[]})",
-        R"({"model":"m","messages":{"role":"user"}})", R"({"model":"m","messages":"hi"})",
+        R"({"model":5,"messages":[{"role":"user","content":"hi"}]})",
+        R"({"model":"","messages":[{"role":"user","content":"hi"}]})",
+        R"({"model":null,"messages":[{"role":"user","content":"hi"}]})", R"({"model":"m"})",
+        R"({"model":"m","messages":[]})", R"({"model":"m","messages":{"role":"user"}})",
+        R"({"model":"m","messages":"hi"})",
         R"({"model":"m","messages":[{"role":"user","content":"hi"}],"stream":"yes"})",
         R"({"model":"m","messages":[{"role":"user","content":"hi"}],"stream":1})"}) {
     auto r = Chat(body);
@@ -1004,9 +1031,10 @@ TEST(CompletionRequestTest, RefusesWhatCannotBeRouted) {
       EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << body;
     }
   }
-  for (const char* body : {R"({"model":"m"})", R"({"model":"m","prompt":5})", R"({"model":"m","prompt":null})",
-                                 R"({"model":"m","prompt":{"a":1}})", R"({"model":"m","messages":[{"role":"user","content":"x"}]})",
-                                 R"({"model":"m","prompt":"x","stream":"true"})"}) {
+  for (const char* body : {R"({"model":"m"})", R"({"model":"m","prompt":5})",
+                           R"({"model":"m","prompt":null})", R"({"model":"m","prompt":{"a":1}})",
+                           R"({"model":"m","messages":[{"role":"user","content":"x"}]})",
+                           R"({"model":"m","prompt":"x","stream":"true"})"}) {
     auto r = Completion(body);
     EXPECT_FALSE(r.ok()) << "accepted " << body;
     if (!r.ok()) {
@@ -1024,7 +1052,9 @@ TEST(CompletionRequestDeathTest, DeeplyNestedBodyIsRefusedNotACrash) {
   const std::string nest = std::string(kDepth, '[').append(kDepth, ']');
   const std::string prompt = std::string(R"({"model":"m","prompt":)").append(nest).append("}");
   const std::string param =
-      std::string(R"({"model":"m","temperature":0,"messages":[{"role":"user","content":"q"}],"x":)").append(nest).append("}");
+      std::string(R"({"model":"m","temperature":0,"messages":[{"role":"user","content":"q"}],"x":)")
+          .append(nest)
+          .append("}");
   ASSERT_LT(param.size(), size_t{1} << 20);
   EXPECT_EXIT(
       {
@@ -1097,9 +1127,16 @@ TEST(CompletionRequestTest, CacheableOnlyWhenDeterministicSingleTextUserTurn) {
   EXPECT_FALSE(Chat(ChatBody({{"temperature", 0}, {"n", "1"}}))->cacheable);
 
   // The last message must be the user's, in plain text.
-  const auto body = [](json msgs) { return json({{"model", "m"}, {"temperature", 0}, {"messages", msgs}}).dump(); };
-  EXPECT_FALSE(Chat(body(json::array({{{"role", "user"}, {"content", "q"}}, {{"role", "assistant"}, {"content", "a"}}})))->cacheable);
-  EXPECT_FALSE(Chat(body(json::array({{{"role", "user"}, {"content", json::array({{{"type", "text"}, {"text", "q"}}})}}})))->cacheable);
+  const auto body = [](json msgs) {
+    return json({{"model", "m"}, {"temperature", 0}, {"messages", msgs}}).dump();
+  };
+  EXPECT_FALSE(Chat(body(json::array({{{"role", "user"}, {"content", "q"}},
+                                      {{"role", "assistant"}, {"content", "a"}}})))
+                   ->cacheable);
+  EXPECT_FALSE(
+      Chat(body(json::array({{{"role", "user"},
+                              {"content", json::array({{{"type", "text"}, {"text", "q"}}})}}})))
+          ->cacheable);
   EXPECT_FALSE(Chat(body(json::array({{{"role", "system"}, {"content", "q"}}})))->cacheable);
   EXPECT_FALSE(Chat(body(json::array({"just a string"})))->cacheable);
   EXPECT_FALSE(Chat(body(json::array({{{"content", "q"}}})))->cacheable);
@@ -1191,15 +1228,16 @@ TEST(CompletionRequestTest, SamplingIsCanonicalAndCoversEveryParameter) {
     EXPECT_TRUE(r.ok() && r->cacheable) << key;
     return r.ok() ? r->sampling : std::string();
   };
-  for (const auto& [key, v] : std::vector<std::pair<const char*, json>>{{"top_p", 0.8},
-                                                                       {"max_tokens", 51},
-                                                                       {"stop", json::array({"."})},
-                                                                       {"seed", 1},
-                                                                       {"presence_penalty", 0.5},
-                                                                       {"frequency_penalty", 0.1},
-                                                                       {"logit_bias", {{"50256", -100}}},
-                                                                       {"response_format", {{"type", "json_object"}}},
-                                                                       {"tools", json::array({{{"type", "function"}}})}}) {
+  for (const auto& [key, v] : std::vector<std::pair<const char*, json>>{
+           {"top_p", 0.8},
+           {"max_tokens", 51},
+           {"stop", json::array({"."})},
+           {"seed", 1},
+           {"presence_penalty", 0.5},
+           {"frequency_penalty", 0.1},
+           {"logit_bias", {{"50256", -100}}},
+           {"response_format", {{"type", "json_object"}}},
+           {"tools", json::array({{{"type", "function"}}})}}) {
     EXPECT_NE(with(key, v), ra->sampling) << key << " did not change the sampling key";
   }
   // Transport and accounting fields do not change the answer.
@@ -1211,7 +1249,8 @@ TEST(CompletionRequestTest, SamplingIsCanonicalAndCoversEveryParameter) {
   q2["messages"][0]["content"] = "another question";
   EXPECT_EQ(Chat(q2.dump())->sampling, ra->sampling);
   // The same parameters on /v1/completions are another route.
-  auto rc = Completion(R"({"model":"m","prompt":"q","temperature":0,"top_p":0.9,"max_tokens":50,"stop":["\n"]})");
+  auto rc = Completion(
+      R"({"model":"m","prompt":"q","temperature":0,"top_p":0.9,"max_tokens":50,"stop":["\n"]})");
   ASSERT_TRUE(rc.ok() && rc->cacheable);
   EXPECT_NE(rc->sampling, ra->sampling);
 }

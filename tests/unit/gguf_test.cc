@@ -45,7 +45,8 @@ TEST(GgufTest, ParsesMetadataAndTensors) {
   EXPECT_EQ(w->ne[1], 2);
   EXPECT_EQ(w->nbytes, 32u);
   EXPECT_EQ(reinterpret_cast<const float*>(w->data)[5], 6.0f);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>((*f)->FindTensor("v")->data) % 32, reinterpret_cast<uintptr_t>(bytes.data()) % 32);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>((*f)->FindTensor("v")->data) % 32,
+            reinterpret_cast<uintptr_t>(bytes.data()) % 32);
 }
 
 TEST(GgufTest, WrongTypeIsAnErrorNotACrash) {
@@ -89,7 +90,8 @@ TEST(GgufTest, HugeCountsAreRefusedWithoutAllocating) {
 
 TEST(GgufTest, TensorPastEndOfFileIsRefused) {
   GgufBuilder b;
-  b.Tensor("w", {64, 64}, TensorType::kF32, FloatBytes(std::vector<float>(8)));  // far too little data
+  b.Tensor("w", {64, 64}, TensorType::kF32,
+           FloatBytes(std::vector<float>(8)));  // far too little data
   const auto bytes = b.Build();
   auto f = ParseBytes(bytes);
   ASSERT_FALSE(f.ok());

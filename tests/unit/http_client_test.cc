@@ -1,7 +1,5 @@
 // The HTTP client against Frugal's own server on 127.0.0.1: keep-alive reuse, streamed bodies,
 // SSE parsing, errors before the first byte, timeouts and cancellation.
-#include "http/client.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "http/client.h"
 #include "http/server.h"
 
 // GCC 12 warns wrongly on "literal" + std::string temporaries (GCC bug 105329).
@@ -42,7 +41,8 @@ TEST(HttpClientTest, FetchReusesOneKeptAliveConnection) {
   });
   Client client;
   for (int i = 0; i < 3; ++i) {
-    auto r = client.Fetch(Req(server->port(), "POST", "/p" + std::to_string(i), "b" + std::to_string(i)));
+    auto r = client.Fetch(
+        Req(server->port(), "POST", "/p" + std::to_string(i), "b" + std::to_string(i)));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->status, 201);
     EXPECT_EQ(r->body, "POST:b" + std::to_string(i));
@@ -92,7 +92,8 @@ TEST(HttpClientTest, StreamedSseArrivesPieceByPiece) {
 TEST(HttpClientTest, ConnectionRefusedFailsBeforeAnyByte) {
   uint16_t port;
   {
-    auto server = StartServer([](const Request&, std::shared_ptr<Responder> res) { res->Send(200, "", ""); });
+    auto server =
+        StartServer([](const Request&, std::shared_ptr<Responder> res) { res->Send(200, "", ""); });
     port = server->port();
   }  // closed: nothing listens there now
   Client client;
@@ -150,7 +151,8 @@ TEST(SseParserTest, EventsSplitAnywhereWithAnyLineEnding) {
     SseParser p;
     std::vector<SseEvent> got;
     for (size_t i = 0; i < stream.size(); i += piece) {
-      p.Feed(std::string_view(stream).substr(i, piece), [&](const SseEvent& e) { got.push_back(e); });
+      p.Feed(std::string_view(stream).substr(i, piece),
+             [&](const SseEvent& e) { got.push_back(e); });
     }
     ASSERT_EQ(got.size(), 3u) << "piece " << piece;
     EXPECT_EQ(got[0].event, "chunk");

@@ -1,7 +1,5 @@
 // The HTTP layer against a real socket on 127.0.0.1 (port 0): keep-alive, limits, chunked
 // streaming, disconnect detection, timeouts and graceful shutdown.
-#include "http/server.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,6 +10,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+
+#include "http/server.h"
 
 namespace frugal::http {
 namespace {
@@ -33,9 +33,12 @@ struct Client {
   net::io_context ioc;
   tcp::socket sock{ioc};
   beast::flat_buffer buf;
-  explicit Client(uint16_t port) { sock.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port)); }
+  explicit Client(uint16_t port) {
+    sock.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  }
   void SendRaw(const std::string& data) { net::write(sock, net::buffer(data)); }
-  void Send(const std::string& method, const std::string& target, const std::string& body = "", bool keep_alive = true) {
+  void Send(const std::string& method, const std::string& target, const std::string& body = "",
+            bool keep_alive = true) {
     bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(method), target, 11};
     req.set(bhttp::field::host, "127.0.0.1");
     req.body() = body;
@@ -63,7 +66,9 @@ bool WaitFor(P pred, std::chrono::milliseconds timeout = 3000ms) {
 
 TEST(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   auto server = StartServer([](const Request& req, std::shared_ptr<Responder> res) {
-    res->Send(200, "text/plain", req.method + " " + req.path + " q=" + req.query + " body=" + req.body + " h=" + req.Header("x-test"));
+    res->Send(200, "text/plain",
+              req.method + " " + req.path + " q=" + req.query + " body=" + req.body +
+                  " h=" + req.Header("x-test"));
   });
   Client c(server->port());
   for (int i = 0; i < 3; ++i) {
@@ -75,7 +80,8 @@ TEST(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
     bhttp::write(c.sock, req);
     auto res = c.Read();
     EXPECT_EQ(res.result_int(), 200);
-    EXPECT_EQ(res.body(), "POST /echo q=i=" + std::to_string(i) + " body=b" + std::to_string(i) + " h=v" + std::to_string(i));
+    EXPECT_EQ(res.body(), "POST /echo q=i=" + std::to_string(i) + " body=b" + std::to_string(i) +
+                              " h=v" + std::to_string(i));
     EXPECT_TRUE(res.keep_alive());
   }
   EXPECT_EQ(server->open_connections(), 1);
@@ -85,16 +91,19 @@ TEST(HttpServerTest, BodyOverTheLimitGets413WithJsonError) {
   std::atomic<int> handled{0};
   ServerOptions o;
   o.max_body_bytes = 1000;
-  auto server = StartServer([&](const Request&, std::shared_ptr<Responder> res) {
-    ++handled;
-    res->Send(200, "text/plain", "ok");
-  }, o);
+  auto server = StartServer(
+      [&](const Request&, std::shared_ptr<Responder> res) {
+        ++handled;
+        res->Send(200, "text/plain", "ok");
+      },
+      o);
   Client c(server->port());
   c.Send("POST", "/x", std::string(5000, 'a'));
   auto res = c.Read();
   EXPECT_EQ(res.result_int(), 413);
   auto j = nlohmann::json::parse(res.body());
-  EXPECT_TRUE(j["error"]["message"].get<std::string>().find("1000") != std::string::npos) << res.body();
+  EXPECT_TRUE(j["error"]["message"].get<std::string>().find("1000") != std::string::npos)
+      << res.body();
   EXPECT_EQ(handled.load(), 0);
   // The limit is exact: a body of 1000 bytes passes.
   Client c2(server->port());
@@ -103,7 +112,8 @@ TEST(HttpServerTest, BodyOverTheLimitGets413WithJsonError) {
 }
 
 TEST(HttpServerTest, MalformedRequestGets400) {
-  auto server = StartServer([](const Request&, std::shared_ptr<Responder> res) { res->Send(200, "text/plain", "ok"); });
+  auto server = StartServer(
+      [](const Request&, std::shared_ptr<Responder> res) { res->Send(200, "text/plain", "ok"); });
   Client c(server->port());
   c.SendRaw("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n");
   auto res = c.Read();
@@ -133,7 +143,8 @@ TEST(HttpServerTest, StreamArrivesAsChunksWrittenFromAnotherThread) {
     EXPECT_EQ(res.result_int(), 200);
     EXPECT_EQ(res[bhttp::field::transfer_encoding], "chunked");
     EXPECT_EQ(res[bhttp::field::content_type], "text/event-stream");
-    EXPECT_EQ(res.body(), "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\ndata: [DONE]\n\n");
+    EXPECT_EQ(res.body(),
+              "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\ndata: [DONE]\n\n");
   }
   std::lock_guard<std::mutex> lock(mu);
   for (auto& t : writers) t.join();
@@ -151,20 +162,26 @@ TEST(HttpServerTest, ClientThatDisconnectsWhileWaitingFiresOnClose) {
   {
     Client c(server->port());
     c.Send("POST", "/slow", "{}");
-    ASSERT_TRUE(WaitFor([&] { std::lock_guard<std::mutex> lock(mu); return held != nullptr; }));
+    ASSERT_TRUE(WaitFor([&] {
+      std::lock_guard<std::mutex> lock(mu);
+      return held != nullptr;
+    }));
     EXPECT_FALSE(closed.load());
   }  // the client goes away
-  EXPECT_TRUE(WaitFor([&] { return closed.load(); })) << "OnClose did not run after the client disconnected";
+  EXPECT_TRUE(WaitFor([&] { return closed.load(); }))
+      << "OnClose did not run after the client disconnected";
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_TRUE(held->closed());
   held->Send(200, "text/plain", "too late");  // harmless
-  held.reset();  // a Responder must not outlive its Server
+  held.reset();                               // a Responder must not outlive its Server
 }
 
 TEST(HttpServerTest, SlowRequestIsDroppedAfterTheReadTimeout) {
   ServerOptions o;
   o.read_timeout = 200ms;
-  auto server = StartServer([](const Request&, std::shared_ptr<Responder> res) { res->Send(200, "text/plain", "ok"); }, o);
+  auto server = StartServer(
+      [](const Request&, std::shared_ptr<Responder> res) { res->Send(200, "text/plain", "ok"); },
+      o);
   Client c(server->port());
   c.SendRaw("GET / HTTP/1.1\r\nHost: x\r\n");  // headers never finish
   char b;
@@ -188,7 +205,10 @@ TEST(HttpServerTest, GracefulShutdownFinishesInFlightRequestsAndRefusesNewOnes) 
   const uint16_t port = server->port();
   Client c(port);
   c.Send("POST", "/work");
-  ASSERT_TRUE(WaitFor([&] { std::lock_guard<std::mutex> lock(mu); return !workers.empty(); }));
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return !workers.empty();
+  }));
   std::thread stopper([&] { server->Shutdown(5000ms); });
   auto res = c.Read();
   EXPECT_EQ(res.result_int(), 200);
@@ -210,19 +230,24 @@ TEST(HttpServerTest, ManyConcurrentOpenStreamsNeedNoThreadEach) {
   std::vector<std::shared_ptr<Responder>> open;
   ServerOptions o;
   o.io_threads = 1;
-  auto server = StartServer([&](const Request&, std::shared_ptr<Responder> res) {
-    res->StartStream(200, "text/event-stream");
-    res->Write("data: hello\n\n");
-    std::lock_guard<std::mutex> lock(mu);
-    open.push_back(res);
-  }, o);
+  auto server = StartServer(
+      [&](const Request&, std::shared_ptr<Responder> res) {
+        res->StartStream(200, "text/event-stream");
+        res->Write("data: hello\n\n");
+        std::lock_guard<std::mutex> lock(mu);
+        open.push_back(res);
+      },
+      o);
   constexpr int kN = 200;
   std::vector<std::unique_ptr<Client>> clients;
   for (int i = 0; i < kN; ++i) {
     clients.push_back(std::make_unique<Client>(server->port()));
     clients.back()->Send("GET", "/s");
   }
-  ASSERT_TRUE(WaitFor([&] { std::lock_guard<std::mutex> lock(mu); return open.size() == kN; }));
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return open.size() == kN;
+  }));
   {
     std::lock_guard<std::mutex> lock(mu);
     for (auto& r : open) r->End();

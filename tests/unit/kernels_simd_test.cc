@@ -35,25 +35,34 @@ std::vector<uint8_t> RandomRow(TensorType type, int64_t n, std::mt19937& rng) {
         std::memcpy(&bytes[o], &v, 4);
         break;
       }
-      case TensorType::kF16: put_half(o, value(rng)); break;
+      case TensorType::kF16:
+        put_half(o, value(rng));
+        break;
       case TensorType::kBF16: {
         const uint16_t h = Fp32ToBf16(value(rng));
         std::memcpy(&bytes[o], &h, 2);
         break;
       }
-      case TensorType::kQ4_0: case TensorType::kQ5_0: case TensorType::kQ8_0:
+      case TensorType::kQ4_0:
+      case TensorType::kQ5_0:
+      case TensorType::kQ8_0:
         put_half(o, scale(rng));
         break;
-      case TensorType::kQ4_1: case TensorType::kQ5_1:
+      case TensorType::kQ4_1:
+      case TensorType::kQ5_1:
         put_half(o, scale(rng));
         put_half(o + 2, -scale(rng));
         break;
-      case TensorType::kQ4_K: case TensorType::kQ5_K:
+      case TensorType::kQ4_K:
+      case TensorType::kQ5_K:
         put_half(o, scale(rng));
         put_half(o + 2, scale(rng));
         break;
-      case TensorType::kQ6_K: put_half(o + offsetof(BlockQ6_K, d), scale(rng)); break;
-      default: break;
+      case TensorType::kQ6_K:
+        put_half(o + offsetof(BlockQ6_K, d), scale(rng));
+        break;
+      default:
+        break;
     }
   }
   return bytes;
@@ -171,10 +180,13 @@ TEST(Int8ActivationTest, QuantizeRoundTripsWithinHalfAStep) {
   for (int b = 0; b < 3; ++b) {
     int sum = 0;
     for (int j = 0; j < kQK; ++j) {
-      EXPECT_LE(std::fabs(x[static_cast<size_t>(b * kQK + j)] - q[static_cast<size_t>(b)].d * q[static_cast<size_t>(b)].qs[j]), q[static_cast<size_t>(b)].d / 2 * 1.0001f);
+      EXPECT_LE(std::fabs(x[static_cast<size_t>(b * kQK + j)] -
+                          q[static_cast<size_t>(b)].d * q[static_cast<size_t>(b)].qs[j]),
+                q[static_cast<size_t>(b)].d / 2 * 1.0001f);
       sum += q[static_cast<size_t>(b)].qs[j];
     }
-    EXPECT_FLOAT_EQ(q[static_cast<size_t>(b)].s, q[static_cast<size_t>(b)].d * static_cast<float>(sum));
+    EXPECT_FLOAT_EQ(q[static_cast<size_t>(b)].s,
+                    q[static_cast<size_t>(b)].d * static_cast<float>(sum));
   }
   std::vector<float> zeros(32, 0.0f);
   QuantizeRowQ8Act(zeros.data(), q.data(), 32);
@@ -185,8 +197,8 @@ TEST(Int8ActivationTest, QuantizeRoundTripsWithinHalfAStep) {
 TEST(Int8ActivationTest, IntegerDotsWithinBudgetAtEveryLevel) {
   std::mt19937 rng(9);
   std::normal_distribution<float> nd;
-  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0, TensorType::kQ4_K,
-                          TensorType::kQ6_K}) {
+  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0,
+                          TensorType::kQ4_K, TensorType::kQ6_K}) {
     const KernelTraits* oracle = GetKernelTraits(type, CpuLevel::kScalar);
     ASSERT_NE(oracle->dot_q8, nullptr) << TypeName(type);
     for (int64_t blocks : kAwkward) {
@@ -202,14 +214,18 @@ TEST(Int8ActivationTest, IntegerDotsWithinBudgetAtEveryLevel) {
       long double exact = 0, magnitude = 0, rounding = 0;
       for (int64_t i = 0; i < n; ++i) {
         exact += static_cast<long double>(w[static_cast<size_t>(i)]) * x[static_cast<size_t>(i)];
-        magnitude += std::fabs(static_cast<long double>(w[static_cast<size_t>(i)]) * x[static_cast<size_t>(i)]);
-        rounding += std::fabs(static_cast<long double>(w[static_cast<size_t>(i)])) * xq[static_cast<size_t>(i / kQK)].d / 2;
+        magnitude += std::fabs(static_cast<long double>(w[static_cast<size_t>(i)]) *
+                               x[static_cast<size_t>(i)]);
+        rounding += std::fabs(static_cast<long double>(w[static_cast<size_t>(i)])) *
+                    xq[static_cast<size_t>(i / kQK)].d / 2;
       }
       const float ref = oracle->dot_q8(row.data(), xq.data(), n);
-      EXPECT_LE(std::fabs(ref - exact), rounding + 1e-5L * magnitude) << TypeName(type) << " n=" << n;
+      EXPECT_LE(std::fabs(ref - exact), rounding + 1e-5L * magnitude)
+          << TypeName(type) << " n=" << n;
       for (CpuLevel level : SupportedCpuLevels()) {
         const float simd = GetKernelTraits(type, level)->dot_q8(row.data(), xq.data(), n);
-        EXPECT_LE(std::fabs(static_cast<long double>(simd) - ref), 1e-5L * (magnitude + rounding) + 1e-6L)
+        EXPECT_LE(std::fabs(static_cast<long double>(simd) - ref),
+                  1e-5L * (magnitude + rounding) + 1e-6L)
             << CpuLevelName(level) << " " << TypeName(type) << " n=" << n;
         if (level >= CpuLevel::kAvx512Bw) {  // the same integers as AVX2 (x86/x86_variant.h)
           EXPECT_EQ(simd, GetKernelTraits(type, CpuLevel::kAvx2)->dot_q8(row.data(), xq.data(), n))

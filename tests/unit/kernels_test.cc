@@ -1,3 +1,5 @@
+#include "kernels/kernels.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -5,7 +7,6 @@
 
 #include "common/fp16.h"
 #include "common/thread_pool.h"
-#include "kernels/kernels.h"
 
 namespace frugal {
 namespace {
@@ -19,7 +20,7 @@ TEST(Fp16Test, RoundTripsEveryHalf) {
 }
 
 TEST(Fp16Test, RoundsToNearestEven) {
-  EXPECT_EQ(Fp16ToFp32(Fp32ToFp16(1.0f + 1.0f / 4096)), 1.0f);              // below half an ulp
+  EXPECT_EQ(Fp16ToFp32(Fp32ToFp16(1.0f + 1.0f / 4096)), 1.0f);                // below half an ulp
   EXPECT_EQ(Fp16ToFp32(Fp32ToFp16(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);  // tie -> even
   EXPECT_EQ(Fp16ToFp32(Fp32ToFp16(65520.0f)), INFINITY);
   EXPECT_EQ(Fp16ToFp32(Fp32ToFp16(5.96e-8f)), 5.9604645e-8f);  // smallest subnormal
@@ -53,8 +54,8 @@ TEST(DequantTest, Q4_0AndQ4_1NibbleOrder) {
   GetKernelTraits(TensorType::kQ4_0)->dequantize_row(&b0, o0, kQK);
   GetKernelTraits(TensorType::kQ4_1)->dequantize_row(&b1, o1, kQK);
   for (int j = 0; j < kQK / 2; ++j) {
-    EXPECT_EQ(o0[j], 2.0f * static_cast<float>(j - 8));             // low nibble: first half
-    EXPECT_EQ(o0[j + 16], 2.0f * static_cast<float>(15 - j - 8));   // high nibble: second half
+    EXPECT_EQ(o0[j], 2.0f * static_cast<float>(j - 8));            // low nibble: first half
+    EXPECT_EQ(o0[j + 16], 2.0f * static_cast<float>(15 - j - 8));  // high nibble: second half
     EXPECT_EQ(o1[j], 0.25f * static_cast<float>(j) - 1.0f);
     EXPECT_EQ(o1[j + 16], 0.25f * static_cast<float>(15 - j) - 1.0f);
   }
@@ -106,7 +107,9 @@ TEST(MatMulTest, MatchesNaiveAndIsThreadInvariant) {
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t r = 0; r < rows; ++r) {
       double ref = 0;
-      for (int64_t i = 0; i < k; ++i) ref += static_cast<double>(w[static_cast<size_t>(r * k + i)]) * x[static_cast<size_t>(b * k + i)];
+      for (int64_t i = 0; i < k; ++i)
+        ref += static_cast<double>(w[static_cast<size_t>(r * k + i)]) *
+               x[static_cast<size_t>(b * k + i)];
       EXPECT_NEAR(y1[static_cast<size_t>(b * rows + r)], ref, 1e-4);
     }
   }

@@ -4,7 +4,6 @@
 #include "loadgen/loadgen.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "http/server.h"
@@ -24,7 +24,10 @@ std::vector<QuestionGroup> Groups(size_t n, size_t paraphrases = 2) {
   for (size_t i = 0; i < n; ++i) {
     g[i].question = std::string("question ").append(std::to_string(i));
     for (size_t k = 0; k < paraphrases; ++k) {
-      g[i].paraphrases.push_back(std::string("paraphrase ").append(std::to_string(k)).append(" of ").append(std::to_string(i)));
+      g[i].paraphrases.push_back(std::string("paraphrase ")
+                                     .append(std::to_string(k))
+                                     .append(" of ")
+                                     .append(std::to_string(i)));
     }
   }
   return g;
@@ -75,7 +78,8 @@ TEST(LoadgenScheduleTest, ArrivalsArePoissonAtEachPhaseRate) {
     for (size_t k = 0; k < phases.size(); ++k) {
       const double expected = phases[k].rate * phases[k].length_s();  // 2000, 2400, 2000
       const double n = static_cast<double>(times[k].size());
-      EXPECT_LE(std::abs(n - expected), 4 * std::sqrt(expected)) << phases[k].name << " seed " << seed;
+      EXPECT_LE(std::abs(n - expected), 4 * std::sqrt(expected))
+          << phases[k].name << " seed " << seed;
       // Exponential gaps: mean 1/rate and standard deviation equal to the mean (a fixed-rate
       // or bursty schedule would have a coefficient of variation far from 1).
       double sum = 0, sum2 = 0;
@@ -110,7 +114,8 @@ TEST(LoadgenScheduleTest, RepeatAndLongSharesAndWhatRepeatsAsk) {
       exact_repeats += a.variant == 0;
       EXPECT_LE(a.variant, 2);
     } else {
-      EXPECT_FALSE(asked.count(a.group)) << "a new request re-asked a group while unused ones remained";
+      EXPECT_FALSE(asked.count(a.group))
+          << "a new request re-asked a group while unused ones remained";
       EXPECT_EQ(a.variant, 0);
       asked.insert(a.group);
     }
@@ -161,7 +166,8 @@ TEST(LoadgenScheduleTest, DeterministicBySeedAndRateDoesNotChangeTheQuestions) {
     EXPECT_EQ(a[i].long_prompt, b[i].long_prompt);
   }
   size_t differ = a.size() != c.size();
-  for (size_t i = 0; i < std::min(a.size(), c.size()); ++i) differ += a[i].time_s != c[i].time_s || a[i].group != c[i].group;
+  for (size_t i = 0; i < std::min(a.size(), c.size()); ++i)
+    differ += a[i].time_s != c[i].time_s || a[i].group != c[i].group;
   EXPECT_GT(differ, 0u);
 
   Profile faster = p;
@@ -176,8 +182,9 @@ TEST(LoadgenScheduleTest, DeterministicBySeedAndRateDoesNotChangeTheQuestions) {
 }
 
 TEST(LoadgenScheduleTest, LongPromptsAreAboutThreeTimesTheQuestionAndEndWithIt) {
-  std::vector<QuestionGroup> groups = {{"Where is my order 12345?", {"Has order 12345 shipped yet?"}},
-                                       {"我的订单12345到哪里了？", {"订单12345发货了吗？"}}};
+  std::vector<QuestionGroup> groups = {
+      {"Where is my order 12345?", {"Has order 12345 shipped yet?"}},
+      {"我的订单12345到哪里了？", {"订单12345发货了吗？"}}};
   for (size_t g = 0; g < groups.size(); ++g) {
     for (int v = 0; v <= 1; ++v) {
       Arrival a;
@@ -194,8 +201,9 @@ TEST(LoadgenScheduleTest, LongPromptsAreAboutThreeTimesTheQuestionAndEndWithIt) 
       EXPECT_LE(ratio, 6.0) << text;
       EXPECT_EQ(text, PromptText(a, groups)) << "a repeated long question repeats its context";
       const std::string passage = text.substr(0, text.size() - q.size());
-      const bool ascii_passage =
-          std::all_of(passage.begin(), passage.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+      const bool ascii_passage = std::all_of(passage.begin(), passage.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x80;
+      });
       EXPECT_EQ(ascii_passage, g == 0) << "the passage is in the question's language";
     }
   }
@@ -234,9 +242,10 @@ RunResult SyntheticResult() {
     x.error = std::move(err);
     return x;
   };
-  r.records = {rec(0, 1, 100, 10, false, ""), rec(0, 2, 200, 20, true, ""), rec(0, 3, 300, -1, false, ""),
-               rec(0, 4, 5, -1, false, "HTTP 500: a, \"quoted\""), rec(1, 11, 1, -1, false, "x"),
-               rec(1, 12, 2, -1, false, "y"), rec(2, 16, 50, 5, true, "")};
+  r.records = {rec(0, 1, 100, 10, false, ""), rec(0, 2, 200, 20, true, ""),
+               rec(0, 3, 300, -1, false, ""), rec(0, 4, 5, -1, false, "HTTP 500: a, \"quoted\""),
+               rec(1, 11, 1, -1, false, "x"), rec(1, 12, 2, -1, false, "y"),
+               rec(2, 16, 50, 5, true, "")};
   return r;
 }
 
@@ -265,9 +274,10 @@ TEST(LoadgenReportTest, SummarizeCountsPerPhaseAndOverSuccessesOnly) {
 TEST(LoadgenReportTest, JsonHasExactlyTheDocumentedFields) {
   RunOptions o;
   const auto j = nlohmann::json::parse(ReportJson(SyntheticResult(), o));
-  const std::set<std::string> fields = {"name", "requests", "errors", "throughput_rps", "latency_p50_ms",
-                                        "latency_p95_ms", "latency_p99_ms", "ttft_p50_ms", "ttft_p95_ms",
-                                        "ttft_p99_ms", "cache_hit_rate"};
+  const std::set<std::string> fields = {"name",           "requests",       "errors",
+                                        "throughput_rps", "latency_p50_ms", "latency_p95_ms",
+                                        "latency_p99_ms", "ttft_p50_ms",    "ttft_p95_ms",
+                                        "ttft_p99_ms",    "cache_hit_rate"};
   ASSERT_EQ(j["phases"].size(), 3u);
   for (const auto& ph : j["phases"]) {
     std::set<std::string> got;
@@ -288,10 +298,12 @@ TEST(LoadgenReportTest, PlotHasOneDotPerRequestAndCsvOneRowPerRequest) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("src="), std::string::npos) << "the page must be self-contained";
   size_t dots = 0;
-  for (size_t at = html.find("<circle"); at != std::string::npos; at = html.find("<circle", at + 1)) ++dots;
+  for (size_t at = html.find("<circle"); at != std::string::npos; at = html.find("<circle", at + 1))
+    ++dots;
   EXPECT_EQ(dots, r.records.size());
   EXPECT_NE(html.find("&quot;quoted&quot;"), std::string::npos) << "error texts are escaped";
-  for (const char* label : {"steady", "spike", "recovery", "rolling P95"}) EXPECT_NE(html.find(label), std::string::npos) << label;
+  for (const char* label : {"steady", "spike", "recovery", "rolling P95"})
+    EXPECT_NE(html.find(label), std::string::npos) << label;
 
   const std::string csv = RecordsCsv(r);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), static_cast<long>(r.records.size() + 1));
@@ -325,11 +337,12 @@ enum Kind { k500, kErrorEvent, kNoDone, kHit, kOk, kNever, kKinds };
 
 TEST(LoadgenRunTest, EveryRequestIsAccountedOnceAndClassified) {
   std::mutex mu;
-  std::vector<std::string> problems;                     // guarded by mu
-  std::vector<std::shared_ptr<http::Responder>> held;    // guarded by mu
+  std::vector<std::string> problems;                   // guarded by mu
+  std::vector<std::shared_ptr<http::Responder>> held;  // guarded by mu
   http::ServerOptions so;
   so.port = 0;
-  auto server = http::Server::Start(so, [&](const http::Request& req, std::shared_ptr<http::Responder> res) {
+  auto server = http::Server::Start(so, [&](const http::Request& req,
+                                            std::shared_ptr<http::Responder> res) {
     if (req.path == "/api/v1/models") {
       res->Send(200, "application/json", R"({"object":"list","data":[{"id":"m1"}]})");
       return;
@@ -341,9 +354,11 @@ TEST(LoadgenRunTest, EveryRequestIsAccountedOnceAndClassified) {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (req.path != "/api/v1/chat/completions") problems.push_back("path " + req.path);
-      if (req.Header("authorization") != "Bearer k") problems.push_back("authorization " + req.Header("authorization"));
+      if (req.Header("authorization") != "Bearer k")
+        problems.push_back("authorization " + req.Header("authorization"));
       if (body.value("model", "") != "m1" || body.value("stream", false) != true ||
-          body.value(Ptr("/stream_options/include_usage"), false) != true || body.value("temperature", -1.0) != 0.0 ||
+          body.value(Ptr("/stream_options/include_usage"), false) != true ||
+          body.value("temperature", -1.0) != 0.0 ||
           body.value("max_tokens", 0) != (is_long ? 21 : 7)) {
         problems.push_back("body " + req.body);
       }
@@ -368,7 +383,8 @@ TEST(LoadgenRunTest, EveryRequestIsAccountedOnceAndClassified) {
         break;
       case kHit:
       case kOk:
-        res->StartStream(200, "text/event-stream", kind == kHit ? http::Headers{{"X-Frugal-Cache", "hit"}} : http::Headers{});
+        res->StartStream(200, "text/event-stream",
+                         kind == kHit ? http::Headers{{"X-Frugal-Cache", "hit"}} : http::Headers{});
         res->Write(R"(data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]})"
                    "\n\n");
         res->Write(chunk + "\n\n" + usage + "\n\ndata: [DONE]\n\n");
@@ -383,9 +399,11 @@ TEST(LoadgenRunTest, EveryRequestIsAccountedOnceAndClassified) {
   ASSERT_TRUE(server.ok()) << server.status().ToString();
 
   std::vector<QuestionGroup> groups(120);
-  for (size_t i = 0; i < groups.size(); ++i) groups[i].question = std::string("question number ").append(std::to_string(i));
+  for (size_t i = 0; i < groups.size(); ++i)
+    groups[i].question = std::string("question number ").append(std::to_string(i));
   RunOptions o;
-  o.target = std::string("http://127.0.0.1:").append(std::to_string((*server)->port())).append("/api/v1/");
+  o.target =
+      std::string("http://127.0.0.1:").append(std::to_string((*server)->port())).append("/api/v1/");
   o.api_key = "k";
   o.profile.rate = 15;
   o.profile.steady_s = 1;
@@ -407,13 +425,23 @@ TEST(LoadgenRunTest, EveryRequestIsAccountedOnceAndClassified) {
   for (const auto& rec : r->records) {
     const int kind = static_cast<int>(rec.group % kKinds);
     ++per_kind[kind];
-    SCOPED_TRACE(std::string("kind ").append(std::to_string(kind)).append(", error '").append(rec.error).append("'"));
+    SCOPED_TRACE(std::string("kind ")
+                     .append(std::to_string(kind))
+                     .append(", error '")
+                     .append(rec.error)
+                     .append("'"));
     EXPECT_EQ(rec.cache_hit, kind == kHit);
     EXPECT_GT(rec.latency_ms, 0);
     switch (kind) {
-      case k500: EXPECT_EQ(rec.error, "HTTP 500: boom"); break;
-      case kErrorEvent: EXPECT_EQ(rec.error, "error event: late"); break;
-      case kNoDone: EXPECT_EQ(rec.error, "the stream ended without [DONE]"); break;
+      case k500:
+        EXPECT_EQ(rec.error, "HTTP 500: boom");
+        break;
+      case kErrorEvent:
+        EXPECT_EQ(rec.error, "error event: late");
+        break;
+      case kNoDone:
+        EXPECT_EQ(rec.error, "the stream ended without [DONE]");
+        break;
       case kHit:
       case kOk:
         EXPECT_TRUE(rec.ok());
@@ -422,7 +450,8 @@ TEST(LoadgenRunTest, EveryRequestIsAccountedOnceAndClassified) {
         EXPECT_LE(rec.ttft_ms, rec.latency_ms);
         break;
       default:
-        EXPECT_TRUE(rec.error.find("timeout") != std::string::npos || rec.error.find("in flight") != std::string::npos);
+        EXPECT_TRUE(rec.error.find("timeout") != std::string::npos ||
+                    rec.error.find("in flight") != std::string::npos);
         EXPECT_GE(rec.latency_ms, 900);
     }
   }
@@ -437,9 +466,10 @@ TEST(LoadgenRunTest, BadTargetsFailBeforeSending) {
   {
     http::ServerOptions so;
     so.port = 0;
-    auto s = http::Server::Start(so, [](const http::Request&, std::shared_ptr<http::Responder> res) {
-      res->Send(200, "text/plain", "");
-    });
+    auto s =
+        http::Server::Start(so, [](const http::Request&, std::shared_ptr<http::Responder> res) {
+          res->Send(200, "text/plain", "");
+        });
     ASSERT_TRUE(s.ok());
     port = (*s)->port();
   }  // nothing listens there now

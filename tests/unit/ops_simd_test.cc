@@ -37,7 +37,7 @@ TEST(OpsSimdTest, QuantizeQ8BitIdentical) {
     const int64_t n = blocks * kQK;
     auto x = Random(n, 2.0f, rng);
     if (blocks > 1) std::fill_n(x.begin() + kQK, kQK, 0.0f);  // an all-zero block (d = 0)
-    x[3] = 127.0f * 0.5f;                     // exact .5 ties after scaling
+    x[3] = 127.0f * 0.5f;                                     // exact .5 ties after scaling
     x[4] = -0.5f;
     for (CpuLevel level : SupportedCpuLevels()) {
       std::vector<BlockQ8Act> a(static_cast<size_t>(blocks)), b(a.size());
@@ -72,7 +72,8 @@ TEST(OpsSimdTest, RmsNormWithinBudget) {
     for (CpuLevel level : SupportedCpuLevels()) {
       GetOpsKernels(level).rms_norm(x.data(), w.data(), a.data(), n, 1e-5f);
       for (size_t i = 0; i < a.size(); ++i) {
-        ASSERT_LE(std::fabs(a[i] - b[i]), 4e-7f * std::fabs(b[i]) + 1e-30f) << CpuLevelName(level) << " n=" << n;
+        ASSERT_LE(std::fabs(a[i] - b[i]), 4e-7f * std::fabs(b[i]) + 1e-30f)
+            << CpuLevelName(level) << " n=" << n;
       }
     }
   }
@@ -105,7 +106,8 @@ TEST(OpsSimdTest, GeluWithinBudget) {
   std::mt19937 rng(9);
   for (int64_t n : kSizes) {
     auto x = Random(n, 3, rng);
-    if (n > 8) x[3] = -12.0f, x[4] = 12.0f, x[5] = 0.0f, x[6] = -1e-20f, x[7] = 1e-3f;  // tails, zero, tiny
+    if (n > 8)
+      x[3] = -12.0f, x[4] = 12.0f, x[5] = 0.0f, x[6] = -1e-20f, x[7] = 1e-3f;  // tails, zero, tiny
     std::vector<float> b = x;
     GetOpsKernels(CpuLevel::kScalar).gelu(b.data(), n);
     for (CpuLevel level : SupportedCpuLevels()) {
@@ -148,8 +150,8 @@ TEST(OpsSimdTest, SwiGluWithinBudget) {
 // Copies a contiguous [n][stride] array into separate blocks of `block` positions, as a paged KV
 // cache holds them (each in its own allocation, so a kernel that runs past a block's end reads
 // the wrong memory); returns the table of block starts.
-std::vector<const float*> BlockTable(const std::vector<float>& x, int64_t n, int64_t stride, int64_t block,
-                                     std::vector<std::vector<float>>* storage) {
+std::vector<const float*> BlockTable(const std::vector<float>& x, int64_t n, int64_t stride,
+                                     int64_t block, std::vector<std::vector<float>>* storage) {
   std::vector<const float*> t;
   for (int64_t p = 0; p < n; p += block) {
     const int64_t m = std::min(block, n - p);
@@ -166,28 +168,35 @@ TEST(OpsSimdTest, AttentionHeadWithinBudget) {
     for (int64_t n : {1, 3, 4, 7, 33, 257}) {
       const int64_t stride = 3 * hd + 8;  // heads interleaved in the cache, as with GQA
       const int64_t offset = hd;          // the second head
-      const auto q = Random(hd, 1, rng), k = Random(n * stride, 1, rng), v = Random(n * stride, 1, rng);
+      const auto q = Random(hd, 1, rng), k = Random(n * stride, 1, rng),
+                 v = Random(n * stride, 1, rng);
       std::vector<std::vector<float>> ks1, vs1;
       const auto kt = BlockTable(k, n, stride, n, &ks1), vt = BlockTable(v, n, stride, n, &vs1);
       const KvBlocks whole{kt.data(), vt.data(), offset, n, stride};
       std::vector<float> sb(static_cast<size_t>(n)), ob(static_cast<size_t>(hd));
-      GetOpsKernels(CpuLevel::kScalar).attention_head(q.data(), whole, n, hd, 0.125f, sb.data(), ob.data());
+      GetOpsKernels(CpuLevel::kScalar)
+          .attention_head(q.data(), whole, n, hd, 0.125f, sb.data(), ob.data());
       for (CpuLevel level : SupportedCpuLevels()) {
         std::vector<float> sa(sb.size()), oa(ob.size(), NAN);
         GetOpsKernels(level).attention_head(q.data(), whole, n, hd, 0.125f, sa.data(), oa.data());
         for (int64_t e = 0; e < hd; ++e) {
           double mag = 0;
-          for (int64_t p = 0; p < n; ++p) mag += sb[static_cast<size_t>(p)] * std::fabs(v[static_cast<size_t>(p * stride + offset + e)]);
-          ASSERT_LE(std::fabs(oa[static_cast<size_t>(e)] - ob[static_cast<size_t>(e)]), 1e-5 * mag + 1e-30)
+          for (int64_t p = 0; p < n; ++p)
+            mag += sb[static_cast<size_t>(p)] *
+                   std::fabs(v[static_cast<size_t>(p * stride + offset + e)]);
+          ASSERT_LE(std::fabs(oa[static_cast<size_t>(e)] - ob[static_cast<size_t>(e)]),
+                    1e-5 * mag + 1e-30)
               << CpuLevelName(level) << " hd=" << hd << " n=" << n << " dim " << e;
         }
         // Paged: blocks of 4 and 16 positions give bit-identical results to one block.
         for (int64_t block : {4, 16}) {
           std::vector<std::vector<float>> ks, vs;
-          const auto kp = BlockTable(k, n, stride, block, &ks), vp = BlockTable(v, n, stride, block, &vs);
+          const auto kp = BlockTable(k, n, stride, block, &ks),
+                     vp = BlockTable(v, n, stride, block, &vs);
           std::vector<float> sp(sb.size()), op(ob.size(), NAN);
-          GetOpsKernels(level).attention_head(q.data(), KvBlocks{kp.data(), vp.data(), offset, block, stride}, n, hd,
-                                              0.125f, sp.data(), op.data());
+          GetOpsKernels(level).attention_head(q.data(),
+                                              KvBlocks{kp.data(), vp.data(), offset, block, stride},
+                                              n, hd, 0.125f, sp.data(), op.data());
           ASSERT_EQ(std::memcmp(op.data(), oa.data(), op.size() * sizeof(float)), 0)
               << CpuLevelName(level) << " hd=" << hd << " n=" << n << " block=" << block;
         }

@@ -38,8 +38,9 @@ TEST(GateParseTest, ParsesTheIssueExample) {
 }
 
 TEST(GateParseTest, AllMetricsComparatorsAndValueForms) {
-  auto g = ParseGate(" ppl < +0.5 , ppl<=21.0,ppl > +1 %, kld_mean<=5e-2, kld_p99<0.5 ,top1>=0.9,"
-                     "top1_agreement>0.5,numeric_fidelity>=1,kld>0");
+  auto g = ParseGate(
+      " ppl < +0.5 , ppl<=21.0,ppl > +1 %, kld_mean<=5e-2, kld_p99<0.5 ,top1>=0.9,"
+      "top1_agreement>0.5,numeric_fidelity>=1,kld>0");
   ASSERT_TRUE(g.ok()) << g.status().message();
   ASSERT_EQ(g->clauses.size(), 9u);
   EXPECT_EQ(g->clauses[0].kind, GateValueKind::kDelta);
@@ -95,8 +96,10 @@ TEST(GateParseTest, ErrorsNameTheBadClause) {
     auto g = ParseGate(c.spec);
     ASSERT_FALSE(g.ok()) << c.spec;
     EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument) << c.spec;
-    EXPECT_NE(g.status().message().find(c.clause), std::string::npos) << c.spec << ": " << g.status().message();
-    EXPECT_NE(g.status().message().find(c.why), std::string::npos) << c.spec << ": " << g.status().message();
+    EXPECT_NE(g.status().message().find(c.clause), std::string::npos)
+        << c.spec << ": " << g.status().message();
+    EXPECT_NE(g.status().message().find(c.why), std::string::npos)
+        << c.spec << ": " << g.status().message();
   }
   EXPECT_FALSE(ParseGate("").ok());
   EXPECT_FALSE(ParseGate("  ").ok());
@@ -126,9 +129,11 @@ Strings Failed(const EvalReport& r, const char* spec) {
 
 TEST(GateCheckTest, ReturnsTheFailedClausesInOrder) {
   const EvalReport r = Report();
-  EXPECT_EQ(Failed(r, "ppl<+5%,ppl<+0.5,ppl<10.5,kld<0.05,kld_p99<0.5,top1>=0.9,numeric>=0.98"), Strings{});
-  EXPECT_EQ(Failed(r, "ppl<+3%,kld<0.05,kld_p99<0.1,top1>=0.96,numeric>0.98,ppl<+0.3,ppl<10.3"),
-            (Strings{"ppl<+3%", "kld_p99<0.1", "top1>=0.96", "numeric>0.98", "ppl<+0.3", "ppl<10.3"}));
+  EXPECT_EQ(Failed(r, "ppl<+5%,ppl<+0.5,ppl<10.5,kld<0.05,kld_p99<0.5,top1>=0.9,numeric>=0.98"),
+            Strings{});
+  EXPECT_EQ(
+      Failed(r, "ppl<+3%,kld<0.05,kld_p99<0.1,top1>=0.96,numeric>0.98,ppl<+0.3,ppl<10.3"),
+      (Strings{"ppl<+3%", "kld_p99<0.1", "top1>=0.96", "numeric>0.98", "ppl<+0.3", "ppl<10.3"}));
 }
 
 TEST(GateCheckTest, MeasuredValuesAreInTheClausesTerms) {
@@ -192,7 +197,7 @@ TEST(ExtractNumbersTest, IdsDatesAndTimesSplitIntoDigitRuns) {
   EXPECT_EQ(ExtractNumbers("2024-03-05"), ExtractNumbers("2024/3/5"));
   EXPECT_EQ(ExtractNumbers("5/12/2024"), (Strings{"5", "12", "2024"}));
   EXPECT_EQ(ExtractNumbers("-5 degrees"), Strings{"5"});
-  EXPECT_EQ(ExtractNumbers("1,2,3"), (Strings{"1", "2", "3"}));   // a list, not thousands
+  EXPECT_EQ(ExtractNumbers("1,2,3"), (Strings{"1", "2", "3"}));  // a list, not thousands
   EXPECT_EQ(ExtractNumbers("1,2345"), (Strings{"1", "2345"}));
   EXPECT_EQ(ExtractNumbers("1, 299"), (Strings{"1", "299"}));
   EXPECT_EQ(ExtractNumbers("version 1.2.3"), (Strings{"1.2", "3"}));
@@ -213,7 +218,7 @@ TEST(ExtractNumbersTest, DifferentValuesDiffer) {
   EXPECT_NE(ExtractNumbers("12.5"), ExtractNumbers("125"));
   EXPECT_NE(ExtractNumbers("1,299"), ExtractNumbers("1.299"));
   EXPECT_NE(ExtractNumbers("#A-48213-77"), ExtractNumbers("#A-48213-78"));
-  EXPECT_NE(ExtractNumbers("3 then 5"), ExtractNumbers("5 then 3"));  // order matters
+  EXPECT_NE(ExtractNumbers("3 then 5"), ExtractNumbers("5 then 3"));         // order matters
   EXPECT_NE(ExtractNumbers("3 items"), ExtractNumbers("3 items, 3 boxes"));  // so does the count
 }
 
@@ -258,7 +263,8 @@ TEST(EvalKlTest, KnownTwoTokenValue) {
 TEST(EvalKlTest, ThreeTokenValueAndZeroProbabilities) {
   const auto p = Logits({0.7, 0.2, 0.1});
   const auto q = Logits({0.5, 0.3, 0.2});
-  const double expected = 0.7 * std::log(0.7 / 0.5) + 0.2 * std::log(0.2 / 0.3) + 0.1 * std::log(0.1 / 0.2);
+  const double expected =
+      0.7 * std::log(0.7 / 0.5) + 0.2 * std::log(0.2 / 0.3) + 0.1 * std::log(0.1 / 0.2);
   EXPECT_NEAR(KlDivergence(p, q), expected, 1e-6);
   EXPECT_NEAR(KlDivergenceF16(Stored(p), Stored(q)), expected, 1e-3);
   // A token the reference never produces contributes nothing, however likely under q.
@@ -312,7 +318,8 @@ TEST(EvalProbesTest, ParsesPromptsMessagesAndIds) {
   auto p = ParseProbes(
       "{\"id\": \"p1\", \"prompt\": \"Item 1299 costs $12.50. Price?\", \"answer\": \"12.50\"}\n"
       "\n"
-      "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"2+2?\"}]}\r\n"
+      "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", "
+      "\"content\": \"2+2?\"}]}\r\n"
       "{\"id\": 7, \"prompt\": \"x\"}",
       "probes.jsonl");
   ASSERT_TRUE(p.ok()) << p.status().message();
@@ -343,7 +350,8 @@ TEST(EvalProbesTest, BadLinesNameFileAndLine) {
       {"{\"messages\": []}", "f.jsonl:1", "non-empty array"},
       {"{\"messages\": [{\"role\": \"user\"}]}", "f.jsonl:1", "role"},
       {"{\"messages\": [{\"role\": \"robot\", \"content\": \"hi\"}]}", "f.jsonl:1", "unknown role"},
-      {"{\"id\": \"a\", \"prompt\": \"x\"}\n{\"id\": \"a\", \"prompt\": \"y\"}", "f.jsonl:2", "duplicate id"},
+      {"{\"id\": \"a\", \"prompt\": \"x\"}\n{\"id\": \"a\", \"prompt\": \"y\"}", "f.jsonl:2",
+       "duplicate id"},
       {"{\"id\": 1.5, \"prompt\": \"x\"}", "f.jsonl:1", "\"id\""},
       {"", "f.jsonl", "no probes"},
       {"\n \n", "f.jsonl", "no probes"},
@@ -352,8 +360,10 @@ TEST(EvalProbesTest, BadLinesNameFileAndLine) {
     auto p = ParseProbes(c.text, "f.jsonl");
     ASSERT_FALSE(p.ok()) << c.text;
     EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(p.status().message().find(c.where), std::string::npos) << c.text << ": " << p.status().message();
-    EXPECT_NE(p.status().message().find(c.why), std::string::npos) << c.text << ": " << p.status().message();
+    EXPECT_NE(p.status().message().find(c.where), std::string::npos)
+        << c.text << ": " << p.status().message();
+    EXPECT_NE(p.status().message().find(c.why), std::string::npos)
+        << c.text << ": " << p.status().message();
   }
   auto missing = LoadProbes("/nonexistent/probes.jsonl");
   ASSERT_FALSE(missing.ok());

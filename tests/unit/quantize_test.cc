@@ -2,6 +2,8 @@
 // read back by the reader, recipes and type choice, RTN equal to the format's own RTN oracle,
 // GPTQ and AWQ lowering the output error that RTN leaves on correlated / uneven inputs, the
 // scale search lowering the error of every method.
+#include "kernels/quantize.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,7 +16,6 @@
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
 #include "kernels/kernels.h"
-#include "kernels/quantize.h"
 #include "quant/awq.h"
 #include "quant/gptq.h"
 #include "quant/recipe.h"
@@ -23,7 +24,9 @@ namespace frugal {
 namespace {
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("frugal_qt_" + std::to_string(::getpid()) + "_" + name)).string();
+  return (std::filesystem::temp_directory_path() /
+          ("frugal_qt_" + std::to_string(::getpid()) + "_" + name))
+      .string();
 }
 
 TEST(Sha256, KnownVectors) {
@@ -112,9 +115,12 @@ TEST(Recipe, PresetsAndTypeChoice) {
   EXPECT_EQ(q.type, TensorType::kI8_G64);
   EXPECT_TRUE(q.quantize);
   EXPECT_NE(q.note.find("g128 -> g64"), std::string::npos);
-  EXPECT_EQ(ChooseType(*r, "blk.0.ffn_down.weight", 2, 1536, 576, TensorType::kQ4_1).type, TensorType::kI4A_G128);
-  EXPECT_EQ(ChooseType(*r, "blk.0.ffn_up.weight", 2, 576, 1536, TensorType::kQ4_1).type, TensorType::kI4A_G64);
-  EXPECT_EQ(ChooseType(*r, "token_embd.weight", 2, 576, 49152, TensorType::kQ4_1).type, TensorType::kI8_G64);
+  EXPECT_EQ(ChooseType(*r, "blk.0.ffn_down.weight", 2, 1536, 576, TensorType::kQ4_1).type,
+            TensorType::kI4A_G128);
+  EXPECT_EQ(ChooseType(*r, "blk.0.ffn_up.weight", 2, 576, 1536, TensorType::kQ4_1).type,
+            TensorType::kI4A_G64);
+  EXPECT_EQ(ChooseType(*r, "token_embd.weight", 2, 576, 49152, TensorType::kQ4_1).type,
+            TensorType::kI8_G64);
   // Norms stay F32 whatever the rules say.
   TensorChoice n = ChooseType(*r, "blk.0.attn_norm.weight", 1, 576, 1, TensorType::kF32);
   EXPECT_EQ(n.type, TensorType::kF32);
@@ -128,7 +134,8 @@ TEST(Recipe, PresetsAndTypeChoice) {
   EXPECT_TRUE(other.keep);
 
   OverrideGroupSize(*r, 32);
-  EXPECT_EQ(ChooseType(*r, "blk.0.ffn_down.weight", 2, 1536, 576, TensorType::kQ4_1).type, TensorType::kI4A_G32);
+  EXPECT_EQ(ChooseType(*r, "blk.0.ffn_down.weight", 2, 1536, 576, TensorType::kQ4_1).type,
+            TensorType::kI4A_G32);
   for (const std::string& name : PresetNames()) EXPECT_TRUE(PresetRecipe(name).ok()) << name;
   EXPECT_FALSE(PresetRecipe("int3").ok());
 }
@@ -145,25 +152,28 @@ default: f16
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->name, "mine");
   // First match wins.
-  EXPECT_EQ(ChooseType(*r, "blk.1.ffn_down.weight", 2, 1536, 576, TensorType::kF32).type, TensorType::kI8_C);
-  EXPECT_EQ(ChooseType(*r, "blk.1.ffn_up.weight", 2, 576, 1536, TensorType::kF32).type, TensorType::kI4S_G32);
-  EXPECT_EQ(ChooseType(*r, "token_embd.weight", 2, 576, 64, TensorType::kF32).type, TensorType::kF16);
+  EXPECT_EQ(ChooseType(*r, "blk.1.ffn_down.weight", 2, 1536, 576, TensorType::kF32).type,
+            TensorType::kI8_C);
+  EXPECT_EQ(ChooseType(*r, "blk.1.ffn_up.weight", 2, 576, 1536, TensorType::kF32).type,
+            TensorType::kI4S_G32);
+  EXPECT_EQ(ChooseType(*r, "token_embd.weight", 2, 576, 64, TensorType::kF32).type,
+            TensorType::kF16);
   // What ToYaml writes parses back to the same choices.
   auto again = ParseRecipe(r->ToYaml());
   ASSERT_TRUE(again.ok()) << r->ToYaml();
   EXPECT_EQ(again->ToYaml(), r->ToYaml());
 
   const char* bad[] = {
-      "rules: []",                                                     // no rules
-      "name: x",                                                       // no rules key
-      "rules:\n  - {match: \"*\", type: int5}",                        // unknown type
-      "rules:\n  - {match: \"*\", type: int4, group_size: 0}",         // INT4 per channel
-      "rules:\n  - {match: \"*\", type: int8, group_size: 100}",       // odd group
-      "rules:\n  - {match: \"*\", type: int8, grup_size: 64}",         // misspelt key
-      "rules:\n  - {match: \"*\", type: int8}\ncolour: blue",          // unknown top-level key
-      "rules:\n  - {type: int8}",                                      // no match
-      "rules:\n  - {match: \"*\", type: int8}\ndefault: int4",         // INT default
-      "[1, 2",                                                          // not YAML
+      "rules: []",                                                // no rules
+      "name: x",                                                  // no rules key
+      "rules:\n  - {match: \"*\", type: int5}",                   // unknown type
+      "rules:\n  - {match: \"*\", type: int4, group_size: 0}",    // INT4 per channel
+      "rules:\n  - {match: \"*\", type: int8, group_size: 100}",  // odd group
+      "rules:\n  - {match: \"*\", type: int8, grup_size: 64}",    // misspelt key
+      "rules:\n  - {match: \"*\", type: int8}\ncolour: blue",     // unknown top-level key
+      "rules:\n  - {type: int8}",                                 // no match
+      "rules:\n  - {match: \"*\", type: int8}\ndefault: int4",    // INT default
+      "[1, 2",                                                    // not YAML
   };
   for (const char* b : bad) {
     auto p = ParseRecipe(b);
@@ -178,8 +188,8 @@ default: f16
 TEST(QuantFormat, RtnMatchesTheFormatOracle) {
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0, 0.05f);
-  const TensorType types[] = {TensorType::kI8_C, TensorType::kI8_G32, TensorType::kI8_G128, TensorType::kI4S_G64,
-                              TensorType::kI4A_G32, TensorType::kI4A_G128};
+  const TensorType types[] = {TensorType::kI8_C,    TensorType::kI8_G32,  TensorType::kI8_G128,
+                              TensorType::kI4S_G64, TensorType::kI4A_G32, TensorType::kI4A_G128};
   for (TensorType t : types) {
     const int64_t rows = 16, cols = 256;
     std::vector<float> w(static_cast<size_t>(rows * cols));
@@ -218,7 +228,9 @@ std::vector<float> Gram(const std::vector<float>& x, int64_t n, int64_t cols) {
   std::vector<float> h(static_cast<size_t>(cols * cols), 0.0f);
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t a = 0; a < cols; ++a) {
-      for (int64_t b = 0; b < cols; ++b) h[static_cast<size_t>(a * cols + b)] += x[static_cast<size_t>(i * cols + a)] * x[static_cast<size_t>(i * cols + b)];
+      for (int64_t b = 0; b < cols; ++b)
+        h[static_cast<size_t>(a * cols + b)] +=
+            x[static_cast<size_t>(i * cols + a)] * x[static_cast<size_t>(i * cols + b)];
     }
   }
   return h;
@@ -244,14 +256,16 @@ TEST(Gptq, LowersTheOutputErrorOfRtn) {
   const std::vector<float>& h = pr.h;
   for (TensorType t : {TensorType::kI4A_G128, TensorType::kI4S_G64, TensorType::kI8_G64}) {
     const QuantFormat f = *QuantFormat::Of(t, cols);
-    const OutputError rtn = MeasureOutputError(w.data(), QuantizeRtn(f, w.data(), rows, cols).Dequantize().data(), rows, cols, h.data());
+    const OutputError rtn = MeasureOutputError(
+        w.data(), QuantizeRtn(f, w.data(), rows, cols).Dequantize().data(), rows, cols, h.data());
     for (bool act_order : {true, false}) {
       GptqOptions o;
       o.act_order = act_order;
       o.block = 64;  // several lazy blocks
       auto g = QuantizeGptq(f, w.data(), rows, cols, h.data(), o);
       ASSERT_TRUE(g.ok()) << g.status().message();
-      const OutputError e = MeasureOutputError(w.data(), g->matrix.Dequantize().data(), rows, cols, h.data());
+      const OutputError e =
+          MeasureOutputError(w.data(), g->matrix.Dequantize().data(), rows, cols, h.data());
       EXPECT_LT(e.error, 0.7 * rtn.error) << TypeName(t) << " act_order " << act_order;
       // Every stored integer is in range and the file layout packs.
       EXPECT_TRUE(g->matrix.Pack().ok());
@@ -260,14 +274,16 @@ TEST(Gptq, LowersTheOutputErrorOfRtn) {
 }
 
 TEST(ScaleSearch, RoundSmallIsNearbyint) {
-  for (float v = -300.0f; v <= 300.0f; v += 0.125f) ASSERT_EQ(RoundSmall(v), std::nearbyint(v)) << v;
+  for (float v = -300.0f; v <= 300.0f; v += 0.125f)
+    ASSERT_EQ(RoundSmall(v), std::nearbyint(v)) << v;
   for (float v : {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 7.4999995f, 1e6f + 0.5f, -4194303.5f}) {
     EXPECT_EQ(RoundSmall(v), std::nearbyint(v)) << v;
   }
 }
 
 // Weighted squared error of one group as stored.
-double GroupSse(const QuantFormat& f, const GroupParams& p, const float* w, const float* a, int64_t n) {
+double GroupSse(const QuantFormat& f, const GroupParams& p, const float* w, const float* a,
+                int64_t n) {
   double e = 0;
   for (int64_t j = 0; j < n; ++j) {
     const double d = DequantizeValue(f, p, QuantizeValue(f, p, w[j])) - static_cast<double>(w[j]);
@@ -281,7 +297,8 @@ TEST(ScaleSearch, NeverWorseThanMinMaxAndBetterOnAverage) {
   std::normal_distribution<float> nd(0, 0.02f);
   std::student_t_distribution<float> heavy(3.0f);  // outliers, as real weight rows have
   std::uniform_real_distribution<float> imp(0.0f, 4.0f);
-  for (TensorType t : {TensorType::kI4A_G32, TensorType::kI4A_G128, TensorType::kI4S_G32, TensorType::kI4S_G128}) {
+  for (TensorType t :
+       {TensorType::kI4A_G32, TensorType::kI4A_G128, TensorType::kI4S_G32, TensorType::kI4S_G128}) {
     const QuantFormat f = *QuantFormat::Of(t, 128);
     for (bool weighted : {false, true}) {
       double minmax = 0, search = 0;
@@ -307,7 +324,8 @@ TEST(ScaleSearch, NeverWorseThanMinMaxAndBetterOnAverage) {
   const QuantFormat f8 = *QuantFormat::Of(TensorType::kI8_G32, 32);
   std::vector<float> w(32);
   for (float& v : w) v = nd(rng);
-  const GroupParams a = FitGroup(f8, w.data(), 32), b = FitGroup(f8, w.data(), 32, ScaleFit::kSearch);
+  const GroupParams a = FitGroup(f8, w.data(), 32),
+                    b = FitGroup(f8, w.data(), 32, ScaleFit::kSearch);
   EXPECT_EQ(a.d, b.d);
   const QuantFormat f4 = *QuantFormat::Of(TensorType::kI4A_G32, 32);
   std::vector<float> c(32, 0.25f);
@@ -322,9 +340,11 @@ TEST(ScaleSearch, ImportanceSteersTheErrorToUnimportantWeights) {
   for (int trial = 0; trial < 200; ++trial) {
     std::vector<float> w(64), a(64, 0.01f);
     for (float& v : w) v = nd(rng);
-    for (int k = 0; k < 8; ++k) a[static_cast<size_t>((trial + 7 * k) % 64)] = 100.0f;  // 8 loud inputs
+    for (int k = 0; k < 8; ++k)
+      a[static_cast<size_t>((trial + 7 * k) % 64)] = 100.0f;  // 8 loud inputs
     plain += GroupSse(f, FitGroup(f, w.data(), 64, ScaleFit::kSearch), w.data(), a.data(), 64);
-    steered += GroupSse(f, FitGroup(f, w.data(), 64, ScaleFit::kSearch, a.data()), w.data(), a.data(), 64);
+    steered +=
+        GroupSse(f, FitGroup(f, w.data(), 64, ScaleFit::kSearch, a.data()), w.data(), a.data(), 64);
   }
   EXPECT_LT(steered, 0.8 * plain);
 }
@@ -340,7 +360,8 @@ TEST(ScaleSearch, RtnOnAPoolEqualsRtnOnOneThread) {
   for (TensorType t : {TensorType::kI4A_G64, TensorType::kI4S_G128, TensorType::kI8_C}) {
     const QuantFormat f = *QuantFormat::Of(t, cols);
     const QuantizedMatrix a = QuantizeRtn(f, w.data(), rows, cols, ScaleFit::kSearch, imp.data());
-    const QuantizedMatrix b = QuantizeRtn(f, w.data(), rows, cols, ScaleFit::kSearch, imp.data(), &pool);
+    const QuantizedMatrix b =
+        QuantizeRtn(f, w.data(), rows, cols, ScaleFit::kSearch, imp.data(), &pool);
     EXPECT_EQ(a.q, b.q) << TypeName(t);
     EXPECT_EQ(*a.Pack(), *b.Pack()) << TypeName(t);
   }
@@ -358,8 +379,11 @@ TEST(Gptq, ScaleSearchLowersItsOutputErrorFurther) {
     o.fit = ScaleFit::kSearch;
     auto searched = QuantizeGptq(f, w.data(), rows, cols, h.data(), o);
     ASSERT_TRUE(plain.ok() && searched.ok());
-    const double e0 = MeasureOutputError(w.data(), plain->matrix.Dequantize().data(), rows, cols, h.data()).error;
-    const double e1 = MeasureOutputError(w.data(), searched->matrix.Dequantize().data(), rows, cols, h.data()).error;
+    const double e0 =
+        MeasureOutputError(w.data(), plain->matrix.Dequantize().data(), rows, cols, h.data()).error;
+    const double e1 =
+        MeasureOutputError(w.data(), searched->matrix.Dequantize().data(), rows, cols, h.data())
+            .error;
     EXPECT_LT(e1, 0.95 * e0) << TypeName(t);
   }
 }
@@ -369,11 +393,14 @@ TEST(Gptq, SurvivesDeadInputsAndASingularHessian) {
   std::vector<float> w(static_cast<size_t>(rows * cols), 0.01f);
   std::vector<float> h(static_cast<size_t>(cols * cols), 1.0f);  // rank 1
   for (int64_t c = 0; c < 8; ++c) {
-    for (int64_t b = 0; b < cols; ++b) h[static_cast<size_t>(c * cols + b)] = h[static_cast<size_t>(b * cols + c)] = 0;  // never fired
+    for (int64_t b = 0; b < cols; ++b)
+      h[static_cast<size_t>(c * cols + b)] = h[static_cast<size_t>(b * cols + c)] =
+          0;  // never fired
   }
   GptqOptions o;
   o.damp = 0;  // forces the damping to be raised
-  auto g = QuantizeGptq(*QuantFormat::Of(TensorType::kI4A_G32, cols), w.data(), rows, cols, h.data(), o);
+  auto g =
+      QuantizeGptq(*QuantFormat::Of(TensorType::kI4A_G32, cols), w.data(), rows, cols, h.data(), o);
   ASSERT_TRUE(g.ok()) << g.status().message();
   EXPECT_GT(g->damp_used, 0);
   for (float v : g->matrix.Dequantize()) EXPECT_TRUE(std::isfinite(v));
@@ -388,11 +415,13 @@ TEST(Awq, ProtectsTheChannelsWithLargeActivations) {
   std::vector<float> x(static_cast<size_t>(n * cols));
   std::normal_distribution<float> xn;
   for (int64_t i = 0; i < n; ++i) {
-    for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>(i * cols + c)] = xn(rng) * (c % 32 == 5 ? 30.0f : 1.0f);
+    for (int64_t c = 0; c < cols; ++c)
+      x[static_cast<size_t>(i * cols + c)] = xn(rng) * (c % 32 == 5 ? 30.0f : 1.0f);
   }
   std::vector<double> mean_abs(static_cast<size_t>(cols), 0);
   for (int64_t i = 0; i < n; ++i) {
-    for (int64_t c = 0; c < cols; ++c) mean_abs[static_cast<size_t>(c)] += std::fabs(x[static_cast<size_t>(i * cols + c)]) / n;
+    for (int64_t c = 0; c < cols; ++c)
+      mean_abs[static_cast<size_t>(c)] += std::fabs(x[static_cast<size_t>(i * cols + c)]) / n;
   }
   ThreadPool pool(2);
   const AwqMatrix m{w.data(), rows, *QuantFormat::Of(TensorType::kI4A_G128, cols)};
@@ -400,8 +429,10 @@ TEST(Awq, ProtectsTheChannelsWithLargeActivations) {
   EXPECT_GT(r.alpha, 0);
   EXPECT_LT(r.error, 0.8 * r.error_unscaled);
   EXPECT_GT(r.scale[5], r.scale[6]) << "the loud channel is scaled up";
-  EXPECT_NEAR(ScaledQuantError(m, cols, r.scale.data(), x.data(), n, pool), r.error, 1e-6 * r.error);
-  EXPECT_NEAR(ScaledQuantError(m, cols, nullptr, x.data(), n, pool), r.error_unscaled, 1e-6 * r.error_unscaled);
+  EXPECT_NEAR(ScaledQuantError(m, cols, r.scale.data(), x.data(), n, pool), r.error,
+              1e-6 * r.error);
+  EXPECT_NEAR(ScaledQuantError(m, cols, nullptr, x.data(), n, pool), r.error_unscaled,
+              1e-6 * r.error_unscaled);
 }
 
 }  // namespace

@@ -421,7 +421,8 @@ TEST(SchedulerTest, BadRequestsAndOptionsAreRefused) {
   EXPECT_EQ(s->Submit(Request(60, 5), out.Callback()).status().code(), StatusCode::kOutOfRange);
   InferenceRequest empty_stop = Request(4, 5);
   empty_stop.stop = {""};
-  EXPECT_EQ(s->Submit(std::move(empty_stop), out.Callback()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->Submit(std::move(empty_stop), out.Callback()).status().code(),
+            StatusCode::kInvalidArgument);
 
   std::vector<SchedulerOptions> bad(4);
   bad[0].max_batch = 0;

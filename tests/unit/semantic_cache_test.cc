@@ -45,8 +45,10 @@ TEST(SemanticCacheTest, HitsWithinItsScopeOnly) {
   EXPECT_EQ(r->response, "By weight.");
   EXPECT_NEAR(r->similarity, 1.0f, 1e-5);
   // Another system prompt, model or namespace: another scope, no hit.
-  for (const ScopeSpec& s : {ScopeSpec{"shop", "smollm2", "Be terse.", "t=0"}, ScopeSpec{"shop", "llama", "You are a helpful assistant.", "t=0"},
-                             ScopeSpec{"other", "smollm2", "You are a helpful assistant.", "t=0"}}) {
+  for (const ScopeSpec& s :
+       {ScopeSpec{"shop", "smollm2", "Be terse.", "t=0"},
+        ScopeSpec{"shop", "llama", "You are a helpful assistant.", "t=0"},
+        ScopeSpec{"other", "smollm2", "You are a helpful assistant.", "t=0"}}) {
     auto o = c->Lookup(ScopeKey(s), s.ns, "how is shipping charged");
     ASSERT_TRUE(o.ok());
     EXPECT_FALSE(o->hit) << s.ns << " " << s.model << " " << s.context;
@@ -124,7 +126,8 @@ TEST(SemanticCacheTest, PerNamespaceThreshold) {
   o.guard = false;  // thresholds alone ("order" / "parcel" is a substitution the guard refuses)
   o.namespace_threshold["loose"] = 0.5f;
   auto c = f.Open(o);
-  const std::string loose = ScopeKey({"loose", "m", "", ""}), strict = ScopeKey({"strict", "m", "", ""});
+  const std::string loose = ScopeKey({"loose", "m", "", ""}),
+                    strict = ScopeKey({"strict", "m", "", ""});
   ASSERT_TRUE(c->Insert(loose, "loose", "when does my order arrive", "2 days").ok());
   ASSERT_TRUE(c->Insert(strict, "strict", "when does my order arrive", "2 days").ok());
   const auto a = c->Lookup(loose, "loose", "when does my parcel arrive");
@@ -144,28 +147,33 @@ TEST(SemanticCacheTest, GuardRejectsOtherNumbersAndNegation) {
   ASSERT_TRUE(c->Insert(kScope, "shop", "what is the price of item 1299 today", "$24.99").ok());
   ASSERT_TRUE(c->Insert(kScope, "shop", "can I return opened items at the store", "Yes").ok());
   // The bag-of-words vectors of these are close (one word differs), so only the guard stops them.
-  for (const char* q : {"what is the price of item 1300 today", "can I not return opened items at the store"}) {
+  for (const char* q :
+       {"what is the price of item 1300 today", "can I not return opened items at the store"}) {
     auto r = c->Lookup(kScope, "shop", q);
     ASSERT_TRUE(r.ok());
     EXPECT_FALSE(r->hit) << q;
     EXPECT_TRUE(r->rejected_by_guard) << q << " similarity " << r->similarity;
   }
-  EXPECT_NE(c->metrics().Render().find("frugal_cache_rejected_by_guard_total 2"), std::string::npos) << c->metrics().Render();
+  EXPECT_NE(c->metrics().Render().find("frugal_cache_rejected_by_guard_total 2"), std::string::npos)
+      << c->metrics().Render();
   auto o = f.Options();
   o.guard = false;
   o.threshold = 0.8f;
   auto unguarded = f.Open(o);
-  ASSERT_TRUE(unguarded->Insert(kScope, "shop", "what is the price of item 1299 today", "$24.99").ok());
+  ASSERT_TRUE(
+      unguarded->Insert(kScope, "shop", "what is the price of item 1299 today", "$24.99").ok());
   auto r = unguarded->Lookup(kScope, "shop", "what is the price of item 1300 today");
   ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(r->hit) << "without the guard the near-duplicate is a (false) hit; similarity " << r->similarity;
+  EXPECT_TRUE(r->hit) << "without the guard the near-duplicate is a (false) hit; similarity "
+                      << r->similarity;
 }
 
 // A verifier that takes its time on one query: the cache must not hold a lock meanwhile.
 class SlowVerifier : public HitVerifier {
  public:
   Verdict Verify(std::string_view query, std::string_view, float, Embedder&) const override {
-    if (query.find("slow") != std::string_view::npos) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    if (query.find("slow") != std::string_view::npos)
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
     Verdict v;
     v.accept = true;
     return v;
@@ -181,12 +189,14 @@ TEST(SemanticCacheTest, VerifierRunsOutsideTheLocks) {
   const std::string other = ScopeKey({"other", "m", "", ""});
   ASSERT_TRUE(c->Insert(kScope, "shop", "a slow question about returns", "A").ok());
   ASSERT_TRUE(c->Insert(other, "other", "store hours on sunday", "10-16").ok());
-  std::thread slow([&] { EXPECT_TRUE(c->Lookup(kScope, "shop", "A slow question about returns!")->hit); });
+  std::thread slow(
+      [&] { EXPECT_TRUE(c->Lookup(kScope, "shop", "A slow question about returns!")->hit); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the slow one is verifying now
   const auto t0 = std::chrono::steady_clock::now();
   auto quick = c->Lookup(other, "other", "Store hours on Sunday?");
   ASSERT_TRUE(c->Insert(other, "other", "is parking free", "Yes").ok());
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   slow.join();
   ASSERT_TRUE(quick.ok());
   EXPECT_TRUE(quick->hit);
@@ -212,7 +222,9 @@ TEST(SemanticCacheTest, QueryLongerThanTheVerifierReadsIsNeverEmbeddedNorCached)
   for (int i = 0; i < 200; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     auto r = c->Lookup(kScope, "shop", "Store hours on Sunday?");
-    worst = std::max(worst, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    worst = std::max(
+        worst,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     ASSERT_TRUE(r.ok());
     EXPECT_TRUE(r->hit);
   }
@@ -236,7 +248,8 @@ TEST(SemanticCacheTest, CalibratedThresholdAndVerifierFollowTheEmbedder) {
   EXPECT_FLOAT_EQ(ThresholdFor(o, "t", *f.emb), 0.95f);
   EXPECT_STREQ(DefaultVerifier(*f.emb)->name(), "strict");
   ASSERT_TRUE(c->Insert(kScope, "shop", "how is shipping charged", "By weight.").ok());
-  auto r = c->Lookup(kScope, "shop", "How is shipping charged?");  // not the same text: through the verifier
+  auto r = c->Lookup(kScope, "shop",
+                     "How is shipping charged?");  // not the same text: through the verifier
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->hit) << r->similarity;
 }
@@ -263,8 +276,10 @@ TEST(SemanticCacheTest, CapacityEvictsExpiredFirstThenLeastRecentlyUsed) {
   f.now += 50'000;
   ASSERT_TRUE(c->Insert(kScope, "shop", "bravo question two", "2").ok());
   ASSERT_TRUE(c->Insert(kScope, "shop", "charlie question three", "3").ok());
-  EXPECT_TRUE(c->Lookup(kScope, "shop", "alpha question one")->hit);  // recency: alpha, charlie, bravo
-  ASSERT_TRUE(c->Insert(kScope, "shop", "delta question four", "4").ok());  // full: the LRU one (bravo) goes
+  EXPECT_TRUE(
+      c->Lookup(kScope, "shop", "alpha question one")->hit);  // recency: alpha, charlie, bravo
+  ASSERT_TRUE(c->Insert(kScope, "shop", "delta question four", "4")
+                  .ok());  // full: the LRU one (bravo) goes
   EXPECT_EQ(c->size(), 3u);
   EXPECT_FALSE(c->Lookup(kScope, "shop", "bravo question two")->hit);
   // Recency now: delta, alpha, charlie. At t = 110 alpha (from t = 0) has expired: it goes
@@ -307,11 +322,17 @@ TEST(SemanticCacheTest, LargeScopeMovesToHnswAndStillFindsEveryEntry) {
   o.exact_match = false;  // through the index, not the exact-text shortcut
   auto c = f.Open(o);
   for (int i = 0; i < 300; ++i) {
-    ASSERT_TRUE(c->Insert(kScope, "shop", "question number w" + std::to_string(i) + " about topic t" + std::to_string(i % 17), std::to_string(i)).ok());
+    ASSERT_TRUE(c->Insert(kScope, "shop",
+                          "question number w" + std::to_string(i) + " about topic t" +
+                              std::to_string(i % 17),
+                          std::to_string(i))
+                    .ok());
   }
   int hits = 0;
   for (int i = 0; i < 300; ++i) {
-    auto r = c->Lookup(kScope, "shop", "question number w" + std::to_string(i) + " about topic t" + std::to_string(i % 17));
+    auto r = c->Lookup(
+        kScope, "shop",
+        "question number w" + std::to_string(i) + " about topic t" + std::to_string(i % 17));
     ASSERT_TRUE(r.ok());
     hits += r->hit && r->response == std::to_string(i);
   }
@@ -320,7 +341,10 @@ TEST(SemanticCacheTest, LargeScopeMovesToHnswAndStillFindsEveryEntry) {
   // Emptied (here by Clear), the partition starts over and grows into HNSW again.
   EXPECT_EQ(c->Clear(), 300u);
   EXPECT_EQ(c->indexed(), 0u);
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE(c->Insert(kScope, "shop", "refill question r" + std::to_string(i), "r" + std::to_string(i)).ok());
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(
+        c->Insert(kScope, "shop", "refill question r" + std::to_string(i), "r" + std::to_string(i))
+            .ok());
   EXPECT_EQ(c->indexed(), 100u);
   int refound = 0;
   for (int i = 0; i < 100; ++i) {
@@ -392,7 +416,8 @@ TEST(SemanticCacheTest, RotationUnderLoadLosesNothing) {
   auto o = f.Options();
   o.exact_max = 200;
   auto c = f.Open(o);
-  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(c->Insert(kScope, "shop", "seed entry s" + std::to_string(i), "x").ok());
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_TRUE(c->Insert(kScope, "shop", "seed entry s" + std::to_string(i), "x").ok());
   std::atomic<bool> stop{false};
   std::atomic<int> failures{0}, inserted{0};
   std::vector<std::vector<double>> lat(2);
@@ -404,7 +429,9 @@ TEST(SemanticCacheTest, RotationUnderLoadLosesNothing) {
         const auto t0 = std::chrono::steady_clock::now();
         // Capitalised: the same vector, but not the same text, so the lookup searches the index.
         auto r = c->Lookup(kScope, "shop", "Seed entry s" + std::to_string(rng() % 1000));
-        lat[static_cast<size_t>(t)].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        lat[static_cast<size_t>(t)].push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
         if (!r.ok() || !r->hit) ++failures;
       }
     });
@@ -415,7 +442,8 @@ TEST(SemanticCacheTest, RotationUnderLoadLosesNothing) {
   // what a rotation loses).
   threads.emplace_back([&] {
     for (int i = 0; !stop && i < 6000; ++i) {
-      if (!c->Insert(kScope, "shop", "new entry n" + std::to_string(i), std::to_string(i)).ok()) ++failures;
+      if (!c->Insert(kScope, "shop", "new entry n" + std::to_string(i), std::to_string(i)).ok())
+        ++failures;
       ++inserted;
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
@@ -425,7 +453,8 @@ TEST(SemanticCacheTest, RotationUnderLoadLosesNothing) {
   p.m = 32;
   p.ef_search = 128;
   ASSERT_TRUE(c->Rotate({nullptr, p}).ok());  // new HNSW parameters
-  ASSERT_TRUE(c->Rotate({std::make_shared<BagOfWordsEmbedder>("bow-v2"), std::nullopt}).ok());  // new model: re-embed
+  ASSERT_TRUE(c->Rotate({std::make_shared<BagOfWordsEmbedder>("bow-v2"), std::nullopt})
+                  .ok());  // new model: re-embed
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   stop = true;
   for (auto& t : threads) t.join();
@@ -443,13 +472,15 @@ TEST(SemanticCacheTest, RotationUnderLoadLosesNothing) {
   std::vector<double> all = lat[0];
   all.insert(all.end(), lat[1].begin(), lat[1].end());
   std::sort(all.begin(), all.end());
-  std::printf("lookups during rotation: %zu, p50 %.3f ms, p99 %.3f ms; inserts %d\n", all.size(), all[all.size() / 2],
-              all[all.size() * 99 / 100], inserted.load());
+  std::printf("lookups during rotation: %zu, p50 %.3f ms, p99 %.3f ms; inserts %d\n", all.size(),
+              all[all.size() / 2], all[all.size() * 99 / 100], inserted.load());
 }
 
 TEST(SemanticCacheTest, SnapshotSurvivesRestartAndDropsExpired) {
   Fixture f;
-  const auto path = (std::filesystem::temp_directory_path() / ("frugal_cache_" + std::to_string(::getpid()) + ".snap")).string();
+  const auto path = (std::filesystem::temp_directory_path() /
+                     ("frugal_cache_" + std::to_string(::getpid()) + ".snap"))
+                        .string();
   std::filesystem::remove(path);
   auto o = f.Options();
   o.snapshot_path = path;
@@ -466,7 +497,8 @@ TEST(SemanticCacheTest, SnapshotSurvivesRestartAndDropsExpired) {
   const int calls_before = f.emb->calls.load();
   {
     auto c = f.Open(o);
-    EXPECT_EQ(f.emb->calls.load(), calls_before) << "the same model's vectors are reloaded, not recomputed";
+    EXPECT_EQ(f.emb->calls.load(), calls_before)
+        << "the same model's vectors are reloaded, not recomputed";
     EXPECT_EQ(c->size(), 1u);
     EXPECT_EQ(c->indexed(), 1u);  // the reloaded entry is searchable, not only stored
     EXPECT_EQ(c->Lookup(kScope, "shop", "newer entry")->response, "b");

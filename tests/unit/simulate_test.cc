@@ -21,7 +21,8 @@ TEST(SimulationSpecTest, EmptyMeansDefaults) {
 }
 
 TEST(SimulationSpecTest, ReadsEveryKey) {
-  auto s = ParseSimulationSpec("prefill_ms=0.25, decode_ms = 12.5,batch_slowdown=0,max_batch=64,jitter=0.3,seed=42");
+  auto s = ParseSimulationSpec(
+      "prefill_ms=0.25, decode_ms = 12.5,batch_slowdown=0,max_batch=64,jitter=0.3,seed=42");
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_DOUBLE_EQ(s->prefill_ms, 0.25);
   EXPECT_DOUBLE_EQ(s->decode_ms, 12.5);
@@ -40,15 +41,19 @@ TEST(SimulationSpecTest, KeysNotGivenKeepTheirDefaults) {
 }
 
 TEST(SimulationSpecTest, RefusesBadSpecsWithOneLine) {
-  for (const char* bad : {"decode_ms", "decode_ms=", "decode_ms=fast", "decode_ms=20ms", "decode_ms=nan",
-                          "decode_ms=inf", "prefill_ms=-0.1", "batch_slowdown=-1", "jitter=1", "jitter=1.5",
-                          "jitter=-0.1", "max_batch=0", "max_batch=2.5", "max_batch=5000", "seed=-1", "seed=x",
-                          "speed=3", "decode_ms=20,decode_ms=30", "decode_ms=20,", ",decode_ms=20"}) {
+  for (const char* bad : {"decode_ms",       "decode_ms=",        "decode_ms=fast",
+                          "decode_ms=20ms",  "decode_ms=nan",     "decode_ms=inf",
+                          "prefill_ms=-0.1", "batch_slowdown=-1", "jitter=1",
+                          "jitter=1.5",      "jitter=-0.1",       "max_batch=0",
+                          "max_batch=2.5",   "max_batch=5000",    "seed=-1",
+                          "seed=x",          "speed=3",           "decode_ms=20,decode_ms=30",
+                          "decode_ms=20,",   ",decode_ms=20"}) {
     auto s = ParseSimulationSpec(bad);
     ASSERT_FALSE(s.ok()) << "accepted '" << bad << "'";
     EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_EQ(s.status().message().find('\n'), std::string::npos) << bad;
-    EXPECT_NE(s.status().message().find("simulation spec"), std::string::npos) << s.status().message();
+    EXPECT_NE(s.status().message().find("simulation spec"), std::string::npos)
+        << s.status().message();
   }
 }
 
@@ -60,7 +65,8 @@ TEST(SimulationSpecTest, UnknownKeyMessageListsTheKeys) {
 }
 
 TEST(SimulationSpecTest, FormatReadsBackToTheSameSpec) {
-  for (const char* text : {"", "decode_ms=20,prefill_ms=0.2", "prefill_ms=0.1234567891,max_batch=7,jitter=0.5,seed=9"}) {
+  for (const char* text : {"", "decode_ms=20,prefill_ms=0.2",
+                           "prefill_ms=0.1234567891,max_batch=7,jitter=0.5,seed=9"}) {
     auto s = ParseSimulationSpec(text);
     ASSERT_TRUE(s.ok()) << text;
     const std::string formatted = FormatSimulationSpec(*s);
@@ -68,7 +74,8 @@ TEST(SimulationSpecTest, FormatReadsBackToTheSameSpec) {
     ASSERT_TRUE(back.ok()) << formatted << ": " << back.status().message();
     EXPECT_EQ(*back, *s) << formatted;
   }
-  EXPECT_EQ(FormatSimulationSpec(SimulationSpec{}), "prefill_ms=0.1,decode_ms=20,batch_slowdown=0.01,jitter=0");
+  EXPECT_EQ(FormatSimulationSpec(SimulationSpec{}),
+            "prefill_ms=0.1,decode_ms=20,batch_slowdown=0.01,jitter=0");
 }
 
 TEST(SimulationStepTimeTest, PrefillPerTokenDecodePerStep) {

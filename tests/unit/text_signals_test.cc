@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "cache_calibrations.h"
 #include "cache/verifier.h"
+#include "cache_calibrations.h"
 
 namespace frugal::cache {
 namespace {
@@ -21,7 +21,9 @@ std::vector<std::string> Values(std::string_view text) {
   return out;
 }
 
-PairDiff Diff(std::string_view a, std::string_view b) { return Compare(AnalyzeText(a), AnalyzeText(b)); }
+PairDiff Diff(std::string_view a, std::string_view b) {
+  return Compare(AnalyzeText(a), AnalyzeText(b));
+}
 
 // The pair is refused whatever the model: a veto.
 const char* Veto(std::string_view cached, std::string_view query) {
@@ -57,14 +59,23 @@ TEST(TextSignalsTest, NumbersInEveryNotation) {
 }
 
 TEST(TextSignalsTest, SameQuantityInOtherNotationsMatches) {
-  for (auto [a, b] : {std::pair{"300元可以吗", "三百元可以吗"}, {"１.５万的手机", "15000的手机"},
-                      {"orders over $50", "orders over fifty dollars"}, {"双十一有活动吗", "11月11日有活动吗"},
-                      {"双十一有活动吗", "11.11有活动吗"}, {"a second bag", "a 2nd bag"}}) {
+  for (auto [a, b] : {std::pair{"300元可以吗", "三百元可以吗"},
+                      {"１.５万的手机", "15000的手机"},
+                      {"orders over $50", "orders over fifty dollars"},
+                      {"双十一有活动吗", "11月11日有活动吗"},
+                      {"双十一有活动吗", "11.11有活动吗"},
+                      {"a second bag", "a 2nd bag"}}) {
     EXPECT_FALSE(Diff(a, b).numbers_differ) << a << " / " << b;
   }
-  for (auto [a, b] : {std::pair{"三百元", "四百元"}, {"３００", "４００"}, {"双十一", "双十二"}, {"两千五", "两千"},
-                      {"1.5万", "2万"}, {"price of item 1299", "price of item 1300"}, {"May 3", "May 5"},
-                      {"11月11日", "12月12日"}, {"2 pairs of socks", "3 pairs of socks"}}) {
+  for (auto [a, b] : {std::pair{"三百元", "四百元"},
+                      {"３００", "４００"},
+                      {"双十一", "双十二"},
+                      {"两千五", "两千"},
+                      {"1.5万", "2万"},
+                      {"price of item 1299", "price of item 1300"},
+                      {"May 3", "May 5"},
+                      {"11月11日", "12月12日"},
+                      {"2 pairs of socks", "3 pairs of socks"}}) {
     EXPECT_TRUE(Diff(a, b).numbers_differ) << a << " / " << b;
   }
 }
@@ -81,7 +92,8 @@ TEST(TextSignalsTest, NegationByWordNotByCharacter) {
   EXPECT_EQ(AnalyzeText("别的颜色有吗").negations, 0);
   EXPECT_EQ(AnalyzeText("没货了吗").negations, 1);
   // A-not-A questions ask; they do not negate.
-  for (const char* q : {"是不是包邮", "能不能退", "可不可以退", "有没有货", "支不支持七天无理由", "包不包邮"}) {
+  for (const char* q :
+       {"是不是包邮", "能不能退", "可不可以退", "有没有货", "支不支持七天无理由", "包不包邮"}) {
     EXPECT_EQ(AnalyzeText(q).negations, 0) << q;
   }
   EXPECT_EQ(AnalyzeText("是不包邮").negations, 1);
@@ -89,17 +101,22 @@ TEST(TextSignalsTest, NegationByWordNotByCharacter) {
   EXPECT_STREQ(Veto("支持七天无理由退货吗", "七天无法退货吗"), "negation");
   EXPECT_EQ(Veto("包邮吗", "是不是包邮"), nullptr);
   EXPECT_EQ(Veto("可以退吗", "能不能退"), nullptr);
-  EXPECT_STREQ(Veto("Is the gift card refundable?", "Is the gift card non-refundable?"), "negation");
+  EXPECT_STREQ(Veto("Is the gift card refundable?", "Is the gift card non-refundable?"),
+               "negation");
   EXPECT_STREQ(Veto("Is the hoodie in stock?", "Is the hoodie out of stock?"), "negation");
   EXPECT_EQ(Veto("can't log in", "cannot log in"), nullptr);
-  EXPECT_STREQ(Veto("Can I get a refund without a receipt?", "Can I get a refund with a receipt?"), "negation");
+  EXPECT_STREQ(Veto("Can I get a refund without a receipt?", "Can I get a refund with a receipt?"),
+               "negation");
 }
 
 TEST(TextSignalsTest, OppositesAreRefused) {
-  for (auto [a, b] : {std::pair{"How do I subscribe to the newsletter?", "How do I unsubscribe from the newsletter?"},
+  for (auto [a, b] : {std::pair{"How do I subscribe to the newsletter?",
+                                "How do I unsubscribe from the newsletter?"},
                       {"Can I increase my order quantity?", "Can I decrease my order quantity?"},
-                      {"怎么订阅短信通知", "怎么退订短信通知"}, {"怎么增加收货地址", "怎么减少收货地址"},
-                      {"门店几点开门", "门店几点关门"}, {"How do I opt in to SMS offers?", "How do I opt out of SMS offers?"}}) {
+                      {"怎么订阅短信通知", "怎么退订短信通知"},
+                      {"怎么增加收货地址", "怎么减少收货地址"},
+                      {"门店几点开门", "门店几点关门"},
+                      {"How do I opt in to SMS offers?", "How do I opt out of SMS offers?"}}) {
     EXPECT_STREQ(Veto(a, b), "opposite") << a << " / " << b;
   }
   // "unsubscribe" does not contain an opposite of itself.
@@ -119,18 +136,22 @@ TEST(TextSignalsTest, ContentDifferencesBySide) {
   d = Diff("How do I apply a coupon code?", "How do I get a coupon code?");
   EXPECT_EQ(d.unmatched_a + d.unmatched_b, 1);
   // Synonyms, stems, typos and fillers are no difference.
-  for (auto [a, b] : {std::pair{"How much does shipping cost?", "What are the delivery fees?"},
-                      {"how long do refuns take", "how long do refunds take"},
-                      {"hi, could you please tell me how long refunds take", "how long do refunds take"},
-                      {"how do i retrun an item", "How do I return an item?"},
-                      {"亲，请问快递多久能到", "物流多长时间到货"}, {"包邮吗？", "免运费吗"},
-                      {"Dear customer service, where is my parcel?", "where is my package"}}) {
+  for (auto [a, b] :
+       {std::pair{"How much does shipping cost?", "What are the delivery fees?"},
+        {"how long do refuns take", "how long do refunds take"},
+        {"hi, could you please tell me how long refunds take", "how long do refunds take"},
+        {"how do i retrun an item", "How do I return an item?"},
+        {"亲，请问快递多久能到", "物流多长时间到货"},
+        {"包邮吗？", "免运费吗"},
+        {"Dear customer service, where is my parcel?", "where is my package"}}) {
     d = Diff(a, b);
-    EXPECT_EQ(d.unmatched_a + d.unmatched_b, 0) << a << " / " << b << ": " << testing::PrintToString(d.only_a) << " "
-                                                << testing::PrintToString(d.only_b);
+    EXPECT_EQ(d.unmatched_a + d.unmatched_b, 0)
+        << a << " / " << b << ": " << testing::PrintToString(d.only_a) << " "
+        << testing::PrintToString(d.only_b);
   }
   // Different questions: how long vs how.
-  EXPECT_STREQ(Veto("How long does a warranty claim take?", "How do I make a warranty claim?"), "question");
+  EXPECT_STREQ(Veto("How long does a warranty claim take?", "How do I make a warranty claim?"),
+               "question");
 }
 
 TEST(TextSignalsTest, LongTextsAreCappedAndLongMessagesMustMatch) {
@@ -139,25 +160,36 @@ TEST(TextSignalsTest, LongTextsAreCappedAndLongMessagesMustMatch) {
   EXPECT_STREQ(Veto(body, body), "too_long");
   // A long pasted message with one more sentence at the end.
   std::string msg;
-  for (int i = 0; i < 30; ++i) msg += "I ordered the blue jacket in size medium on Monday and it arrived late. ";
-  EXPECT_STREQ(Veto(msg + "Summarize.", msg + "Note: Alice wants to cancel her premium plan. Summarize."), "long_differs");
+  for (int i = 0; i < 30; ++i)
+    msg += "I ordered the blue jacket in size medium on Monday and it arrived late. ";
+  EXPECT_STREQ(
+      Veto(msg + "Summarize.", msg + "Note: Alice wants to cancel her premium plan. Summarize."),
+      "long_differs");
   EXPECT_EQ(Veto("Hi, " + msg + "Summarize.", msg + " Summarize."), nullptr);
   // The added request uses only words the message already has: still another question.
   std::string mail;
-  for (int i = 0; i < 6; ++i) mail += "Please refund order 5521: the jacket arrived late, the scarf was damaged, and the socks are missing. ";
-  EXPECT_STREQ(Veto(mail + "What should I do?", mail + "Please refund the scarf. What should I do?"), "long_differs");
+  for (int i = 0; i < 6; ++i)
+    mail +=
+        "Please refund order 5521: the jacket arrived late, the scarf was damaged, and the socks "
+        "are missing. ";
+  EXPECT_STREQ(
+      Veto(mail + "What should I do?", mail + "Please refund the scarf. What should I do?"),
+      "long_differs");
   // Short texts too: a clause repeating words of the question is content of its own.
-  const PairDiff d = Diff("外套晚到了，围巾坏了，请问怎么退款？", "外套晚到了，围巾坏了，围巾请退款，请问怎么退款？");
+  const PairDiff d = Diff("外套晚到了，围巾坏了，请问怎么退款？",
+                          "外套晚到了，围巾坏了，围巾请退款，请问怎么退款？");
   EXPECT_GT(d.unmatched_b, 0);
 }
 
 TEST(TextSignalsTest, AnalysisIsLinearInTheText) {
   // 16 KiB of varied words, numbers and Chinese: analysed well within a few milliseconds.
   std::string text;
-  for (int i = 0; text.size() < kMaxSignalBytes - 64; ++i) text += "order " + std::to_string(i) + " 退货 shipping 不能 ";
+  for (int i = 0; text.size() < kMaxSignalBytes - 64; ++i)
+    text += "order " + std::to_string(i) + " 退货 shipping 不能 ";
   const auto t0 = std::chrono::steady_clock::now();
   const PairDiff d = Compare(AnalyzeText(text), AnalyzeText(text + "x"));
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_FALSE(d.too_long);
   EXPECT_LT(ms, 500.0) << "quadratic work would take seconds here";
 }
@@ -184,11 +216,16 @@ TEST(VerifierTest, ShippedModelRefusesOneSidedAndSwappedContentAtHighCosine) {
     ASSERT_TRUE(c.ok());
     const PairVerifier v(std::make_shared<VerifierCalibration>(*c));
     // Even at a cosine no real pair of these reaches, one-sided qualifiers are refused...
-    EXPECT_FALSE(v.Decide(ComputePairFeatures("What is the return policy for shoes?", "What is the return policy?", 0.99f)).accept)
+    EXPECT_FALSE(v.Decide(ComputePairFeatures("What is the return policy for shoes?",
+                                              "What is the return policy?", 0.99f))
+                     .accept)
         << c->embedder;
-    EXPECT_FALSE(v.Decide(ComputePairFeatures("可以换颜色吗", "可以换尺码吗", 0.99f)).accept) << c->embedder;
+    EXPECT_FALSE(v.Decide(ComputePairFeatures("可以换颜色吗", "可以换尺码吗", 0.99f)).accept)
+        << c->embedder;
     // ...and the same content with a greeting is accepted at a cosine such a pair has.
-    EXPECT_TRUE(v.Decide(ComputePairFeatures("how long do refunds take?", "Hi! How long do refunds take? Thanks", 0.95f)).accept)
+    EXPECT_TRUE(v.Decide(ComputePairFeatures("how long do refunds take?",
+                                             "Hi! How long do refunds take? Thanks", 0.95f))
+                    .accept)
         << c->embedder;
   }
 }
@@ -196,8 +233,14 @@ TEST(VerifierTest, ShippedModelRefusesOneSidedAndSwappedContentAtHighCosine) {
 TEST(VerifierTest, StrictRuleWithoutCalibration) {
   const PairVerifier strict;
   EXPECT_STREQ(strict.name(), "strict");
-  EXPECT_TRUE(strict.Decide(ComputePairFeatures("how long do refunds take", "How long do refunds take?", 0.9f)).accept);
-  EXPECT_FALSE(strict.Decide(ComputePairFeatures("How do I wash the cotton sweater?", "How do I wash the wool sweater?", 0.99f)).accept);
+  EXPECT_TRUE(strict
+                  .Decide(ComputePairFeatures("how long do refunds take",
+                                              "How long do refunds take?", 0.9f))
+                  .accept);
+  EXPECT_FALSE(strict
+                   .Decide(ComputePairFeatures("How do I wash the cotton sweater?",
+                                               "How do I wash the wool sweater?", 0.99f))
+                   .accept);
 }
 
 TEST(CanonicalTextTest, DropsSpacesAndPunctuationNotNumbers) {

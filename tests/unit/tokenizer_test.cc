@@ -71,8 +71,8 @@ TEST(ByteLevelBpeTest, LowestRankMergesFirst) {
 }
 
 TEST(ByteLevelBpeTest, ChainedMergesAndLeftmostTie) {
-  auto tok = MustCreate(ByteLevelSpec({{"h", "e"}, {"l", "l"}, {"he", "ll"}, {"hell", "o"},
-                                       {"Ġ", "w"}, {"a", "a"}}));
+  auto tok = MustCreate(
+      ByteLevelSpec({{"h", "e"}, {"l", "l"}, {"he", "ll"}, {"hell", "o"}, {"Ġ", "w"}, {"a", "a"}}));
   EXPECT_EQ(ToPieces(*tok, tok->Encode("hello world", false, false)),
             (Pieces{"hello", "Ġw", "o", "r", "l", "d"}));
   // Equal ranks: the leftmost pair merges first.
@@ -156,8 +156,13 @@ TEST(ByteLevelBpeTest, BosEosAndEndOfGeneration) {
 TEST(ByteLevelBpeTest, RoundTripsAnyBytes) {
   auto tok = MustCreate(ByteLevelSpec({{"h", "e"}, {"Ġ", "w"}, {"ä", "½"}}));
   const std::string texts[] = {
-      "hello world", "  two  spaces\n\n\ttab", "你好，世界", "emoji 👨‍👩‍👧‍👦 ZWJ",
-      "digits 1299 $1,234.56 3.14159", std::string("nul\0inside", 10), "x\xC2\x85y",
+      "hello world",
+      "  two  spaces\n\n\ttab",
+      "你好，世界",
+      "emoji 👨‍👩‍👧‍👦 ZWJ",
+      "digits 1299 $1,234.56 3.14159",
+      std::string("nul\0inside", 10),
+      "x\xC2\x85y",
   };
   for (const std::string& text : texts) {
     const auto ids = tok->Encode(text, false, false);
@@ -200,7 +205,8 @@ TEST(ByteLevelBpeTest, PreNamesResolve) {
 // ----------------------------------------------------------------------------------------------
 // Regex pre-tokenisation
 
-std::vector<std::string> SplitWith(const std::vector<std::string>& patterns, std::string_view text) {
+std::vector<std::string> SplitWith(const std::vector<std::string>& patterns,
+                                   std::string_view text) {
   auto splitter = RegexSplitter::Create(patterns);
   EXPECT_TRUE(splitter.ok()) << splitter.status().ToString();
   std::vector<std::string_view> pieces;
@@ -262,8 +268,8 @@ TokenizerSpec SpmSpec(bool with_merges) {
     spec.token_types.push_back(6);
   }
   const std::vector<std::pair<std::string, std::string>> merges = {
-      {"▁", "h"}, {"e", "l"}, {"▁h", "el"}, {"l", "o"}, {"▁hel", "lo"}, {"▁", "w"},
-      {"o", "r"}, {"▁w", "or"}, {"l", "d"}, {"▁wor", "ld"}};
+      {"▁", "h"}, {"e", "l"}, {"▁h", "el"}, {"l", "o"}, {"▁hel", "lo"},
+      {"▁", "w"}, {"o", "r"}, {"▁w", "or"}, {"l", "d"}, {"▁wor", "ld"}};
   for (const char* c : {"▁", "h", "e", "l", "o", "w", "r", "d"}) {
     spec.tokens.push_back(c);
     spec.token_types.push_back(1);
@@ -347,8 +353,8 @@ TEST(SpmTest, MetaspaceFirstOnlyPrefixesTheStart) {
 TokenizerSpec WordPieceSpec() {
   TokenizerSpec spec;
   spec.kind = TokenizerKind::kWordPiece;
-  spec.tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able",
-                 "hello", "world", "##s", ",", "!", "cafe", "你", "好", "a", "##b"};
+  spec.tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "hello",
+                 "world", "##s",   ",",     "!",     "cafe",   "你", "好",    "a",      "##b"};
   spec.token_types.assign(spec.tokens.size(), 1);
   for (int i = 0; i < 5; ++i) spec.token_types[i] = 3;
   spec.special_tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
@@ -363,8 +369,8 @@ TokenizerSpec WordPieceSpec() {
 TEST(WordPieceTest, GreedyLongestMatchWithContinuations) {
   auto tok = MustCreate(WordPieceSpec());
   const auto ids = tok->Encode("Unaffable hello, Worlds!", true, false);
-  EXPECT_EQ(ToPieces(*tok, ids), (Pieces{"[CLS]", "un", "##aff", "##able", "hello", ",", "world",
-                                         "##s", "!", "[SEP]"}));
+  EXPECT_EQ(ToPieces(*tok, ids),
+            (Pieces{"[CLS]", "un", "##aff", "##able", "hello", ",", "world", "##s", "!", "[SEP]"}));
   EXPECT_EQ(tok->Decode(ids, true), "unaffable hello, worlds!");
   EXPECT_EQ(tok->Decode(ids, false), "[CLS] unaffable hello, worlds! [SEP]");
 }
@@ -411,8 +417,13 @@ TEST(Utf8StreamDecoderTest, HoldsSplitCharacters) {
 
 TEST(Utf8StreamDecoderTest, InvalidBytesBecomeReplacementCharacters) {
   Utf8StreamDecoder d;
-  EXPECT_EQ(d.Push("\xFF" "a"), "\xEF\xBF\xBD" "a");
-  EXPECT_EQ(d.Push("\xE4\x41"), "\xEF\xBF\xBD" "A");  // cut-off sequence, then a valid byte
+  EXPECT_EQ(d.Push("\xFF"
+                   "a"),
+            "\xEF\xBF\xBD"
+            "a");
+  EXPECT_EQ(d.Push("\xE4\x41"),
+            "\xEF\xBF\xBD"
+            "A");  // cut-off sequence, then a valid byte
   EXPECT_EQ(d.Push("\xE4\xBD"), "");
   EXPECT_EQ(d.Flush(), "\xEF\xBF\xBD");  // an unfinished character at the end
   EXPECT_EQ(d.Flush(), "");
@@ -483,8 +494,8 @@ TEST(TokenizerJsonTest, MalformedIsInvalidArgument) {
                            R"({"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}})"}) {
     auto tok = Tokenizer::FromTokenizerJson(text, "");
     ASSERT_FALSE(tok.ok()) << text;
-    EXPECT_EQ(tok.status().code(), StatusCode::kInvalidArgument) << text << ": "
-                                                                 << tok.status().ToString();
+    EXPECT_EQ(tok.status().code(), StatusCode::kInvalidArgument)
+        << text << ": " << tok.status().ToString();
   }
   auto bad_config = Tokenizer::FromTokenizerJson(TinyByteLevelJson(), "{not json");
   EXPECT_EQ(bad_config.status().code(), StatusCode::kInvalidArgument);
@@ -494,8 +505,8 @@ TEST(TokenizerJsonTest, MalformedIsInvalidArgument) {
 }
 
 TEST(TokenizerJsonTest, UnsupportedIsUnimplemented) {
-  auto word_level = Tokenizer::FromTokenizerJson(
-      R"({"model": {"type": "WordLevel", "vocab": {"a": 0}}})", "");
+  auto word_level =
+      Tokenizer::FromTokenizerJson(R"({"model": {"type": "WordLevel", "vocab": {"a": 0}}})", "");
   EXPECT_EQ(word_level.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(word_level.status().message().find("WordLevel"), std::string::npos);
   // Unigram without Metaspace: nothing would mark the spaces.
@@ -518,11 +529,14 @@ TEST(TokenizerJsonTest, UnsupportedIsUnimplemented) {
 
 // An XLM-R-style Unigram tokenizer.json: <s> <pad> </s> <unk>, then the pieces with their
 // log-probabilities; `normalizer` is spliced in as given.
-std::string TinyUnigramJson(const std::string& normalizer = R"({"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "})") {
+std::string TinyUnigramJson(
+    const std::string& normalizer =
+        R"({"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "})") {
   return R"({"version": "1.0",
     "added_tokens": [{"id": 0, "content": "<s>", "special": true}, {"id": 2, "content": "</s>", "special": true},
                      {"id": 3, "content": "<unk>", "special": true}],
-    "normalizer": )" + normalizer + R"(,
+    "normalizer": )" +
+         normalizer + R"(,
     "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true},
     "post_processor": {"type": "TemplateProcessing",
        "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
@@ -539,23 +553,29 @@ TEST(TokenizerJsonTest, UnigramTakesTheMostProbableSegmentation) {
   auto tok = Tokenizer::FromTokenizerJson(TinyUnigramJson(), "");
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
   // "▁abc": ▁a + bc = -5 beats ▁ab + c = -7, ▁ + a + bc = -7 and ▁abc = -20.
-  EXPECT_EQ(ToPieces(**tok, (*tok)->Encode("abc", true, false)), (Pieces{"<s>", "\u2581a", "bc", "</s>"}));
+  EXPECT_EQ(ToPieces(**tok, (*tok)->Encode("abc", true, false)),
+            (Pieces{"<s>", "\u2581a", "bc", "</s>"}));
   // Unknown characters (score: lowest - 10 = -30) fuse into one <unk>.
-  EXPECT_EQ(ToPieces(**tok, (*tok)->Encode("ab dd", false, false)), (Pieces{"\u2581ab", "\u2581", "<unk>"}));
-  EXPECT_EQ(ToPieces(**tok, (*tok)->Encode("ab d\xC3\xA9", false, false)), (Pieces{"\u2581ab", "\u2581", "<unk>"}));
+  EXPECT_EQ(ToPieces(**tok, (*tok)->Encode("ab dd", false, false)),
+            (Pieces{"\u2581ab", "\u2581", "<unk>"}));
+  EXPECT_EQ(ToPieces(**tok, (*tok)->Encode("ab d\xC3\xA9", false, false)),
+            (Pieces{"\u2581ab", "\u2581", "<unk>"}));
   // Runs of spaces collapse to one before Metaspace.
-  EXPECT_EQ(ToPieces(**tok, (*tok)->Encode("a    b", false, false)), (Pieces{"\u2581a", "\u2581", "b"}));
+  EXPECT_EQ(ToPieces(**tok, (*tok)->Encode("a    b", false, false)),
+            (Pieces{"\u2581a", "\u2581", "b"}));
   EXPECT_EQ((*tok)->Decode((*tok)->Encode("abc  a", true, false), true), "abc a");
   EXPECT_TRUE((*tok)->Encode("", false, false).empty());
 }
 
 TEST(TokenizerJsonTest, UnigramRefusesBadInput) {
-  auto scoreless = Tokenizer::FromTokenizerJson(
-      Replaced(TinyUnigramJson(), R"(["bc", -2.0])", R"(["bc"])"), "");
+  auto scoreless =
+      Tokenizer::FromTokenizerJson(Replaced(TinyUnigramJson(), R"(["bc", -2.0])", R"(["bc"])"), "");
   EXPECT_EQ(scoreless.status().code(), StatusCode::kInvalidArgument);
-  auto unk = Tokenizer::FromTokenizerJson(Replaced(TinyUnigramJson(), R"("unk_id": 3)", R"("unk_id": 99)"), "");
+  auto unk = Tokenizer::FromTokenizerJson(
+      Replaced(TinyUnigramJson(), R"("unk_id": 3)", R"("unk_id": 99)"), "");
   EXPECT_EQ(unk.status().code(), StatusCode::kInvalidArgument);
-  auto no_unk = Tokenizer::FromTokenizerJson(Replaced(TinyUnigramJson(), R"("unk_id": 3)", R"("unk_id": null)"), "");
+  auto no_unk = Tokenizer::FromTokenizerJson(
+      Replaced(TinyUnigramJson(), R"("unk_id": 3)", R"("unk_id": null)"), "");
   EXPECT_EQ(no_unk.status().code(), StatusCode::kInvalidArgument);
   auto not_base64 = Tokenizer::FromTokenizerJson(
       TinyUnigramJson(R"({"type": "Precompiled", "precompiled_charsmap": "!!"})"), "");
@@ -600,12 +620,14 @@ TEST(TokenizerJsonTest, UnigramSurvivesGarbageCharsmaps) {
       std::memcpy(blob.data() + 4, &root, 4);
     }
     auto tok = Tokenizer::FromTokenizerJson(
-        TinyUnigramJson(R"({"type": "Sequence", "normalizers": [{"type": "Precompiled", "precompiled_charsmap": ")" +
-                        Base64(blob) + R"("}]})"),
+        TinyUnigramJson(
+            R"({"type": "Sequence", "normalizers": [{"type": "Precompiled", "precompiled_charsmap": ")" +
+            Base64(blob) + R"("}]})"),
         "");
     if (!tok.ok()) continue;
     ++loaded;
-    for (const char* text : {"abc", "\xEF\xBC\xA1\xE2\x91\xA0 a\xCC\x88", "\x01\x02\xFF bad utf8", ""}) {
+    for (const char* text :
+         {"abc", "\xEF\xBC\xA1\xE2\x91\xA0 a\xCC\x88", "\x01\x02\xFF bad utf8", ""}) {
       (void)(*tok)->Encode(text, true, false);
     }
   }
@@ -721,8 +743,8 @@ TEST(TokenizerGgufTest, Gpt2ModelWithNamedPreTokenizer) {
 TEST(TokenizerGgufTest, BertPhantomSpaceVocabulary) {
   MetaWriter w;
   w.Str("tokenizer.ggml.model", "bert");
-  w.Strings("tokenizer.ggml.tokens", {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\xE2\x96\x81un",
-                                      "aff", "able", "\xE2\x96\x81hello", "\xE2\x96\x81!"});
+  w.Strings("tokenizer.ggml.tokens", {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\xE2\x96\x81un", "aff",
+                                      "able", "\xE2\x96\x81hello", "\xE2\x96\x81!"});
   w.I32s("tokenizer.ggml.token_type", {3, 3, 3, 3, 1, 1, 1, 1, 1});
   w.U32("tokenizer.ggml.unknown_token_id", 1);
   w.U32("tokenizer.ggml.cls_token_id", 2);

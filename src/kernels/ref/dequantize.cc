@@ -178,7 +178,8 @@ float DotQ8Q4_0(const void* row, const BlockQ8Act* x, int64_t n) {
   for (int64_t i = 0; i < n / kQK; ++i) {
     int32_t isum = 0;
     for (int j = 0; j < kQK / 2; ++j) {
-      isum += ((b[i].qs[j] & 0x0f) - 8) * x[i].qs[j] + ((b[i].qs[j] >> 4) - 8) * x[i].qs[j + kQK / 2];
+      isum +=
+          ((b[i].qs[j] & 0x0f) - 8) * x[i].qs[j] + ((b[i].qs[j] >> 4) - 8) * x[i].qs[j + kQK / 2];
     }
     sum += Fp16ToFp32(b[i].d) * x[i].d * static_cast<float>(isum);
   }
@@ -225,7 +226,8 @@ float DotQ8Q4_K(const void* row, const BlockQ8Act* x, int64_t n) {
         const BlockQ8Act& xa = xb[2 * j + h];
         int32_t isum = 0;
         for (int l = 0; l < 32; ++l) isum += (h == 0 ? (q[l] & 0x0f) : (q[l] >> 4)) * xa.qs[l];
-        sum += d * static_cast<float>(sc) * xa.d * static_cast<float>(isum) - dmin * static_cast<float>(m) * xa.s;
+        sum += d * static_cast<float>(sc) * xa.d * static_cast<float>(isum) -
+               dmin * static_cast<float>(m) * xa.s;
       }
     }
   }
@@ -292,18 +294,30 @@ const KernelTraits* GetScalarKernelTraits(TensorType type) {
   static const KernelTraits kQ5_K{DequantQ5_K};
   static const KernelTraits kQ6_K{DequantQ6_K, DotQ8Q6_K};
   switch (type) {
-    case TensorType::kF32: return &kF32;
-    case TensorType::kF16: return &kF16;
-    case TensorType::kBF16: return &kBF16;
-    case TensorType::kQ4_0: return &kQ4_0;
-    case TensorType::kQ4_1: return &kQ4_1;
-    case TensorType::kQ5_0: return &kQ5_0;
-    case TensorType::kQ5_1: return &kQ5_1;
-    case TensorType::kQ8_0: return &kQ8_0;
-    case TensorType::kQ4_K: return &kQ4_K;
-    case TensorType::kQ5_K: return &kQ5_K;
-    case TensorType::kQ6_K: return &kQ6_K;
-    default: break;
+    case TensorType::kF32:
+      return &kF32;
+    case TensorType::kF16:
+      return &kF16;
+    case TensorType::kBF16:
+      return &kBF16;
+    case TensorType::kQ4_0:
+      return &kQ4_0;
+    case TensorType::kQ4_1:
+      return &kQ4_1;
+    case TensorType::kQ5_0:
+      return &kQ5_0;
+    case TensorType::kQ5_1:
+      return &kQ5_1;
+    case TensorType::kQ8_0:
+      return &kQ8_0;
+    case TensorType::kQ4_K:
+      return &kQ4_K;
+    case TensorType::kQ5_K:
+      return &kQ5_K;
+    case TensorType::kQ6_K:
+      return &kQ6_K;
+    default:
+      break;
   }
   return nullptr;
 }

@@ -116,14 +116,18 @@ enum class Kind { kI8, kI8C, kI4S, kI4A };
 
 Kind KindOf(TensorType type) {
   switch (type) {
-    case TensorType::kI8_C: return Kind::kI8C;
+    case TensorType::kI8_C:
+      return Kind::kI8C;
     case TensorType::kI8_G32:
     case TensorType::kI8_G64:
-    case TensorType::kI8_G128: return Kind::kI8;
+    case TensorType::kI8_G128:
+      return Kind::kI8;
     case TensorType::kI4S_G32:
     case TensorType::kI4S_G64:
-    case TensorType::kI4S_G128: return Kind::kI4S;
-    default: return Kind::kI4A;
+    case TensorType::kI4S_G128:
+      return Kind::kI4S;
+    default:
+      return Kind::kI4A;
   }
 }
 
@@ -163,7 +167,8 @@ Status PackRows(TensorType type, int64_t rows, int64_t cols, const int8_t* q, co
   }
   const Kind kind = KindOf(type);
   if (rows % kR != 0) {
-    return InvalidArgument(TypeName(type) + " needs a multiple of 8 rows, not " + std::to_string(rows));
+    return InvalidArgument(TypeName(type) + " needs a multiple of 8 rows, not " +
+                           std::to_string(rows));
   }
   if ((kind == Kind::kI4A) != (offset != nullptr)) {
     return InvalidArgument("PackRows: offsets are given exactly for the asymmetric INT4 types");
@@ -283,10 +288,14 @@ StatusOr<std::vector<uint8_t>> QuantizeRowsRtn(TensorType type, const float* src
 std::optional<TensorType> RepackedType(const TensorView& t) {
   if (t.rows() % kR != 0 || t.ne[0] % kQK != 0) return std::nullopt;
   switch (t.type) {
-    case TensorType::kQ4_0: return TensorType::kI4S_G32;
-    case TensorType::kQ4_1: return TensorType::kI4A_G32;
-    case TensorType::kQ8_0: return TensorType::kI8_G32;
-    default: return std::nullopt;
+    case TensorType::kQ4_0:
+      return TensorType::kI4S_G32;
+    case TensorType::kQ4_1:
+      return TensorType::kI4A_G32;
+    case TensorType::kQ8_0:
+      return TensorType::kI8_G32;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -317,10 +326,17 @@ void RepackAs(const TensorView& t, uint8_t* dst) {
 
 void RepackRows(const TensorView& t, uint8_t* dst) {
   switch (t.type) {
-    case TensorType::kQ4_0: RepackAs<BlockQ4_0, BlockI4S<32>>(t, dst); break;
-    case TensorType::kQ4_1: RepackAs<BlockQ4_1, BlockI4A<32>>(t, dst); break;
-    case TensorType::kQ8_0: RepackAs<BlockQ8_0, BlockI8<32>>(t, dst); break;
-    default: FRUGAL_CHECK(false && "RepackRows: type has no tiled form");
+    case TensorType::kQ4_0:
+      RepackAs<BlockQ4_0, BlockI4S<32>>(t, dst);
+      break;
+    case TensorType::kQ4_1:
+      RepackAs<BlockQ4_1, BlockI4A<32>>(t, dst);
+      break;
+    case TensorType::kQ8_0:
+      RepackAs<BlockQ8_0, BlockI8<32>>(t, dst);
+      break;
+    default:
+      FRUGAL_CHECK(false && "RepackRows: type has no tiled form");
   }
 }
 

@@ -33,7 +33,8 @@ void GetRow(const TensorView& w, int64_t row, float* dst) {
     thread_local std::vector<float> tile;
     tile.resize(static_cast<size_t>(kTileRows * k));
     const int64_t t = row / kTileRows;
-    traits->dequantize_tile(w.data + row_bytes * static_cast<size_t>(t * kTileRows), tile.data(), k);
+    traits->dequantize_tile(w.data + row_bytes * static_cast<size_t>(t * kTileRows), tile.data(),
+                            k);
     std::copy_n(tile.data() + (row % kTileRows) * k, k, dst);
     return;
   }
@@ -50,7 +51,8 @@ void DequantizeTensor(const TensorView& w, float* dst) {
   }
   const size_t tile_bytes = w.nbytes / static_cast<size_t>(w.rows() / kTileRows);
   for (int64_t t = 0; t < w.rows() / kTileRows; ++t) {
-    traits->dequantize_tile(w.data + tile_bytes * static_cast<size_t>(t), dst + t * kTileRows * k, k);
+    traits->dequantize_tile(w.data + tile_bytes * static_cast<size_t>(t), dst + t * kTileRows * k,
+                            k);
   }
 }
 
@@ -91,7 +93,8 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
         for (int64_t b = 0; b < batch; b += 4) {
           const int m = static_cast<int>(std::min<int64_t>(4, batch - b));
           t.dot_q8_tile_pair(tile, tile_bytes, xq + b * blocks, blocks, m, k, out);
-          for (int i = 0; i < m; ++i) std::copy_n(out + i * 2 * kTileRows, 2 * kTileRows, y + (b + i) * rows + r);
+          for (int i = 0; i < m; ++i)
+            std::copy_n(out + i * 2 * kTileRows, 2 * kTileRows, y + (b + i) * rows + r);
         }
       }
     }
@@ -102,7 +105,8 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
         for (; b < batch; b += 4) {
           const int m = static_cast<int>(std::min<int64_t>(4, batch - b));
           t.dot_q8_tiles(tile, xq + b * blocks, blocks, m, k, out);
-          for (int i = 0; i < m; ++i) std::copy_n(out + i * kTileRows, kTileRows, y + (b + i) * rows + r);
+          for (int i = 0; i < m; ++i)
+            std::copy_n(out + i * kTileRows, kTileRows, y + (b + i) * rows + r);
         }
       }
       for (; b < batch; ++b) {
@@ -131,7 +135,8 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
         t.dequantize_tile(w.data + j.row_bytes * static_cast<size_t>(u0), buf.data(), k);
       } else {
         for (int64_t r = u0; r < u1; ++r) {
-          t.dequantize_row(w.data + j.row_bytes * static_cast<size_t>(r), buf.data() + (r - u0) * k, k);
+          t.dequantize_row(w.data + j.row_bytes * static_cast<size_t>(r), buf.data() + (r - u0) * k,
+                           k);
         }
       }
       wrows = buf.data();
@@ -147,7 +152,8 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
       }
     }
     for (; b < batch; ++b) {
-      for (int64_t r = u0; r < u1; ++r) y[b * rows + r] = f32.dot(wrows + (r - u0) * k, x + b * k, k);
+      for (int64_t r = u0; r < u1; ++r)
+        y[b * rows + r] = f32.dot(wrows + (r - u0) * k, x + b * k, k);
     }
   }
 }
@@ -166,7 +172,8 @@ void MatMulMulti(std::span<const MatMulOutput> outs, const float* x, int64_t bat
     FRUGAL_CHECK(o.w->ne[0] == k);
     const KernelTraits* traits = GetKernelTraits(o.w->type);
     FRUGAL_CHECK(traits != nullptr);
-    Job j{o.w, o.y, traits, o.w->rows(), o.w->nbytes / static_cast<size_t>(o.w->rows()), false, units};
+    Job j{o.w,   o.y,  traits, o.w->rows(), o.w->nbytes / static_cast<size_t>(o.w->rows()),
+          false, units};
     FRUGAL_CHECK(traits->tile_rows() == 1 || j.rows % kTileRows == 0);
     j.int8 = precision == ActivationPrecision::kInt8 && k % kQK == 0 &&
              (traits->dot_q8 != nullptr || traits->dot_q8_tile != nullptr);
@@ -180,22 +187,26 @@ void MatMulMulti(std::span<const MatMulOutput> outs, const float* x, int64_t bat
   if (any_int8) {
     const int64_t blocks = k / kQK;
     xq.resize(static_cast<size_t>(batch * blocks));
-    for (int64_t b = 0; b < batch; ++b) QuantizeRowQ8Act(x + b * k, &xq[static_cast<size_t>(b * blocks)], k);
+    for (int64_t b = 0; b < batch; ++b)
+      QuantizeRowQ8Act(x + b * k, &xq[static_cast<size_t>(b * blocks)], k);
   }
   const BlockQ8Act* xq_data = xq.data();
-  pool.ParallelFor(units, [&](int64_t u0, int64_t u1) {
-    // The range's units of each job in one call, so that neighbouring tiles can go together.
-    size_t ji = 0;
-    for (int64_t u = u0; u < u1;) {
-      while (ji + 1 < jobs.size() && jobs[ji + 1].first_unit <= u) ++ji;
-      const Job& j = jobs[ji];
-      const int64_t job_end = ji + 1 < jobs.size() ? jobs[ji + 1].first_unit : units;
-      const int64_t end = std::min(u1, job_end);
-      RunRows(j, (u - j.first_unit) * kUnitRows, std::min(j.rows, (end - j.first_unit) * kUnitRows), x, xq_data,
-              batch, k);
-      u = end;
-    }
-  }, /*grain=*/2);
+  pool.ParallelFor(
+      units,
+      [&](int64_t u0, int64_t u1) {
+        // The range's units of each job in one call, so that neighbouring tiles can go together.
+        size_t ji = 0;
+        for (int64_t u = u0; u < u1;) {
+          while (ji + 1 < jobs.size() && jobs[ji + 1].first_unit <= u) ++ji;
+          const Job& j = jobs[ji];
+          const int64_t job_end = ji + 1 < jobs.size() ? jobs[ji + 1].first_unit : units;
+          const int64_t end = std::min(u1, job_end);
+          RunRows(j, (u - j.first_unit) * kUnitRows,
+                  std::min(j.rows, (end - j.first_unit) * kUnitRows), x, xq_data, batch, k);
+          u = end;
+        }
+      },
+      /*grain=*/2);
 }
 
 void MatMul(const TensorView& w, const float* x, int64_t batch, float* y, ThreadPool& pool,
@@ -247,8 +258,8 @@ void RefGelu(float* x, int64_t n) {
   }
 }
 
-FRUGAL_MULTIVERSION void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, bool neox,
-                                    const float* cos, const float* sin) {
+FRUGAL_MULTIVERSION void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot,
+                                    bool neox, const float* cos, const float* sin) {
   const int64_t half = n_rot / 2;
   for (int64_t h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
@@ -286,11 +297,13 @@ void RefAttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd,
 }
 
 const OpsKernels& GetOpsKernels(CpuLevel level) {
-  static const OpsKernels kScalar{RefQuantizeRowQ8Act, RefRmsNorm, RefSoftmaxInPlace, RefSwiGlu, RefAxpy,
-                                  RefAttentionHead, RefGelu};
+  static const OpsKernels kScalar{
+      RefQuantizeRowQ8Act, RefRmsNorm, RefSoftmaxInPlace, RefSwiGlu, RefAxpy,
+      RefAttentionHead,    RefGelu};
 #if defined(__x86_64__)
-  static const OpsKernels kAvx2{avx2::QuantizeRowQ8Act, avx2::RmsNorm, avx2::SoftmaxInPlace, avx2::SwiGlu,
-                                avx2::Axpy, avx2::AttentionHead, avx2::Gelu};
+  static const OpsKernels kAvx2{
+      avx2::QuantizeRowQ8Act, avx2::RmsNorm, avx2::SoftmaxInPlace, avx2::SwiGlu, avx2::Axpy,
+      avx2::AttentionHead,    avx2::Gelu};
   // The AVX-512 VNNI level differs in its integer dot products only (x86/x86_variant.h).
   if (level >= CpuLevel::kAvx2 && DetectedCpuLevel() >= level) return kAvx2;
 #endif
@@ -305,7 +318,9 @@ const OpsKernels& Active() {
 }
 }  // namespace
 
-void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) { Active().quantize_q8(x, out, n); }
+void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) {
+  Active().quantize_q8(x, out, n);
+}
 void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps) {
   Active().rms_norm(x, weight, y, n, eps);
 }

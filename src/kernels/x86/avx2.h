@@ -11,7 +11,7 @@ struct F32Kernels;
 struct KvBlocks;
 void RefAttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
                       float* scores, float* out);
-}
+}  // namespace frugal
 
 // gguf_kernels.inc and tile_kernels.inc are compiled once per namespace below (x86_variant.h); each
 // namespace has the same three entry points.

@@ -50,7 +50,8 @@ inline __m256 Exp(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
   p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -60,7 +61,8 @@ void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) {
   for (int64_t i = 0; i < n / kQK; ++i, x += kQK) {
     __m256 v[4];
     for (int p = 0; p < 4; ++p) v[p] = _mm256_loadu_ps(x + 8 * p);
-    const __m256 m = _mm256_max_ps(_mm256_max_ps(Abs(v[0]), Abs(v[1])), _mm256_max_ps(Abs(v[2]), Abs(v[3])));
+    const __m256 m =
+        _mm256_max_ps(_mm256_max_ps(Abs(v[0]), Abs(v[1])), _mm256_max_ps(Abs(v[2]), Abs(v[3])));
     const float amax = HorizontalMax(m);
     const float d = amax / 127.0f;
     const float id = d != 0 ? 1.0f / d : 0.0f;
@@ -68,18 +70,21 @@ void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) {
     __m256i q[4];
     for (int p = 0; p < 4; ++p) {
       // x * id rounded to nearest even, as std::nearbyint in the default rounding mode.
-      q[p] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[p], vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      q[p] = _mm256_cvtps_epi32(
+          _mm256_round_ps(_mm256_mul_ps(v[p], vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
-    const __m256i sum32 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    const __m256i sum32 =
+        _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(sum32), _mm256_extracti128_si256(sum32, 1));
     s = _mm_hadd_epi32(s, s);
     s = _mm_hadd_epi32(s, s);
     // int32 -> int8 with saturating packs, then undo the lane interleave of the 256-bit packs.
     const __m256i a = _mm256_packs_epi32(q[0], q[1]);  // [q0 lo, q1 lo | q0 hi, q1 hi] as int16
     const __m256i b = _mm256_packs_epi32(q[2], q[3]);
-    const __m256i bytes = _mm256_packs_epi16(a, b);     // int8, lanes interleaved by 4-byte groups
+    const __m256i bytes = _mm256_packs_epi16(a, b);  // int8, lanes interleaved by 4-byte groups
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[i].qs), _mm256_permutevar8x32_epi32(bytes, order));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[i].qs),
+                        _mm256_permutevar8x32_epi32(bytes, order));
     out[i].d = d;
     out[i].s = d * static_cast<float>(_mm_cvtsi128_si32(s));
   }
@@ -89,7 +94,8 @@ void Axpy(float a, const float* x, float* y, int64_t n) {
   const __m256 va = _mm256_set1_ps(a);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(va, _mm256_loadu_ps(x + i))));
+    _mm256_storeu_ps(
+        y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(va, _mm256_loadu_ps(x + i))));
   }
   for (; i < n; ++i) y[i] += a * x[i];
 }
@@ -99,7 +105,8 @@ void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
-    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)),
+                  hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
     s0 = _mm256_fmadd_pd(lo, lo, s0);
     s1 = _mm256_fmadd_pd(hi, hi, s1);
   }
@@ -108,7 +115,8 @@ void RmsNorm(const float* x, const float* weight, float* y, int64_t n, float eps
   const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
   const __m256 vs = _mm256_set1_ps(scale);
   for (i = 0; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), _mm256_loadu_ps(weight + i)));
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs),
+                                          _mm256_loadu_ps(weight + i)));
   }
   for (; i < n; ++i) y[i] = x[i] * scale * weight[i];
 }
@@ -134,7 +142,8 @@ void SoftmaxInPlace(float* x, int64_t n) {
   }
   const auto inv = static_cast<float>(1.0 / sum);
   const __m256 vinv = _mm256_set1_ps(inv);
-  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
   for (; i < n; ++i) x[i] *= inv;
 }
 
@@ -164,7 +173,8 @@ void Gelu(float* x, int64_t n) {
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
-    const __m256 erfc = _mm256_mul_ps(_mm256_mul_ps(p, t), Exp(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), z), z)));
+    const __m256 erfc = _mm256_mul_ps(_mm256_mul_ps(p, t),
+                                      Exp(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), z), z)));
     const __m256 nonneg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ);
     const __m256 s = _mm256_blendv_ps(erfc, _mm256_sub_ps(two, erfc), nonneg);
     _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_mul_ps(half, v), s));
@@ -212,7 +222,8 @@ inline void BlockScores(const float* q, const float* kb, int64_t stride, int64_t
   }
   for (; p < m; ++p) {
     __m256 a = _mm256_setzero_ps();
-    for (int64_t e = 0; e < hd; e += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + e), _mm256_loadu_ps(kb + p * stride + e), a);
+    for (int64_t e = 0; e < hd; e += 8)
+      a = _mm256_fmadd_ps(_mm256_loadu_ps(q + e), _mm256_loadu_ps(kb + p * stride + e), a);
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -229,8 +240,8 @@ void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, fl
     return;
   }
   for (int64_t p0 = 0; p0 < n; p0 += kv.block) {
-    BlockScores(q, kv.k[p0 / kv.block] + kv.offset, kv.stride, std::min(kv.block, n - p0), hd, scale,
-                scores + p0);
+    BlockScores(q, kv.k[p0 / kv.block] + kv.offset, kv.stride, std::min(kv.block, n - p0), hd,
+                scale, scores + p0);
   }
   SoftmaxInPlace(scores, n);
   int64_t e = 0;

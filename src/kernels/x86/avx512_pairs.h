@@ -32,13 +32,17 @@ constexpr int kPairRows = 2 * kTileRows;
 // One 32-byte step of each tile: the first in the low half.
 inline __m512i LoadStepPair(const void* a, const void* b) {
   const __m256i lo = _mm256_loadu_si256(static_cast<const __m256i*>(a));
-  return _mm512_inserti64x4(_mm512_zextsi256_si512(lo), _mm256_loadu_si256(static_cast<const __m256i*>(b)), 1);
+  return _mm512_inserti64x4(_mm512_zextsi256_si512(lo),
+                            _mm256_loadu_si256(static_cast<const __m256i*>(b)), 1);
 }
 inline __m512 LoadHalfPair(const uint16_t* a, const uint16_t* b) {
   const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
-  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1));
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(
+      _mm256_castsi128_si256(lo), _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1));
 }
-inline __m512 LoadFloatPair(const float* a, const float* b) { return _mm512_castsi512_ps(LoadStepPair(a, b)); }
+inline __m512 LoadFloatPair(const float* a, const float* b) {
+  return _mm512_castsi512_ps(LoadStepPair(a, b));
+}
 
 inline __m512i Broadcast4x16(const void* x) {
   int32_t v;
@@ -67,7 +71,8 @@ inline void PairChunkSumsI8(ChunkI8 a, ChunkI8 b, const int8_t* const* xq, __m51
   alignas(32) uint8_t xu[R][kQK];  // x + 128
   for (int i = 0; i < R; ++i) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i]));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(xu[i]), _mm256_xor_si256(v, _mm256_set1_epi8(-128)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(xu[i]),
+                       _mm256_xor_si256(v, _mm256_set1_epi8(-128)));
   }
   const __m512i k128 = _mm512_set1_epi8(-128);  // 128 as unsigned bytes
   __m512i off_even = _mm512_setzero_si512(), off_odd = _mm512_setzero_si512();  // 128 * sum(w)
@@ -133,7 +138,8 @@ inline void PairChunkSumsI4(ChunkI4 a, ChunkI4 b, const int8_t* const* xq, __m51
     __m512i acc_lo = _mm512_setzero_si512(), acc_hi = _mm512_setzero_si512();
     for (int k = 0; k < kSteps; ++k) {
       const __m512i v = LoadStepPair(a[k], b[k]);
-      const __m512i lo = _mm512_and_si512(v, mask), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+      const __m512i lo = _mm512_and_si512(v, mask),
+                    hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
       acc_lo = AddStepI4x16(acc_lo, lo, Broadcast4x16(xq[0] + kStepBytes * k));
       acc_hi = AddStepI4x16(acc_hi, hi, Broadcast4x16(xq[0] + 16 + kStepBytes * k));
     }
@@ -177,7 +183,8 @@ inline void PrefetchNextPair(const Block* a, const Block* b, size_t tile_bytes) 
 
 // The pair versions of DotTileI8, DotTileI8C and DotTileI4: out[i * 16 + r].
 template <int G, int R>
-void DotPairI8(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t ldx, int64_t n, float* out) {
+void DotPairI8(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t ldx, int64_t n,
+               float* out) {
   const auto* ba = static_cast<const BlockI8<G>*>(tile);
   const auto* bb = SecondTile<BlockI8<G>>(tile, tile_bytes);
   __m512 acc[R];
@@ -192,7 +199,8 @@ void DotPairI8(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t
       __m512i sum[R];
       PairChunkSumsI8<R>(ba[g].qs[c], bb[g].qs[c], xq, sum);
       for (int i = 0; i < R; ++i) {
-        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i]), _mm512_mul_ps(d, _mm512_set1_ps(xb[i]->d)), acc[i]);
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i]),
+                                 _mm512_mul_ps(d, _mm512_set1_ps(xb[i]->d)), acc[i]);
       }
     }
   }
@@ -200,7 +208,8 @@ void DotPairI8(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t
 }
 
 template <int R>
-void DotPairI8C(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t ldx, int64_t n, float* out) {
+void DotPairI8C(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t ldx, int64_t n,
+                float* out) {
   const auto* ha = static_cast<const TileI8CHeader*>(tile);
   const auto* hb = SecondTile<TileI8CHeader>(tile, tile_bytes);
   const auto* ba = reinterpret_cast<const BlockI8C*>(ha + 1);
@@ -214,7 +223,9 @@ void DotPairI8C(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_
     for (int i = 0; i < R; ++i) xq[i] = x[i * ldx + k].qs;
     __m512i sum[R];
     PairChunkSumsI8<R>(ba[k].qs, bb[k].qs, xq, sum);
-    for (int i = 0; i < R; ++i) acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i]), _mm512_set1_ps(x[i * ldx + k].d), acc[i]);
+    for (int i = 0; i < R; ++i)
+      acc[i] =
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i]), _mm512_set1_ps(x[i * ldx + k].d), acc[i]);
   };
   int64_t k = 0;
   for (; k + 2 <= nb; k += 2) {
@@ -223,11 +234,13 @@ void DotPairI8C(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_
   }
   if (k < nb) chunk(k, acc0);
   const __m512 d = LoadFloatPair(ha->d, hb->d);
-  for (int i = 0; i < R; ++i) _mm512_storeu_ps(out + i * kPairRows, _mm512_mul_ps(_mm512_add_ps(acc0[i], acc1[i]), d));
+  for (int i = 0; i < R; ++i)
+    _mm512_storeu_ps(out + i * kPairRows, _mm512_mul_ps(_mm512_add_ps(acc0[i], acc1[i]), d));
 }
 
 template <int G, bool kAsym, int R>
-void DotPairI4(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t ldx, int64_t n, float* out) {
+void DotPairI4(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t ldx, int64_t n,
+               float* out) {
   using Block = std::conditional_t<kAsym, BlockI4A<G>, BlockI4S<G>>;
   const auto* ba = static_cast<const Block*>(tile);
   const auto* bb = SecondTile<Block>(tile, tile_bytes);
@@ -244,7 +257,8 @@ void DotPairI4(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t
       __m512i sum[R];
       PairChunkSumsI4<R>(ba[g].qs[c], bb[g].qs[c], xq, sum);
       for (int i = 0; i < R; ++i) {
-        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i]), _mm512_mul_ps(d, _mm512_set1_ps(xb[i]->d)), acc[i]);
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[i]),
+                                 _mm512_mul_ps(d, _mm512_set1_ps(xb[i]->d)), acc[i]);
         xs[i] += xb[i]->s;
       }
     }
@@ -260,21 +274,25 @@ void DotPairI4(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t
     if constexpr (kAsym) {
       _mm512_storeu_ps(out + i * kPairRows, _mm512_add_ps(acc[i], corr[i]));
     } else {
-      _mm512_storeu_ps(out + i * kPairRows, _mm512_fnmadd_ps(_mm512_set1_ps(8.0f), corr[i], acc[i]));  // q - 8
+      _mm512_storeu_ps(out + i * kPairRows,
+                       _mm512_fnmadd_ps(_mm512_set1_ps(8.0f), corr[i], acc[i]));  // q - 8
     }
   }
 }
 
 // KernelTraits::dot_q8_tile_pair of each type (WithRows: one kernel per row count).
 template <int G>
-void DotPairsI8(const void* t, size_t tb, const BlockQ8Act* x, int64_t ldx, int m, int64_t n, float* out) {
+void DotPairsI8(const void* t, size_t tb, const BlockQ8Act* x, int64_t ldx, int m, int64_t n,
+                float* out) {
   WithRows(m, [&](auto r) { DotPairI8<G, decltype(r)::value>(t, tb, x, ldx, n, out); });
 }
-void DotPairsI8C(const void* t, size_t tb, const BlockQ8Act* x, int64_t ldx, int m, int64_t n, float* out) {
+void DotPairsI8C(const void* t, size_t tb, const BlockQ8Act* x, int64_t ldx, int m, int64_t n,
+                 float* out) {
   WithRows(m, [&](auto r) { DotPairI8C<decltype(r)::value>(t, tb, x, ldx, n, out); });
 }
 template <int G, bool kAsym>
-void DotPairsI4(const void* t, size_t tb, const BlockQ8Act* x, int64_t ldx, int m, int64_t n, float* out) {
+void DotPairsI4(const void* t, size_t tb, const BlockQ8Act* x, int64_t ldx, int m, int64_t n,
+                float* out) {
   WithRows(m, [&](auto r) { DotPairI4<G, kAsym, decltype(r)::value>(t, tb, x, ldx, n, out); });
 }
 

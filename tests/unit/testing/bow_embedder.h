@@ -17,7 +17,8 @@ namespace frugal::cache {
 
 class BagOfWordsEmbedder : public Embedder {
  public:
-  explicit BagOfWordsEmbedder(std::string name = "bow", int dim = 64) : name_(std::move(name)), dim_(dim) {}
+  explicit BagOfWordsEmbedder(std::string name = "bow", int dim = 64)
+      : name_(std::move(name)), dim_(dim) {}
   StatusOr<std::vector<float>> Embed(std::string_view text) override {
     ++calls;
     std::vector<float> v(static_cast<size_t>(dim_), 0.0f);
