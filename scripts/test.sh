@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
+
+echo "== clang-format over every tracked C++ file"
+./scripts/check-format.sh
 ./scripts/build.sh
 ./scripts/get-models.sh
 
