@@ -4,9 +4,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <nlohmann/json.hpp>
-
-#include "http/json_limits.h"
 
 namespace frugal::gateway {
 
@@ -55,41 +52,6 @@ std::string_view StateName(WorkerState s) {
   return "unknown";
 }
 
-StatusOr<WorkerLoad> ParseWorkerLoad(std::string_view json) {
-  if (!http::JsonDepthWithin(json)) return InvalidArgument("queue_depth nests too deeply");
-  auto j = nlohmann::json::parse(json, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    return InvalidArgument("queue_depth is not a JSON object");
-  WorkerLoad l;
-  // Counts must be integers (a float out of int64's range cannot be converted); times finite.
-  auto count = [&](const char* k, int64_t& out) -> Status {
-    if (!j.contains(k)) return Status::Ok();
-    if (!j[k].is_number_integer())
-      return InvalidArgument(std::string("queue_depth: ") + k + " must be an integer");
-    out = j[k].get<int64_t>();
-    return out < 0 ? InvalidArgument(std::string("queue_depth: negative ") + k) : Status::Ok();
-  };
-  auto ms = [&](const char* k, double& out) -> Status {
-    if (!j.contains(k)) return Status::Ok();
-    if (!j[k].is_number())
-      return InvalidArgument(std::string("queue_depth: ") + k + " must be a number");
-    out = j[k].get<double>();
-    return std::isfinite(out) && out >= 0 ? Status::Ok()
-                                          : InvalidArgument(std::string("queue_depth: bad ") + k);
-  };
-  FRUGAL_RETURN_IF_ERROR(count("waiting", l.waiting));
-  FRUGAL_RETURN_IF_ERROR(count("running", l.running));
-  FRUGAL_RETURN_IF_ERROR(ms("backlog_ms", l.backlog_ms));
-  FRUGAL_RETURN_IF_ERROR(ms("prefill_ms_per_token", l.prefill_ms_per_token));
-  FRUGAL_RETURN_IF_ERROR(ms("decode_ms_per_token", l.decode_ms_per_token));
-  if (j.contains("simulated")) {
-    if (!j["simulated"].is_boolean())
-      return InvalidArgument("queue_depth: simulated must be a boolean");
-    l.simulated = j["simulated"].get<bool>();
-  }
-  return l;
-}
-
 StatusOr<std::pair<std::string, uint16_t>> ParseWorkerUrl(std::string_view url) {
   constexpr std::string_view kScheme = "http://";
   if (!url.starts_with(kScheme))
@@ -135,94 +97,6 @@ const std::string& Lease::name() const { return worker_->info.name; }
 const std::string& Lease::host() const { return worker_->info.host; }
 uint16_t Lease::port() const { return worker_->info.port; }
 
-// ---- policies ----
-
-namespace {
-
-class RoundRobin final : public Policy {
- public:
-  std::string_view name() const override { return "round_robin"; }
-  size_t Pick(std::span<const Candidate> c, std::mt19937_64&) override {
-    // The next worker after the last one picked, by position in the pool, wrapping around: a
-    // worker leaving or coming back does not shift everyone's turn.
-    const size_t last = last_;
-    size_t best = 0;
-    bool found = false;
-    for (size_t i = 0; i < c.size(); ++i) {
-      if (c[i].index > last && (!found || c[i].index < c[best].index)) best = i, found = true;
-    }
-    if (!found) {
-      for (size_t i = 0; i < c.size(); ++i) {
-        if (c[i].index < c[best].index) best = i;
-      }
-    }
-    last_ = c[best].index;
-    return best;
-  }
-
- private:
-  size_t last_ = SIZE_MAX;  // WorkerPool calls Pick under its lock
-};
-
-// nginx-Lua style: chance proportional to weight / (queue + 1).
-class QueueWeighted final : public Policy {
- public:
-  std::string_view name() const override { return "queue_weighted"; }
-  size_t Pick(std::span<const Candidate> c, std::mt19937_64& rng) override {
-    std::vector<double> w(c.size());
-    for (size_t i = 0; i < c.size(); ++i) w[i] = c[i].weight / (c[i].queue + 1);
-    std::discrete_distribution<size_t> d(w.begin(), w.end());
-    return d(rng);
-  }
-};
-
-size_t LeastOf(std::span<const Candidate> c, size_t a, size_t b) {
-  if (c[a].finish_ms() != c[b].finish_ms()) return c[a].finish_ms() < c[b].finish_ms() ? a : b;
-  return c[a].queue <= c[b].queue ? a : b;
-}
-
-class LeastCost final : public Policy {
- public:
-  std::string_view name() const override { return "least_cost"; }
-  size_t Pick(std::span<const Candidate> c, std::mt19937_64& rng) override {
-    // Ties (an idle fleet) are broken at random so equal workers share the load.
-    const size_t start = std::uniform_int_distribution<size_t>(0, c.size() - 1)(rng);
-    size_t best = start;
-    for (size_t k = 1; k < c.size(); ++k) best = LeastOf(c, best, (start + k) % c.size());
-    return best;
-  }
-};
-
-// Two random candidates, the one that finishes sooner: nearly least_cost's balance, without
-// every gateway replica herding onto the same worker between polls.
-class PowerOfTwo final : public Policy {
- public:
-  std::string_view name() const override { return "p2c"; }
-  size_t Pick(std::span<const Candidate> c, std::mt19937_64& rng) override {
-    if (c.size() == 1) return 0;
-    std::uniform_int_distribution<size_t> d(0, c.size() - 1);
-    const size_t a = d(rng);
-    size_t b = d(rng);
-    while (b == a) b = d(rng);
-    return LeastOf(c, a, b);
-  }
-};
-
-}  // namespace
-
-std::vector<std::string> PolicyNames() {
-  return {"round_robin", "queue_weighted", "least_cost", "p2c"};
-}
-
-StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name) {
-  if (name == "round_robin") return std::unique_ptr<Policy>(new RoundRobin);
-  if (name == "queue_weighted") return std::unique_ptr<Policy>(new QueueWeighted);
-  if (name == "least_cost") return std::unique_ptr<Policy>(new LeastCost);
-  if (name == "p2c") return std::unique_ptr<Policy>(new PowerOfTwo);
-  return InvalidArgument("unknown policy '" + std::string(name) +
-                         "' (round_robin, queue_weighted, least_cost, p2c)");
-}
-
 // ---- pool ----
 
 WorkerPool::WorkerPool(HealthOptions health) : health_(health) {}
@@ -251,7 +125,7 @@ Status WorkerPool::Add(std::string name, std::string url, double weight) {
   w->info.host = hp->first;
   w->info.port = hp->second;
   w->info.weight = weight;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (FindLocked(w->info.name))
     return InvalidArgument("a worker named '" + w->info.name + "' exists");
   workers_.push_back(std::move(w));
@@ -259,7 +133,7 @@ Status WorkerPool::Add(std::string name, std::string url, double weight) {
 }
 
 Status WorkerPool::Remove(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = std::find_if(workers_.begin(), workers_.end(),
                          [&](const auto& w) { return w->info.name == name; });
   if (it == workers_.end()) return NotFound("no worker named '" + std::string(name) + "'");
@@ -270,7 +144,7 @@ Status WorkerPool::Remove(std::string_view name) {
 }
 
 Status WorkerPool::SetDraining(std::string_view name, bool draining) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto w = FindLocked(name);
   if (!w) return NotFound("no worker named '" + std::string(name) + "'");
   if (draining) {
@@ -284,7 +158,7 @@ Status WorkerPool::SetDraining(std::string_view name, bool draining) {
 }
 
 std::vector<WorkerInfo> WorkerPool::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<WorkerInfo> out;
   out.reserve(workers_.size());
   for (const auto& w : workers_) {
@@ -296,13 +170,13 @@ std::vector<WorkerInfo> WorkerPool::List() const {
 }
 
 size_t WorkerPool::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return workers_.size();
 }
 
 Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost,
                        const std::vector<std::string>& exclude) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Candidate> c;
   for (size_t i = 0; i < workers_.size(); ++i) {
     const Lease::Worker& w = *workers_[i];
@@ -327,7 +201,7 @@ Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost,
 }
 
 void WorkerPool::Release(Lease::Worker& w, double cost_ms) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   --w.info.in_flight;
   w.info.in_flight_ms = std::max(0.0, w.info.in_flight_ms - cost_ms);
 }
@@ -343,7 +217,7 @@ void WorkerPool::EjectLocked(Lease::Worker& w, std::string why) {
 
 void WorkerPool::ReportRequest(const Lease& lease, Outcome outcome, std::string_view error) {
   if (!lease) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Lease::Worker& w = *lease.worker_;
   if (w.removed) return;
   if (outcome == Outcome::kSuccess) {
@@ -360,7 +234,7 @@ void WorkerPool::ReportRequest(const Lease& lease, Outcome outcome, std::string_
 }
 
 void WorkerPool::ReportCheck(std::string_view name, const StatusOr<WorkerLoad>& result) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto w = FindLocked(name);
   if (!w) return;
   if (!result.ok()) {
@@ -402,10 +276,10 @@ void WorkerPool::ReportCheck(std::string_view name, const StatusOr<WorkerLoad>& 
   }
 }
 
-std::vector<std::pair<std::string, std::pair<std::string, uint16_t>>> WorkerPool::Targets() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::pair<std::string, std::pair<std::string, uint16_t>>> out;
-  for (const auto& w : workers_) out.push_back({w->info.name, {w->info.host, w->info.port}});
+std::vector<WorkerAddress> WorkerPool::Targets() const {
+  MutexLock lock(mu_);
+  std::vector<WorkerAddress> out;
+  for (const auto& w : workers_) out.push_back({w->info.name, w->info.host, w->info.port});
   return out;
 }
 

@@ -29,21 +29,15 @@
 #include <string_view>
 #include <vector>
 
+#include "balancer/load_report.h"
+#include "balancer/policy.h"
+#include "common/thread_annotations.h"
 #include "frugal/status.h"
 
 namespace frugal::gateway {
 
 enum class WorkerState { kHealthy, kEjected, kHalfOpen, kDraining };
 std::string_view StateName(WorkerState s);
-
-// What a worker's /queue_depth JSON says.
-struct WorkerLoad {
-  int64_t waiting = 0, running = 0;
-  double backlog_ms = 0;
-  double prefill_ms_per_token = 0, decode_ms_per_token = 0;
-  bool simulated = false;
-};
-StatusOr<WorkerLoad> ParseWorkerLoad(std::string_view json);
 
 struct HealthOptions {
   std::chrono::milliseconds interval{1000};  // between polls of each worker
@@ -53,33 +47,11 @@ struct HealthOptions {
   int64_t max_queue = 500;                   // reported waiting + running beyond this ejects
 };
 
-// A request's estimated size, for cost-aware routing.
-struct RequestCost {
-  int64_t prompt_tokens = 0;
-  int64_t max_tokens = 0;
+// Where a worker is, for health checks.
+struct WorkerAddress {
+  std::string name, host;
+  uint16_t port = 0;
 };
-
-// One worker as a routing policy sees it, at the moment of the decision.
-struct Candidate {
-  size_t index = 0;       // into WorkerPool's list
-  double queue = 0;       // requests waiting + running (estimated now)
-  double backlog_ms = 0;  // machine time of the work ahead (estimated now)
-  double cost_ms = 0;     // this request's cost on this worker
-  double weight = 1;      // configured
-  double finish_ms() const { return (backlog_ms + cost_ms) / weight; }
-};
-
-class Policy {
- public:
-  virtual ~Policy() = default;
-  virtual std::string_view name() const = 0;
-  // Picks one of `c` (never empty); returns its position in `c`. WorkerPool calls it under its
-  // lock, so a policy's own state needs no synchronisation of its own.
-  virtual size_t Pick(std::span<const Candidate> c, std::mt19937_64& rng) = 0;
-};
-// "round_robin", "queue_weighted", "least_cost", "p2c" (power of two choices over least_cost).
-StatusOr<std::unique_ptr<Policy>> MakePolicy(std::string_view name);
-std::vector<std::string> PolicyNames();
 
 struct WorkerInfo {
   std::string name, url, host;
@@ -144,20 +116,20 @@ class WorkerPool {
   void ReportCheck(std::string_view name, const StatusOr<WorkerLoad>& result);
 
   // Workers to poll now: every one (ejected ones are probed too).
-  std::vector<std::pair<std::string, std::pair<std::string, uint16_t>>> Targets() const;
+  std::vector<WorkerAddress> Targets() const;
 
   int64_t ejections() const { return ejections_.load(); }
 
  private:
   friend class Lease;
   void Release(Lease::Worker& w, double cost_ms);
-  std::shared_ptr<Lease::Worker> FindLocked(std::string_view name) const;
-  void EjectLocked(Lease::Worker& w, std::string why);
+  std::shared_ptr<Lease::Worker> FindLocked(std::string_view name) const FRUGAL_REQUIRES(mu_);
+  void EjectLocked(Lease::Worker& w, std::string why) FRUGAL_REQUIRES(mu_);
 
   const HealthOptions health_;
-  mutable std::mutex mu_;
-  std::vector<std::shared_ptr<Lease::Worker>> workers_;  // guarded by mu_
-  std::mt19937_64 rng_{0x5eed};                          // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<std::shared_ptr<Lease::Worker>> workers_ FRUGAL_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ FRUGAL_GUARDED_BY(mu_){0x5eed};
   std::atomic<int64_t> ejections_{0};
 };
 

@@ -20,6 +20,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "balancer/health_checker.h"
+#include "balancer/retry_policy.h"
 #include "cache/cache.h"
 #include "common/metrics.h"
 #include "gateway/rate_limit.h"
@@ -128,10 +130,41 @@ struct Call {
   std::string tail;  // last bytes written to the client (to close a broken event)
 };
 
+// Health checks over HTTP: GET /queue_depth, a Frugal worker's load report.
+class HttpLoadProbe final : public LoadProbe {
+ public:
+  explicit HttpLoadProbe(const std::unique_ptr<http::Client>& client) : client_(client) {}
+  void Probe(const WorkerAddress& worker, std::function<void(StatusOr<WorkerLoad>)> done) override {
+    http::ClientRequest r;
+    r.host = worker.host;
+    r.port = worker.port;
+    r.target = "/queue_depth";
+    r.headers = {{"Accept", "application/json"}};
+    auto body = std::make_shared<std::string>();
+    auto code = std::make_shared<int>(0);
+    http::ClientCallbacks cb;
+    cb.on_headers = [code](int s, const http::Headers&) { *code = s; };
+    cb.on_data = [body](std::string_view d) { body->append(d); };
+    cb.on_done = [body, code, done = std::move(done)](const Status& st, size_t) {
+      // A StatusOr is never made from an OK status: the poll's own failure, the worker's 5xx
+      // (only the worker's own failures count; a 4xx would be ours, and is not expected), or
+      // the parsed report.
+      done(!st.ok()       ? StatusOr<WorkerLoad>(st)
+           : *code >= 500 ? StatusOr<WorkerLoad>(IoError("HTTP " + std::to_string(*code)))
+                          : ParseWorkerLoad(*body));
+    };
+    client_->Send(std::move(r), std::move(cb));
+  }
+
+ private:
+  const std::unique_ptr<http::Client>& client_;  // the gateway's health-check client
+};
+
 struct Gateway::Impl {
   GatewayConfig cfg;
   std::unique_ptr<Policy> policy;
   WorkerPool pool;
+  RetryPolicy retry;
   std::unique_ptr<cache::Cache> cache;
   struct Key {
     ApiKeyConfig cfg;
@@ -152,13 +185,15 @@ struct Gateway::Impl {
   std::atomic<int64_t> total_requests{0}, total_errors{0}, total_hits{0}, total_retries{0};
   Clock::time_point started = Clock::now();
 
-  std::mutex models_mu;
-  std::map<std::string, std::set<std::string>> models;  // worker -> its model ids; guarded
-  std::map<std::string, int64_t> polls;                 // worker -> successful polls; guarded
-  std::set<std::string> checking;                       // workers with a poll in flight; guarded
+  Mutex models_mu;
+  std::map<std::string, std::set<std::string>> models
+      FRUGAL_GUARDED_BY(models_mu);  // worker -> its model ids
 
   std::unique_ptr<http::Server> server;
   std::unique_ptr<http::Client> upstream, checker;
+  HttpLoadProbe probe{checker};
+  HealthChecker health{pool, probe, /*refresh_every=*/30,
+                       [this](const WorkerAddress& w, bool refresh) { OnHealthy(w, refresh); }};
   net::io_context timers;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> timers_work;
   std::thread timer_thread;
@@ -175,10 +210,9 @@ struct Gateway::Impl {
   Rotation rotation;            // guarded by rotation_mu
   std::thread rotation_thread;  // joined at shutdown
   std::atomic<bool> stopped{false};
-  std::mutex rng_mu;
-  std::mt19937_64 rng{42};  // guarded by rng_mu
 
-  explicit Impl(GatewayConfig c) : cfg(std::move(c)), pool(cfg.health) {}
+  explicit Impl(GatewayConfig c)
+      : cfg(std::move(c)), pool(cfg.health), retry({cfg.max_retries, cfg.retry_backoff_ms}) {}
 
   // ---- routes ----
   void Handle(const http::Request& req, std::shared_ptr<http::Responder> out);
@@ -197,7 +231,7 @@ struct Gateway::Impl {
   void OnHeaders(const std::shared_ptr<Call>& c, int status, const http::Headers& h);
   void OnData(const std::shared_ptr<Call>& c, std::string_view data);
   void OnDone(const std::shared_ptr<Call>& c, const Status& st, size_t bytes);
-  void Retry(const std::shared_ptr<Call>& c, std::string why);
+  void Retry(const std::shared_ptr<Call>& c, AttemptFailure failure, const std::string& why);
   void Refuse(const std::shared_ptr<Call>& c, int status, const std::string& message,
               bool retry_after);
   void ReplyFromCache(const std::shared_ptr<Call>& c, const std::string& stored);
@@ -207,6 +241,7 @@ struct Gateway::Impl {
   // ---- health ----
   void ScheduleHealth();
   void PollAll();
+  void OnHealthy(const WorkerAddress& w, bool refresh);
 
   http::Headers MissHeaders(const std::shared_ptr<Call>& c) const;
 };
@@ -255,7 +290,7 @@ void Gateway::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respo
 void Gateway::Impl::SendModels(const std::shared_ptr<http::Responder>& out) {
   std::set<std::string> ids;
   {
-    std::lock_guard<std::mutex> lock(models_mu);
+    MutexLock lock(models_mu);
     for (const auto& [w, m] : models) ids.insert(m.begin(), m.end());
   }
   json data = json::array();
@@ -306,7 +341,7 @@ void Gateway::Impl::HandleCompletion(const http::Request& req, std::shared_ptr<h
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(models_mu);
+    MutexLock lock(models_mu);
     std::set<std::string> ids;
     for (const auto& [w, m] : models) ids.insert(m.begin(), m.end());
     if (!ids.empty() && !ids.count(parsed->model)) {
@@ -604,18 +639,15 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
     pool.ReportRequest(lease, Outcome::kFailure, st.message());
     c->last_error = c->tried.back() + ": " + st.message();
     lease = Lease();
-    if (bytes == 0) {
-      Retry(c, st.message());  // nothing arrived: the request may go elsewhere
-    } else {
-      Refuse(c, 502, "the worker failed mid-response: " + st.message(), false);
-    }
+    Retry(c, bytes == 0 ? AttemptFailure::kNoResponse : AttemptFailure::kPartialResponse,
+          st.message());
     return;
   }
   if (c->status == 503) {
     pool.ReportRequest(lease, Outcome::kOverloaded);
     c->last_error = c->tried.back() + ": queue full";
     lease = Lease();
-    Retry(c, "worker overloaded");
+    Retry(c, AttemptFailure::kOverloaded, "worker overloaded");
     return;
   }
   pool.ReportRequest(lease, c->status >= 500 ? Outcome::kFailure : Outcome::kSuccess,
@@ -650,22 +682,20 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
   Finish(c, c->status, false);
 }
 
-void Gateway::Impl::Retry(const std::shared_ptr<Call>& c, std::string why) {
-  if (c->retries >= cfg.max_retries || stopped) {
-    Refuse(c, 503, "no worker could take the request (" + why + ")", true);
+void Gateway::Impl::Retry(const std::shared_ptr<Call>& c, AttemptFailure failure,
+                          const std::string& why) {
+  if (stopped || !retry.MayRetry(failure, c->retries)) {
+    if (failure == AttemptFailure::kPartialResponse) {
+      Refuse(c, 502, "the worker failed mid-response: " + why, false);
+    } else {
+      Refuse(c, 503, "no worker could take the request (" + why + ")", true);
+    }
     return;
   }
   ++c->retries;
   retries->Add();
   ++total_retries;
-  double jitter;
-  {
-    std::lock_guard<std::mutex> lock(rng_mu);
-    jitter = std::uniform_real_distribution<double>(0.5, 1.5)(rng);
-  }
-  const auto delay = std::chrono::microseconds(static_cast<int64_t>(
-      1e3 * static_cast<double>(cfg.retry_backoff_ms) * std::pow(2.0, c->retries - 1) * jitter));
-  auto timer = std::make_shared<net::steady_timer>(timers, delay);
+  auto timer = std::make_shared<net::steady_timer>(timers, retry.Backoff(c->retries));
   timer->async_wait([this, c, timer](const boost::system::error_code& ec) {
     if (ec) {
       Refuse(c, 503, "the gateway is shutting down", true);
@@ -718,72 +748,45 @@ void Gateway::Impl::ScheduleHealth() {
 void Gateway::Impl::PollAll() {
   const auto targets = pool.Targets();
   {
-    std::lock_guard<std::mutex> lock(models_mu);
+    MutexLock lock(models_mu);
     // Forget removed workers' models.
     for (auto it = models.begin(); it != models.end();) {
       const bool live = std::any_of(targets.begin(), targets.end(),
-                                    [&](const auto& t) { return t.first == it->first; });
+                                    [&](const WorkerAddress& t) { return t.name == it->first; });
       it = live ? std::next(it) : models.erase(it);
     }
   }
-  for (const auto& target : targets) {
-    // Copies, not structured bindings: lambdas below capture them (clang 14 cannot capture a
-    // binding).
-    const std::string name = target.first;
-    const std::pair<std::string, uint16_t> hp = target.second;
-    {
-      std::lock_guard<std::mutex> lock(models_mu);
-      if (!checking.insert(name).second) continue;  // the last poll has not answered yet
-    }
-    http::ClientRequest r;
-    r.host = hp.first;
-    r.port = hp.second;
-    r.target = "/queue_depth";
-    r.headers = {{"Accept", "application/json"}};
-    auto body = std::make_shared<std::string>();
-    auto code = std::make_shared<int>(0);
-    http::ClientCallbacks cb;
-    cb.on_headers = [code](int s, const http::Headers&) { *code = s; };
-    cb.on_data = [body](std::string_view d) { body->append(d); };
-    cb.on_done = [this, name, hp, body, code](const Status& st, size_t) {
-      // A StatusOr is never made from an OK status: the poll's own failure, the worker's 5xx
-      // (only the worker's own failures count; a 4xx would be ours, and is not expected), or the
-      // parsed report.
-      StatusOr<WorkerLoad> load =
-          !st.ok()       ? StatusOr<WorkerLoad>(st)
-          : *code >= 500 ? StatusOr<WorkerLoad>(IoError("HTTP " + std::to_string(*code)))
-                         : ParseWorkerLoad(*body);
-      pool.ReportCheck(name, load);
-      bool fetch_models = false;
-      {
-        std::lock_guard<std::mutex> lock(models_mu);
-        checking.erase(name);
-        if (load.ok()) fetch_models = polls[name]++ % 30 == 0 || !models.count(name);
-      }
-      if (!fetch_models || stopped) return;
-      http::ClientRequest m;
-      m.host = hp.first;
-      m.port = hp.second;
-      m.target = "/v1/models";
-      auto mbody = std::make_shared<std::string>();
-      http::ClientCallbacks mcb;
-      mcb.on_data = [mbody](std::string_view d) { mbody->append(d); };
-      mcb.on_done = [this, name, mbody](const Status& ms, size_t) {
-        if (!ms.ok()) return;
-        json j = json::parse(*mbody, nullptr, false);
-        if (!j.is_object() || !j.contains("data") || !j["data"].is_array()) return;
-        std::set<std::string> ids;
-        for (const auto& e : j["data"]) {
-          if (e.is_object() && e.contains("id") && e["id"].is_string())
-            ids.insert(e["id"].get<std::string>());
-        }
-        std::lock_guard<std::mutex> lock(models_mu);
-        if (pool.size() > 0) models[name] = std::move(ids);
-      };
-      checker->Send(std::move(m), std::move(mcb));
-    };
-    checker->Send(std::move(r), std::move(cb));
+  health.CheckAll();
+}
+
+// A worker answered its health check: every 30th time (and until it is known) its model list
+// is read again.
+void Gateway::Impl::OnHealthy(const WorkerAddress& w, bool refresh) {
+  {
+    MutexLock lock(models_mu);
+    refresh = refresh || !models.count(w.name);
   }
+  if (!refresh || stopped) return;
+  http::ClientRequest m;
+  m.host = w.host;
+  m.port = w.port;
+  m.target = "/v1/models";
+  auto mbody = std::make_shared<std::string>();
+  http::ClientCallbacks mcb;
+  mcb.on_data = [mbody](std::string_view d) { mbody->append(d); };
+  mcb.on_done = [this, name = w.name, mbody](const Status& ms, size_t) {
+    if (!ms.ok()) return;
+    json j = json::parse(*mbody, nullptr, false);
+    if (!j.is_object() || !j.contains("data") || !j["data"].is_array()) return;
+    std::set<std::string> ids;
+    for (const auto& e : j["data"]) {
+      if (e.is_object() && e.contains("id") && e["id"].is_string())
+        ids.insert(e["id"].get<std::string>());
+    }
+    MutexLock lock(models_mu);
+    if (pool.size() > 0) models[name] = std::move(ids);
+  };
+  checker->Send(std::move(m), std::move(mcb));
 }
 
 // ---------------------------------------------------------------------------------------------

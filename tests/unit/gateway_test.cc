@@ -170,8 +170,8 @@ TEST(WorkerPoolTest, AddValidatesNamesUrlsAndWeights) {
   EXPECT_EQ(pool.Remove("nope").code(), StatusCode::kNotFound);
   EXPECT_EQ(pool.SetDraining("nope", true).code(), StatusCode::kNotFound);
   ASSERT_EQ(pool.Targets().size(), 1u);
-  EXPECT_EQ(pool.Targets()[0].first, "w-1.a_b");
-  EXPECT_EQ(pool.Targets()[0].second.second, 9001);
+  EXPECT_EQ(pool.Targets()[0].name, "w-1.a_b");
+  EXPECT_EQ(pool.Targets()[0].port, 9001);
 }
 
 TEST(WorkerPoolTest, ThirdConsecutiveFailedCheckEjects) {
