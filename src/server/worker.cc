@@ -10,14 +10,18 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "api/openai.h"
 #include "common/metrics.h"
-#include "server/openai.h"
 
 namespace frugal::server {
 namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using api::CompletionParams;
+using api::NewCompletionId;
+using api::ParseCompletionRequest;
+using api::ParseEmbeddingRequest;
 
 int HttpStatusFor(const Status& st) {
   switch (st.code()) {

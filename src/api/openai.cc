@@ -1,5 +1,6 @@
-#include "server/openai.h"
+#include "api/openai.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -7,10 +8,12 @@
 
 #include "http/json_limits.h"
 
-namespace frugal::server {
+namespace frugal::api {
 namespace {
 
 using json = nlohmann::json;
+
+constexpr int64_t kMaxTokensLimit = int64_t{1} << 30;
 
 Status FieldError(const std::string& field, const std::string& what) {
   return InvalidArgument("'" + field + "' " + what);
@@ -77,16 +80,60 @@ StatusOr<std::string> Content(const json& c, size_t index) {
   return out;
 }
 
+// "model": optional for the worker (it serves one), required by a proxy.
+Status Model(const json& j, bool required, std::string* out) {
+  auto it = j.find("model");
+  if (it == j.end() || it->is_null()) {
+    return required ? FieldError("model", "is required (a string)") : Status::Ok();
+  }
+  if (!it->is_string()) return FieldError("model", "must be a string");
+  *out = it->get<std::string>();
+  if (required && out->empty()) return FieldError("model", "must not be empty");
+  return Status::Ok();
+}
+
+// "stream" and "stream_options.include_usage".
+Status Stream(const json& j, bool* stream, bool* include_usage) {
+  if (auto it = j.find("stream"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) return FieldError("stream", "must be a boolean");
+    *stream = it->get<bool>();
+  }
+  if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return FieldError("stream_options", "must be an object");
+    if (auto u = it->find("include_usage"); u != it->end() && !u->is_null()) {
+      if (!u->is_boolean()) return FieldError("stream_options.include_usage", "must be a boolean");
+      *include_usage = u->get<bool>();
+    }
+  }
+  return Status::Ok();
+}
+
+// "max_tokens", or the newer "max_completion_tokens" (max_tokens wins when both are given).
+Status MaxTokens(const json& j, std::optional<int64_t>* out) {
+  std::optional<int64_t> max_tokens;
+  FRUGAL_RETURN_IF_ERROR(Integer(j, "max_tokens", 1, kMaxTokensLimit, &max_tokens));
+  FRUGAL_RETURN_IF_ERROR(Integer(j, "max_completion_tokens", 1, kMaxTokensLimit, out));
+  if (max_tokens) *out = max_tokens;
+  return Status::Ok();
+}
+
+// Characters of text in a value, a proxy for prompt tokens (about 4 per token in English).
+int64_t TextChars(const json& v) {
+  if (v.is_string()) return static_cast<int64_t>(v.get_ref<const std::string&>().size());
+  int64_t n = 0;
+  if (v.is_array() || v.is_object()) {
+    for (const auto& e : v) n += TextChars(e);
+  }
+  return n;
+}
+
 }  // namespace
 
 StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool chat) {
   FRUGAL_ASSIGN_OR_RETURN(json j, ParseObject(body));
   CompletionParams p;
   p.chat = chat;
-  if (auto it = j.find("model"); it != j.end() && !it->is_null()) {
-    if (!it->is_string()) return FieldError("model", "must be a string");
-    p.model = it->get<std::string>();
-  }
+  FRUGAL_RETURN_IF_ERROR(Model(j, /*required=*/false, &p.model));
   if (chat) {
     auto it = j.find("messages");
     if (it == j.end() || !it->is_array())
@@ -120,10 +167,8 @@ StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool ch
     }
     if (p.prompt.empty()) return FieldError("prompt", "must not be empty");
   }
-  std::optional<int64_t> max_tokens, n, seed, top_k;
-  FRUGAL_RETURN_IF_ERROR(Integer(j, "max_tokens", 1, int64_t{1} << 30, &max_tokens));
-  FRUGAL_RETURN_IF_ERROR(Integer(j, "max_completion_tokens", 1, int64_t{1} << 30, &p.max_tokens));
-  if (max_tokens) p.max_tokens = max_tokens;
+  std::optional<int64_t> n, seed, top_k;
+  FRUGAL_RETURN_IF_ERROR(MaxTokens(j, &p.max_tokens));
   FRUGAL_RETURN_IF_ERROR(Integer(j, "n", 1, 1, &n));
   FRUGAL_RETURN_IF_ERROR(Integer(j, "seed", INT64_MIN, INT64_MAX, &seed));
   FRUGAL_RETURN_IF_ERROR(Integer(j, "top_k", 0, 1 << 20, &top_k));
@@ -164,22 +209,74 @@ StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool ch
       if (st.empty()) return FieldError("stop", "strings must not be empty");
     }
   }
-  if (auto it = j.find("stream"); it != j.end() && !it->is_null()) {
-    if (!it->is_boolean()) return FieldError("stream", "must be a boolean");
-    p.stream = it->get<bool>();
-  }
-  if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
-    if (!it->is_object()) return FieldError("stream_options", "must be an object");
-    if (auto u = it->find("include_usage"); u != it->end() && !u->is_null()) {
-      if (!u->is_boolean()) return FieldError("stream_options.include_usage", "must be a boolean");
-      p.include_usage = u->get<bool>();
-    }
-  }
+  FRUGAL_RETURN_IF_ERROR(Stream(j, &p.stream, &p.include_usage));
   if (auto it = j.find("user"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) return FieldError("user", "must be a string");
     p.user = it->get<std::string>();
   }
   return p;
+}
+
+StatusOr<ProxiedCompletion> ParseProxiedCompletion(std::string_view body, bool chat,
+                                                   const ProxyOptions& options) {
+  FRUGAL_ASSIGN_OR_RETURN(json j, ParseObject(body));
+  ProxiedCompletion r;
+  r.chat = chat;
+  FRUGAL_RETURN_IF_ERROR(Model(j, /*required=*/true, &r.model));
+  const char* field = chat ? "messages" : "prompt";
+  if (chat && (!j.contains(field) || !j[field].is_array() || j[field].empty())) {
+    return FieldError("messages", "must be a non-empty array");
+  }
+  if (!chat && (!j.contains(field) || (!j[field].is_string() && !j[field].is_array()))) {
+    return FieldError("prompt", "must be a string or an array");
+  }
+  FRUGAL_RETURN_IF_ERROR(Stream(j, &r.stream, &r.include_usage));
+  // A bad max_tokens is the engine's to refuse; for the estimate it is as if absent.
+  if (std::optional<int64_t> m; MaxTokens(j, &m).ok()) r.max_tokens = m;
+  r.text_chars = TextChars(j[field]);
+
+  const bool deterministic = (j.contains("temperature") && j["temperature"].is_number() &&
+                              j["temperature"].get<double>() == 0) ||
+                             (j.contains("seed") && j["seed"].is_number_integer());
+  const bool one_choice =
+      !j.contains("n") || (j["n"].is_number_integer() && j["n"].get<int64_t>() == 1);
+  bool text_query = false;
+  if (chat) {
+    const json& msgs = j["messages"];
+    const json& last = msgs.back();
+    if (last.is_object() && last.contains("role") && last["role"] == "user" &&
+        last.contains("content") && last["content"].is_string()) {
+      text_query = true;
+      r.query = last["content"].get<std::string>();
+      // The system prompt always counts; of the earlier turns, the last `context_turns`.
+      json ctx = json::array();
+      std::vector<const json*> turns;
+      for (size_t i = 0; i + 1 < msgs.size(); ++i) {
+        if (msgs[i].is_object() && msgs[i].contains("role") && msgs[i]["role"] == "system") {
+          ctx.push_back(msgs[i]);
+        } else {
+          turns.push_back(&msgs[i]);
+        }
+      }
+      const size_t keep = options.context_turns < 0
+                              ? turns.size()
+                              : std::min(turns.size(), static_cast<size_t>(options.context_turns));
+      for (size_t i = turns.size() - keep; i < turns.size(); ++i) ctx.push_back(*turns[i]);
+      r.context = ctx.dump();
+    }
+  } else if (j["prompt"].is_string()) {
+    text_query = true;
+    r.query = j["prompt"].get<std::string>();
+  }
+  r.cacheable = text_query && one_choice && (deterministic || options.cache_nondeterministic);
+  if (r.cacheable) {
+    json sampling = j;
+    for (const char* k : {"model", "messages", "prompt", "stream", "stream_options", "user"})
+      sampling.erase(k);
+    sampling["route"] = chat ? "chat" : "completions";
+    r.sampling = sampling.dump();  // object keys sorted: the same parameters in any order match
+  }
+  return r;
 }
 
 StatusOr<EmbeddingParams> ParseEmbeddingRequest(std::string_view body) {
@@ -224,4 +321,4 @@ std::string NewCompletionId(bool chat) {
   return buf;
 }
 
-}  // namespace frugal::server
+}  // namespace frugal::api
