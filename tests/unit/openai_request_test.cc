@@ -21,17 +21,16 @@ std::string ChatBody(json extra) {
 }
 
 TEST(OpenAiRequestTest, WorkerReadsEveryField) {
-  auto p = ParseCompletionRequest(
-      ChatBody({{"max_tokens", 7},
-                {"temperature", 0.5},
-                {"top_p", 0.9},
-                {"top_k", 5},
-                {"seed", 0},
-                {"stop", {"x", "y"}},
-                {"stream", true},
-                {"stream_options", {{"include_usage", true}}},
-                {"user", "u1"}}),
-      true);
+  auto p = ParseCompletionRequest(ChatBody({{"max_tokens", 7},
+                                            {"temperature", 0.5},
+                                            {"top_p", 0.9},
+                                            {"top_k", 5},
+                                            {"seed", 0},
+                                            {"stop", {"x", "y"}},
+                                            {"stream", true},
+                                            {"stream_options", {{"include_usage", true}}},
+                                            {"user", "u1"}}),
+                                  true);
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->model, "m");
   ASSERT_EQ(p->messages.size(), 1u);
@@ -131,7 +130,8 @@ TEST(OpenAiRequestTest, ProxyLeavesWhatOnlyTheEngineReadsToTheEngine) {
     EXPECT_FALSE(p->cacheable) << extra.dump();
   }
   // The proxy needs the model to route by.
-  auto no_model = ParseProxiedCompletion(R"({"messages":[{"role":"user","content":"q"}]})", true, {});
+  auto no_model =
+      ParseProxiedCompletion(R"({"messages":[{"role":"user","content":"q"}]})", true, {});
   ASSERT_FALSE(no_model.ok());
   EXPECT_EQ(no_model.status().message(), "'model' is required (a string)");
 }
