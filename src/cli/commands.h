@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -37,7 +38,6 @@ inline sigset_t BlockStopSignals() {
   return s;
 }
 
-// Parsed subcommand -> what runs it (returns the exit code).
 // A default value for a help text, as short as printf's %g writes it (0.92, not 0.920000).
 inline std::string ShortNumber(double v) {
   char buf[32];
@@ -45,8 +45,24 @@ inline std::string ShortNumber(double v) {
   return buf;
 }
 
+// A default value for a help text: integers as they are, others as ShortNumber writes them.
+template <class T>
+std::string DefaultText(const T& v) {
+  if constexpr (std::is_convertible_v<T, std::string>) {
+    return v;
+  } else if constexpr (std::is_integral_v<T>) {
+    return std::to_string(v);
+  } else {
+    return ShortNumber(static_cast<double>(v));
+  }
+}
+
+// Parsed subcommand -> what runs it (returns the exit code).
 using Commands = std::vector<std::pair<CLI::App*, std::function<int()>>>;
 
+void AddModelCommands(CLI::App& app, Commands& out);     // model_cmds.cc: generate, embed, ...
+void AddInspectCommands(CLI::App& app, Commands& out);   // inspect_cmds.cc: info, tokenize, dequant
+void AddServeCommand(CLI::App& app, Commands& out);      // serve_cmd.cc
 void AddLoadgenCommand(CLI::App& app, Commands& out);    // loadgen_cmd.cc
 void AddGatewayCommands(CLI::App& app, Commands& out);   // gateway_cmd.cc: gateway, up
 void AddQuantizeCommand(CLI::App& app, Commands& out);   // quantize_cmd.cc

@@ -1,0 +1,54 @@
+// Flags every command that opens a model shares (-m, -t, -c, --activations, --no-repack), and
+// small output helpers of those commands.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frugal/engine.h"
+#include "frugal/status.h"
+
+namespace frugal::cli {
+
+struct CommonModelFlags {
+  std::string model;
+  int threads = 0;
+  int64_t ctx = 0;
+  std::string activations = "int8";
+  bool no_repack = false;
+
+  void Add(CLI::App* cmd, bool with_ctx = true) {
+    cmd->add_option("-m,--model", model, "model: a .gguf file or a Hugging Face folder")
+        ->required();
+    cmd->add_option("-t,--threads", threads, "compute threads (default: all CPUs)")
+        ->check(CLI::Range(0, 1024));
+    if (with_ctx)
+      cmd->add_option("-c,--ctx", ctx,
+                      "context length in tokens (default: the model's, at most 8192)")
+          ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+    cmd->add_option("--activations", activations,
+                    "matmul activations: int8 (default: quantized per 32 for weights with an "
+                    "integer kernel, as llama.cpp) or f32 (reference precision, 2-3x slower)")
+        ->check(CLI::IsMember({"f32", "int8"}));
+    cmd->add_flag(
+        "--no-repack", no_repack,
+        "keep Q4_0/Q4_1/Q8_0 matrices in the file's layout instead of Frugal's 8-row tiles");
+  }
+  frugal::StatusOr<std::unique_ptr<frugal::Engine>> Open() const {
+    frugal::EngineOptions o;
+    o.model_path = model;
+    o.threads = threads;
+    o.context_length = ctx;
+    o.int8_activations = activations == "int8";
+    o.repack_weights = !no_repack;
+    return frugal::Engine::Open(o);
+  }
+};
+
+// Writes `v` as raw little-endian float32.
+Status WriteFloats(const std::string& path, const std::vector<float>& v);
+
+}  // namespace frugal::cli
