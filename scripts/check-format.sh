@@ -3,7 +3,8 @@
 # with the repository's .clang-format. Fix with: scripts/check-format.sh --fix
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.cc' '*.h' '*.inc')
+# Tracked files and new ones not yet added (never ignored ones such as build/).
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cc' '*.h' '*.inc')
 if [ "${1:-}" = "--fix" ]; then
   clang-format -i "${files[@]}"
   exit 0
