@@ -651,14 +651,11 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
         std::vector<TensorType> alt_types;
         if (ti->bits == 4 && o.g32_alternatives && ti->group_size > 32 && cols % 32 == 0) {
           FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(c.type, cols));
-          FRUGAL_ASSIGN_OR_RETURN(const TensorType t, IntType(f.kind == QuantFormat::Kind::kInt4Sym
-                                                                  ? WeightKind::kInt4Sym
-                                                                  : WeightKind::kInt4,
-                                                              32));
+          FRUGAL_ASSIGN_OR_RETURN(const TensorType t, IntType(f.kind, 32));
           alt_types.push_back(t);
         }
         if (ti->bits == 4 && o.int8_alternatives) {
-          FRUGAL_ASSIGN_OR_RETURN(const TensorType t, IntType(WeightKind::kInt8, ti->group_size));
+          FRUGAL_ASSIGN_OR_RETURN(const TensorType t, IntType(IntKind::kInt8, ti->group_size));
           alt_types.push_back(t);
         }
         for (const TensorType t : alt_types) {
