@@ -191,22 +191,18 @@ std::string ReportText(const QuantizedModel& m, const QuantizeOptions& o, const 
   return s + "\n";
 }
 
-int RunQuantize(const QuantizeFlags& f) {
+// The flags as QuantizeOptions (everything but the progress printer and the alternatives, which
+// depend on the gate and --max-size).
+StatusOr<QuantizeOptions> OptionsFromFlags(const QuantizeFlags& f) {
   QuantizeOptions o;
   o.input = f.input;
   if (!f.recipe_file.empty()) {
-    auto r = LoadRecipe(f.recipe_file);
-    if (!r.ok()) return Fail(r.status());
-    o.recipe = *r;
+    FRUGAL_ASSIGN_OR_RETURN(o.recipe, LoadRecipe(f.recipe_file));
   } else {
-    auto r = PresetRecipe(f.preset);
-    if (!r.ok()) return Fail(r.status());
-    o.recipe = *r;
+    FRUGAL_ASSIGN_OR_RETURN(o.recipe, PresetRecipe(f.preset));
   }
   if (f.group_size != 0) OverrideGroupSize(o.recipe, f.group_size);
-  auto method = ParseQuantMethod(f.method);
-  if (!method.ok()) return Fail(method.status());
-  o.method = *method;
+  FRUGAL_ASSIGN_OR_RETURN(o.method, ParseQuantMethod(f.method));
   o.calib_path = f.calib;
   o.calib_samples = f.calib_samples;
   o.seq_len = f.seq_len;
@@ -216,161 +212,226 @@ int RunQuantize(const QuantizeFlags& f) {
   o.fit = f.no_scale_search ? ScaleFit::kMinMax : ScaleFit::kSearch;
   o.threads = f.threads;
   if (o.method != QuantMethod::kRtn && o.calib_path.empty()) {
-    return Fail(InvalidArgument(std::string("--method ") + f.method +
-                                " needs calibration data: --calib FILE (text or JSONL)"));
+    return InvalidArgument(std::string("--method ") + f.method +
+                           " needs calibration data: --calib FILE (text or JSONL)");
   }
-  if (FILE* probe = std::fopen((f.output + ".tmp").c_str(),
-                               "wb")) {  // fail on a bad output path before the work
-    std::fclose(probe);
-    std::remove((f.output + ".tmp").c_str());
-  } else {
-    return Fail(InvalidArgument("cannot write " + f.output));
-  }
+  return o;
+}
+
+// Fails on a bad output path before the work.
+Status CheckWritable(const std::string& output) {
+  FILE* probe = std::fopen((output + ".tmp").c_str(), "wb");
+  if (probe == nullptr) return InvalidArgument("cannot write " + output);
+  std::fclose(probe);
+  std::remove((output + ".tmp").c_str());
+  return Status::Ok();
+}
+
+// --gate's clauses and the held-out data it scores.
+struct GateInputs {
   std::optional<Gate> gate;
   std::vector<Probe> probes;
   std::string eval_text;
-  if (!f.gate.empty()) {
-    auto g = ParseGate(f.gate);
-    if (!g.ok()) return Fail(g.status());
-    gate = *g;
-    std::ifstream in(f.eval_text, std::ios::binary);
-    if (!in)
-      return Fail(
-          NotFound("cannot read --eval-text " + f.eval_text + " (held-out text for the gate)"));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    eval_text = ss.str();
-    if (gate->uses_numeric()) {
-      auto p = LoadProbes(f.eval_probes);
-      if (!p.ok()) return Fail(p.status());
-      probes = std::move(p).value();
-    }
-  } else if (f.auto_mixed) {
-    return Fail(
-        InvalidArgument("--auto-mixed needs --gate: it raises layers until the gate holds"));
-  }
-  std::optional<size_t> max_size;
-  if (!f.max_size.empty()) {
-    auto b = ParseSize(f.max_size);
-    if (!b.ok()) return Fail(b.status());
+};
+
+StatusOr<GateInputs> LoadGateInputs(const QuantizeFlags& f) {
+  GateInputs g;
+  if (f.gate.empty()) {
     if (f.auto_mixed)
-      return Fail(
-          InvalidArgument("--max-size and --auto-mixed both choose the tensors to raise: use one"));
-    max_size = *b;
+      return InvalidArgument("--auto-mixed needs --gate: it raises layers until the gate holds");
+    return g;
   }
-  o.int8_alternatives = f.auto_mixed || max_size.has_value();
-  o.g32_alternatives = max_size.has_value();  // --auto-mixed raises to INT8 only
-  if (!f.quiet) o.progress = ProgressPrinter();
-  auto m = QuantizeModel(o);
-  if (!m.ok()) return Fail(m.status());
-  const QuantizedModel& qm = **m;
-  const SizeSummary base = qm.Size();
-  // --max-size: INT4 tensors go to INT4 g32 or INT8, most error removed per byte first, while
-  // the tensor data still fits.
+  FRUGAL_ASSIGN_OR_RETURN(g.gate, ParseGate(f.gate));
+  std::ifstream in(f.eval_text, std::ios::binary);
+  if (!in)
+    return NotFound("cannot read --eval-text " + f.eval_text + " (held-out text for the gate)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  g.eval_text = ss.str();
+  if (g.gate->uses_numeric()) {
+    FRUGAL_ASSIGN_OR_RETURN(g.probes, LoadProbes(f.eval_probes));
+  }
+  return g;
+}
+
+StatusOr<std::optional<size_t>> MaxSizeFlag(const QuantizeFlags& f) {
+  if (f.max_size.empty()) return std::optional<size_t>();
+  FRUGAL_ASSIGN_OR_RETURN(const size_t bytes, ParseSize(f.max_size));
+  if (f.auto_mixed)
+    return InvalidArgument("--max-size and --auto-mixed both choose the tensors to raise: use one");
+  return std::optional<size_t>(bytes);
+}
+
+// A quantized model on its way out: what the reports need.
+struct QuantizeRun {
+  const QuantizeFlags& f;
+  const QuantizeOptions& o;
+  const QuantizedModel& qm;
+  SizeSummary base;  // before any raise
+  std::optional<size_t> max_size;
   Raise raised;
-  auto names = [](const Raise& r) {
-    std::vector<std::string> n;
-    for (const auto& [name, type] : r) n.push_back(name);
-    return n;
-  };
-  if (max_size) {
-    if (base.bytes > *max_size) {
-      char msg[256];
-      std::snprintf(
-          msg, sizeof msg,
-          "the quantized tensors take %.2f MB, over --max-size %s: choose a smaller recipe",
-          static_cast<double>(base.bytes) / 1e6, f.max_size.c_str());
-      return Fail(InvalidArgument(msg));
-    }
-    raised = qm.RaiseWithin(*max_size);
-  }
-  auto add_max_size = [&](nlohmann::json& j) {
-    if (!max_size) return;
-    j["max_size"] = {{"bytes_allowed", *max_size},
-                     {"bytes_before", base.bytes},
-                     {"bytes", qm.Size(raised).bytes},
-                     {"raised", names(raised)}};
-    for (const auto& [name, type] : raised) j["max_size"]["raised_to"][name] = TypeName(type);
-  };
-  auto print_raised = [&](const char* why) {
-    if (raised.empty()) return;
-    const SizeSummary now = qm.Size(raised);
-    std::printf("%s: raised %zu INT4 tensors (+%.2f MB, %.3f -> %.3f bits/weight):", why,
-                raised.size(), static_cast<double>(now.bytes - base.bytes) / 1e6,
-                base.bits_per_weight(), now.bits_per_weight());
-    for (const auto& [name, type] : raised)
-      std::printf(" %s->%s", name.c_str(), TypeName(type).c_str());
-    std::printf("\n");
-  };
-  if (!gate) {
-    if (Status st = qm.Write(f.output, raised); !st.ok()) return Fail(st);
-    if (f.json) {
-      nlohmann::json j = ReportJson(qm, o, f.output, raised);
-      add_max_size(j);
-      std::printf("%s\n", j.dump().c_str());
-    } else {
-      std::fputs(ReportText(qm, o, f.output, raised).c_str(), stdout);
-      print_raised("max-size");
-    }
-    return 0;
-  }
+};
 
-  // The gate: the reference (the input model) once, then each candidate against it.
-  EvalReferenceOptions ro;
-  ro.engine.model_path = f.input;
-  ro.engine.threads = f.threads;
-  ro.engine.int8_activations = false;
-  ro.text = eval_text;
-  ro.probes = probes;
-  ro.max_tokens = f.eval_max_tokens;
-  EvalProgress eval_progress;
-  if (!f.quiet) {
-    eval_progress = [](std::string_view stage, int64_t done, int64_t total) {
-      if (done == total || done % 32 == 0) {
-        std::fprintf(stderr, "gate: %.*s %lld/%lld\n", static_cast<int>(stage.size()), stage.data(),
-                     static_cast<long long>(done), static_cast<long long>(total));
-      }
-    };
-  }
-  ro.progress = eval_progress;
-  auto ref = EvalReference::Build(ro);
-  if (!ref.ok()) return Fail(ref.status());
+std::vector<std::string> RaisedNames(const Raise& r) {
+  std::vector<std::string> n;
+  for (const auto& [name, type] : r) n.push_back(name);
+  return n;
+}
 
-  const std::string candidate = f.output + ".candidate";
-  const auto order = qm.RaiseCandidates();
-  nlohmann::json steps = nlohmann::json::array();
+// --max-size: INT4 tensors go to INT4 g32 or INT8, most error removed per byte first, while the
+// tensor data still fits.
+Status RaiseWithinMaxSize(QuantizeRun& r) {
+  if (!r.max_size) return Status::Ok();
+  if (r.base.bytes > *r.max_size) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "the quantized tensors take %.2f MB, over --max-size %s: choose a smaller recipe",
+                  static_cast<double>(r.base.bytes) / 1e6, r.f.max_size.c_str());
+    return InvalidArgument(msg);
+  }
+  r.raised = r.qm.RaiseWithin(*r.max_size);
+  return Status::Ok();
+}
+
+void AddMaxSize(const QuantizeRun& r, nlohmann::json& j) {
+  if (!r.max_size) return;
+  j["max_size"] = {{"bytes_allowed", *r.max_size},
+                   {"bytes_before", r.base.bytes},
+                   {"bytes", r.qm.Size(r.raised).bytes},
+                   {"raised", RaisedNames(r.raised)}};
+  for (const auto& [name, type] : r.raised) j["max_size"]["raised_to"][name] = TypeName(type);
+}
+
+void PrintRaised(const QuantizeRun& r, const char* why) {
+  if (r.raised.empty()) return;
+  const SizeSummary now = r.qm.Size(r.raised);
+  std::printf("%s: raised %zu INT4 tensors (+%.2f MB, %.3f -> %.3f bits/weight):", why,
+              r.raised.size(), static_cast<double>(now.bytes - r.base.bytes) / 1e6,
+              r.base.bits_per_weight(), now.bits_per_weight());
+  for (const auto& [name, type] : r.raised)
+    std::printf(" %s->%s", name.c_str(), TypeName(type).c_str());
+  std::printf("\n");
+}
+
+// Without a gate: write the file and report it.
+int WriteUngated(const QuantizeRun& r) {
+  if (Status st = r.qm.Write(r.f.output, r.raised); !st.ok()) return Fail(st);
+  if (r.f.json) {
+    nlohmann::json j = ReportJson(r.qm, r.o, r.f.output, r.raised);
+    AddMaxSize(r, j);
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::fputs(ReportText(r.qm, r.o, r.f.output, r.raised).c_str(), stdout);
+    PrintRaised(r, "max-size");
+  }
+  return 0;
+}
+
+EvalProgress GateProgress(bool quiet) {
+  if (quiet) return {};
+  return [](std::string_view stage, int64_t done, int64_t total) {
+    if (done == total || done % 32 == 0) {
+      std::fprintf(stderr, "gate: %.*s %lld/%lld\n", static_cast<int>(stage.size()), stage.data(),
+                   static_cast<long long>(done), static_cast<long long>(total));
+    }
+  };
+}
+
+// The last candidate's evaluation against the reference, and each step's.
+struct GateOutcome {
   EvalReport report;
   std::vector<GateFailure> failures;
+  nlohmann::json steps = nlohmann::json::array();
+};
+
+// Writes the candidate and evaluates it; with --auto-mixed raises the most sensitive INT4 tensor
+// left and tries again, until the gate holds or the raises run out. The candidate file is left
+// for the caller unless evaluation fails.
+StatusOr<GateOutcome> RunGateSteps(QuantizeRun& r, const Gate& gate, const EvalReference& ref,
+                                   const EvalProgress& progress, const std::string& candidate) {
+  const QuantizeFlags& f = r.f;
+  const auto order = r.qm.RaiseCandidates();
+  GateOutcome g;
   for (size_t step = 0;; ++step) {
-    if (Status st = qm.Write(candidate, raised); !st.ok()) return Fail(st);
+    FRUGAL_RETURN_IF_ERROR(r.qm.Write(candidate, r.raised));
     EngineOptions eo;
     eo.model_path = candidate;
     eo.threads = f.threads;
     eo.int8_activations = false;
-    auto r = EvaluateAgainst(**ref, eo, eval_progress);
-    if (!r.ok()) {
+    auto e = EvaluateAgainst(ref, eo, progress);
+    if (!e.ok()) {
       std::remove(candidate.c_str());
-      return Fail(r.status());
+      return e.status();
     }
-    report = *r;
-    failures = CheckGate(report, *gate);
-    const SizeSummary size = qm.Size(raised);
-    steps.push_back({{"raised", names(raised)},
-                     {"bytes", size.bytes},
-                     {"ppl", report.ppl},
-                     {"kld_mean", report.kld_mean},
-                     {"passed", failures.empty()}});
+    g.report = *e;
+    g.failures = CheckGate(g.report, gate);
+    const SizeSummary size = r.qm.Size(r.raised);
+    g.steps.push_back({{"raised", RaisedNames(r.raised)},
+                       {"bytes", size.bytes},
+                       {"ppl", g.report.ppl},
+                       {"kld_mean", g.report.kld_mean},
+                       {"passed", g.failures.empty()}});
     if (!f.quiet) {
-      std::fprintf(stderr, "gate: %zu raised to INT8, %.2f MB: %s\n", raised.size(),
+      std::fprintf(stderr, "gate: %zu raised to INT8, %.2f MB: %s\n", r.raised.size(),
                    static_cast<double>(size.bytes) / 1e6,
-                   failures.empty() ? "passes" : failures.front().message.c_str());
+                   g.failures.empty() ? "passes" : g.failures.front().message.c_str());
     }
-    if (failures.empty() || !f.auto_mixed || step >= static_cast<size_t>(f.auto_mixed_max) ||
+    if (g.failures.empty() || !f.auto_mixed || step >= static_cast<size_t>(f.auto_mixed_max) ||
         step >= order.size())
       break;
-    raised.insert(order[step]);  // the most sensitive INT4 tensor left
+    r.raised.insert(order[step]);  // the most sensitive INT4 tensor left
   }
-  const bool passed = failures.empty();
+  return g;
+}
+
+void PrintGateReport(const QuantizeRun& r, const GateOutcome& g, bool passed) {
+  const QuantizeFlags& f = r.f;
+  if (f.json) {
+    nlohmann::json j = ReportJson(r.qm, r.o, passed ? f.output : "", r.raised);
+    AddMaxSize(r, j);
+    j["eval"] = nlohmann::json::parse(frugal::ReportJson(g.report));
+    nlohmann::json fails = nlohmann::json::array();
+    for (const GateFailure& x : g.failures) fails.push_back(x.message);
+    j["gate"] = {{"spec", f.gate}, {"passed", passed}, {"failures", fails}};
+    if (f.auto_mixed) {
+      j["auto_mixed"] = {{"raised", RaisedNames(r.raised)},
+                         {"bytes", r.qm.Size(r.raised).bytes},
+                         {"bytes_before", r.base.bytes},
+                         {"steps", g.steps}};
+    }
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  if (passed) std::fputs(ReportText(r.qm, r.o, f.output, r.raised).c_str(), stdout);
+  std::fputs(FormatReport(g.report).c_str(), stdout);
+  PrintRaised(r, f.auto_mixed ? "auto-mixed" : "max-size");
+  if (passed) {
+    std::printf("gate %s: passed\n", f.gate.c_str());
+  } else {
+    std::printf("gate %s: FAILED, no model written\n", f.gate.c_str());
+    for (const GateFailure& x : g.failures) std::printf("  %s\n", x.message.c_str());
+  }
+}
+
+// The gate: the reference (the input model) once, then each candidate against it; the file is
+// left behind only when the gate holds.
+int RunGated(QuantizeRun& r, const GateInputs& gi) {
+  const QuantizeFlags& f = r.f;
+  EvalReferenceOptions ro;
+  ro.engine.model_path = f.input;
+  ro.engine.threads = f.threads;
+  ro.engine.int8_activations = false;
+  ro.text = gi.eval_text;
+  ro.probes = gi.probes;
+  ro.max_tokens = f.eval_max_tokens;
+  const EvalProgress progress = GateProgress(f.quiet);
+  ro.progress = progress;
+  auto ref = EvalReference::Build(ro);
+  if (!ref.ok()) return Fail(ref.status());
+  const std::string candidate = f.output + ".candidate";
+  auto g = RunGateSteps(r, *gi.gate, **ref, progress, candidate);
+  if (!g.ok()) return Fail(g.status());
+  const bool passed = g->failures.empty();
   if (passed) {
     if (std::rename(candidate.c_str(), f.output.c_str()) != 0) {
       std::remove(candidate.c_str());
@@ -379,33 +440,26 @@ int RunQuantize(const QuantizeFlags& f) {
   } else {
     std::remove(candidate.c_str());
   }
-  const SizeSummary final_size = qm.Size(raised);
-  if (f.json) {
-    nlohmann::json j = ReportJson(qm, o, passed ? f.output : "", raised);
-    add_max_size(j);
-    j["eval"] = nlohmann::json::parse(frugal::ReportJson(report));
-    nlohmann::json fails = nlohmann::json::array();
-    for (const GateFailure& g : failures) fails.push_back(g.message);
-    j["gate"] = {{"spec", f.gate}, {"passed", passed}, {"failures", fails}};
-    if (f.auto_mixed) {
-      j["auto_mixed"] = {{"raised", names(raised)},
-                         {"bytes", final_size.bytes},
-                         {"bytes_before", base.bytes},
-                         {"steps", steps}};
-    }
-    std::printf("%s\n", j.dump().c_str());
-  } else {
-    if (passed) std::fputs(ReportText(qm, o, f.output, raised).c_str(), stdout);
-    std::fputs(FormatReport(report).c_str(), stdout);
-    print_raised(f.auto_mixed ? "auto-mixed" : "max-size");
-    if (passed) {
-      std::printf("gate %s: passed\n", f.gate.c_str());
-    } else {
-      std::printf("gate %s: FAILED, no model written\n", f.gate.c_str());
-      for (const GateFailure& g : failures) std::printf("  %s\n", g.message.c_str());
-    }
-  }
+  PrintGateReport(r, *g, passed);
   return passed ? 0 : kGateFailed;
+}
+
+int RunQuantize(const QuantizeFlags& f) {
+  auto o = OptionsFromFlags(f);
+  if (!o.ok()) return Fail(o.status());
+  if (Status st = CheckWritable(f.output); !st.ok()) return Fail(st);
+  auto gi = LoadGateInputs(f);
+  if (!gi.ok()) return Fail(gi.status());
+  auto max_size = MaxSizeFlag(f);
+  if (!max_size.ok()) return Fail(max_size.status());
+  o->int8_alternatives = f.auto_mixed || max_size->has_value();
+  o->g32_alternatives = max_size->has_value();  // --auto-mixed raises to INT8 only
+  if (!f.quiet) o->progress = ProgressPrinter();
+  auto m = QuantizeModel(*o);
+  if (!m.ok()) return Fail(m.status());
+  QuantizeRun r{f, *o, **m, (*m)->Size(), *max_size, {}};
+  if (Status st = RaiseWithinMaxSize(r); !st.ok()) return Fail(st);
+  return gi->gate ? RunGated(r, *gi) : WriteUngated(r);
 }
 
 }  // namespace

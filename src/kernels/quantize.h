@@ -1,8 +1,10 @@
-// Writing tensors in Frugal's formats (docs/formats.md): packing already-quantized integers
-// into the tiled layout, and round-to-nearest (RTN) quantization on top of it. GPTQ and AWQ
-// (frugal quantize) choose the integers and scales themselves and pack them with PackRows.
+// Writing tensors in Frugal's formats (docs/formats.md): the integer kinds, round-to-nearest
+// (RTN) quantization -- the one implementation; src/quant's methods call it -- and packing
+// already-quantized integers into the tiled layout. GPTQ and AWQ (frugal quantize) choose the
+// integers and scales themselves and pack them with PackRows.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -12,6 +14,66 @@
 #include "frugal/status.h"
 
 namespace frugal {
+
+// What a Frugal type's stored integers mean: the one list of integer kinds (quant's formats and
+// recipes use it too).
+enum class IntKind {
+  kInt8,      // [-127, 127], value q * d (per group, or per channel for I8_C)
+  kInt4Sym,   // [0, 15], value (q - 8) * d
+  kInt4Asym,  // [0, 15], value q * d + m
+};
+// The kind of a Frugal type (IsFrugalType(type)).
+IntKind IntKindOf(TensorType type);
+
+// A group's scale d and offset m (m: kInt4Asym only), as stored (RoundScale applied).
+struct GroupParams {
+  float d = 0;
+  float m = 0;
+};
+
+// Round-to-nearest's parameters for the n weights w[0..n) of a group of `type`: d = max|w| / 127
+// (INT8) or / 7 (INT4 symmetric); d = (max - min) / 15 and m = min (INT4 asymmetric).
+GroupParams MinMaxParams(TensorType type, const float* w, int64_t n);
+
+// v rounded to the nearest integer, ties to even (as std::nearbyint in the default rounding
+// mode), for |v| <= 2^22: adding and subtracting 1.5 * 2^23 leaves no fraction bits (IEEE
+// arithmetic; the project is not built with -ffast-math). Two adds instead of a libm call, as
+// the quantizers round every weight many times.
+inline float RoundSmall(float v) { return (v + 12582912.0f) - 12582912.0f; }
+
+// The stored integer of w under p ([-127, 127] for INT8, [0, 15] for INT4), rounded to nearest,
+// and the value a stored integer stands for.
+inline int8_t QuantizeLevel(IntKind kind, const GroupParams& p, float w) {
+  const float id = p.d != 0 ? 1.0f / p.d : 0.0f;
+  // Clamped first, then rounded: the same as rounding first, as the bounds are integers.
+  switch (kind) {
+    case IntKind::kInt8:
+      return static_cast<int8_t>(RoundSmall(std::clamp(w * id, -127.0f, 127.0f)));
+    case IntKind::kInt4Sym:
+      return static_cast<int8_t>(RoundSmall(std::clamp(w * id, -8.0f, 7.0f)) + 8.0f);
+    case IntKind::kInt4Asym:
+      return static_cast<int8_t>(RoundSmall(std::clamp((w - p.m) * id, 0.0f, 15.0f)));
+  }
+  return 0;
+}
+
+inline float DequantizeLevel(IntKind kind, const GroupParams& p, int8_t q) {
+  switch (kind) {
+    case IntKind::kInt8:
+      return static_cast<float>(q) * p.d;
+    case IntKind::kInt4Sym:
+      return static_cast<float>(q - 8) * p.d;
+    case IntKind::kInt4Asym:
+      return static_cast<float>(q) * p.d + p.m;
+  }
+  return 0;
+}
+
+// Round to nearest of a group's n weights under p: q[j] = QuantizeLevel(kind, p, w[j]).
+inline void QuantizeGroup(IntKind kind, const GroupParams& p, const float* w, int64_t n,
+                          int8_t* q) {
+  for (int64_t j = 0; j < n; ++j) q[j] = QuantizeLevel(kind, p, w[j]);
+}
 
 // Groups per row of `cols` inputs: cols / group size, or 1 for per-channel types.
 int64_t GroupsPerRow(TensorType type, int64_t cols);
@@ -29,8 +91,7 @@ Status PackRows(TensorType type, int64_t rows, int64_t cols, const int8_t* q, co
 float RoundScale(TensorType type, float v);
 
 // Round-to-nearest quantization of rows x cols floats (rows a multiple of 8, cols of the group
-// size): symmetric types take d = max|w| / 127 (INT8) or / 7 (INT4); I4A takes d = (max - min) / 15
-// and m = min. Returns the packed bytes.
+// size): each group's MinMaxParams, then QuantizeGroup. Returns the packed bytes.
 StatusOr<std::vector<uint8_t>> QuantizeRowsRtn(TensorType type, const float* src, int64_t rows,
                                                int64_t cols);
 

@@ -19,32 +19,11 @@ StatusOr<QuantFormat> QuantFormat::Of(TensorType type, int64_t cols) {
     return InvalidArgument(TypeName(type) + " needs a row length that is a multiple of " +
                            std::to_string(f.group) + ", not " + std::to_string(cols));
   }
-  if (info->bits == 8) {
-    f.kind = Kind::kInt8;
-  } else {
-    const bool asym = type == TensorType::kI4A_G32 || type == TensorType::kI4A_G64 ||
-                      type == TensorType::kI4A_G128;
-    f.kind = asym ? Kind::kInt4Asym : Kind::kInt4Sym;
-  }
+  f.kind = IntKindOf(type);
   return f;
 }
 
 namespace {
-
-GroupParams FitMinMax(const QuantFormat& f, const float* w, int64_t n) {
-  GroupParams p;
-  if (f.kind == QuantFormat::Kind::kInt4Asym) {
-    float lo = w[0], hi = w[0];
-    for (int64_t j = 1; j < n; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
-    p.d = RoundScale(f.type, (hi - lo) / 15.0f);
-    p.m = RoundScale(f.type, lo);
-    return p;
-  }
-  float amax = 0;
-  for (int64_t j = 0; j < n; ++j) amax = std::max(amax, std::fabs(w[j]));
-  p.d = RoundScale(f.type, amax / (f.kind == QuantFormat::Kind::kInt8 ? 127.0f : 7.0f));
-  return p;
-}
 
 // The search's inner loops run in lanes of 8 floats (n is a group size, a multiple of 8) so that
 // the compiler vectorises them; the arithmetic per weight is QuantizeValue's and
@@ -58,14 +37,13 @@ float Sum(const float (&v)[kLanes]) {
 }
 
 // sum_i a_i (deq(Q(w_i)) - w_i)^2 with p as stored.
-float GroupError(QuantFormat::Kind kind, const GroupParams& p, const float* w, const float* a,
-                 int64_t n) {
+float GroupError(IntKind kind, const GroupParams& p, const float* w, const float* a, int64_t n) {
   const float id = p.d != 0 ? 1.0f / p.d : 0.0f, d = p.d, m = p.m;
   float acc[kLanes] = {};
   for (int64_t j = 0; j < n; j += kLanes) {
     for (int k = 0; k < kLanes; ++k) {
       const float x = w[j + k];
-      const float e = kind == QuantFormat::Kind::kInt4Asym
+      const float e = kind == IntKind::kInt4Asym
                           ? RoundSmall(std::clamp((x - m) * id, 0.0f, 15.0f)) * d + m - x
                           : RoundSmall(std::clamp(x * id, -8.0f, 7.0f)) * d - x;
       acc[k] += a[j + k] * e * e;
@@ -142,16 +120,16 @@ GroupParams SearchSym(const QuantFormat& f, const float* w, const float* a, int6
 
 GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n, ScaleFit fit,
                      const float* importance) {
-  const GroupParams p = FitMinMax(f, w, n);
-  if (fit == ScaleFit::kMinMax || f.kind == QuantFormat::Kind::kInt8 || n % kLanes != 0) return p;
+  const GroupParams p = MinMaxParams(f.type, w, n);
+  if (fit == ScaleFit::kMinMax || f.kind == IntKind::kInt8 || n % kLanes != 0) return p;
   std::vector<float> ones;
   if (importance == nullptr) {
     ones.assign(static_cast<size_t>(n), 1.0f);
     importance = ones.data();
   }
   const float e = GroupError(f.kind, p, w, importance, n);
-  return f.kind == QuantFormat::Kind::kInt4Asym ? SearchAsym(f, w, importance, n, p, e)
-                                                : SearchSym(f, w, importance, n, p, e);
+  return f.kind == IntKind::kInt4Asym ? SearchAsym(f, w, importance, n, p, e)
+                                      : SearchSym(f, w, importance, n, p, e);
 }
 
 std::vector<float> QuantizedMatrix::Dequantize() const {
@@ -171,7 +149,7 @@ StatusOr<std::vector<uint8_t>> QuantizedMatrix::Pack() const {
   FRUGAL_ASSIGN_OR_RETURN(const size_t row_bytes, RowBytes(format.type, cols));
   std::vector<float> scale(params.size()), offset;
   for (size_t i = 0; i < params.size(); ++i) scale[i] = params[i].d;
-  if (format.kind == QuantFormat::Kind::kInt4Asym) {
+  if (format.kind == IntKind::kInt4Asym) {
     offset.resize(params.size());
     for (size_t i = 0; i < params.size(); ++i) offset[i] = params[i].m;
   }
@@ -211,8 +189,7 @@ QuantizedMatrix QuantizeRtn(const QuantFormat& f, const float* w, int64_t rows, 
         const GroupParams p = FitGroup(f, src, f.group, fit,
                                        importance != nullptr ? importance + g * f.group : nullptr);
         m.params[static_cast<size_t>(r * groups + g)] = p;
-        int8_t* dst = &m.q[static_cast<size_t>(r * cols + g * f.group)];
-        for (int64_t j = 0; j < f.group; ++j) dst[j] = QuantizeValue(f, p, src[j]);
+        QuantizeGroup(f.kind, p, src, f.group, &m.q[static_cast<size_t>(r * cols + g * f.group)]);
       }
     }
   };

@@ -11,16 +11,16 @@
 
 #include "formats/tensor_types.h"
 #include "frugal/status.h"
+#include "kernels/quantize.h"
 
 namespace frugal {
 
 class ThreadPool;
 
 struct QuantFormat {
-  enum class Kind { kInt8, kInt4Sym, kInt4Asym };
   TensorType type = TensorType::kI8_C;
-  Kind kind = Kind::kInt8;
-  int64_t group = 0;  // inputs per scale; the row length for per-channel INT8
+  IntKind kind = IntKind::kInt8;  // IntKindOf(type)
+  int64_t group = 0;              // inputs per scale; the row length for per-channel INT8
 
   // The format of `type` (a Frugal type) for rows of `cols` inputs.
   static StatusOr<QuantFormat> Of(TensorType type, int64_t cols);
@@ -33,13 +33,11 @@ enum class ScaleFit {
   kSearch,  // the candidate with the least squared error, as stored (below)
 };
 
-struct GroupParams {
-  float d = 0;  // scale
-  float m = 0;  // offset (INT4 asymmetric only)
-};
+// GroupParams (a group's scale and offset) is kernels/quantize.h's.
 
-// Parameters of the n weights w[0..n), with the stored precision applied. kMinMax: max|w| / 127
-// (INT8) or / 7 (INT4 symmetric); (max - min) / 15 and min (INT4 asymmetric). kSearch (INT4
+// Parameters of the n weights w[0..n), with the stored precision applied. kMinMax: RTN's
+// (kernels/quantize.h MinMaxParams): max|w| / 127 (INT8) or / 7 (INT4 symmetric);
+// (max - min) / 15 and min (INT4 asymmetric). kSearch (INT4
 // only, n a multiple of 8; otherwise kMinMax): tries scales that map the range onto slightly
 // fewer or more levels than it has (so the extremes may clip), fits scale and offset to each
 // candidate's integers by least squares, rounds them to fp16, and keeps whichever candidate,
@@ -49,9 +47,14 @@ struct GroupParams {
 GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n,
                      ScaleFit fit = ScaleFit::kMinMax, const float* importance = nullptr);
 
-// The stored integer of w ([-127, 127] for INT8, [0, 15] for INT4) and the value it stands for.
-inline int8_t QuantizeValue(const QuantFormat& f, const GroupParams& p, float w);
-inline float DequantizeValue(const QuantFormat& f, const GroupParams& p, int8_t q);
+// The stored integer of w ([-127, 127] for INT8, [0, 15] for INT4) and the value it stands for
+// (kernels/quantize.h QuantizeLevel and DequantizeLevel).
+inline int8_t QuantizeValue(const QuantFormat& f, const GroupParams& p, float w) {
+  return QuantizeLevel(f.kind, p, w);
+}
+inline float DequantizeValue(const QuantFormat& f, const GroupParams& p, int8_t q) {
+  return DequantizeLevel(f.kind, p, q);
+}
 
 // A quantized matrix before packing: q[r * cols + c], params[r * groups + g].
 struct QuantizedMatrix {
@@ -69,44 +72,11 @@ struct QuantizedMatrix {
 // Row i of the result is row from[i] of m (codes and group parameters move together).
 QuantizedMatrix PermuteRows(const QuantizedMatrix& m, const std::vector<int64_t>& from);
 
-// Round to nearest, group by group. importance: one weight per input column (null = all ones).
-// Rows are split over `pool` when given.
+// Round to nearest, group by group (each group's FitGroup, then kernels/quantize.h
+// QuantizeGroup: with kMinMax, the bytes of QuantizeRowsRtn). importance: one weight per input
+// column (null = all ones). Rows are split over `pool` when given.
 QuantizedMatrix QuantizeRtn(const QuantFormat& f, const float* w, int64_t rows, int64_t cols,
                             ScaleFit fit = ScaleFit::kMinMax, const float* importance = nullptr,
                             ThreadPool* pool = nullptr);
-
-// --- inline definitions ---
-
-// v rounded to the nearest integer, ties to even (as std::nearbyint in the default rounding
-// mode), for |v| <= 2^22: adding and subtracting 1.5 * 2^23 leaves no fraction bits (IEEE
-// arithmetic; the project is not built with -ffast-math). Two adds instead of a libm call, as
-// the quantizers round every weight many times.
-inline float RoundSmall(float v) { return (v + 12582912.0f) - 12582912.0f; }
-
-inline int8_t QuantizeValue(const QuantFormat& f, const GroupParams& p, float w) {
-  const float id = p.d != 0 ? 1.0f / p.d : 0.0f;
-  // Clamped first, then rounded: the same as rounding first, as the bounds are integers.
-  switch (f.kind) {
-    case QuantFormat::Kind::kInt8:
-      return static_cast<int8_t>(RoundSmall(std::clamp(w * id, -127.0f, 127.0f)));
-    case QuantFormat::Kind::kInt4Sym:
-      return static_cast<int8_t>(RoundSmall(std::clamp(w * id, -8.0f, 7.0f)) + 8.0f);
-    case QuantFormat::Kind::kInt4Asym:
-      return static_cast<int8_t>(RoundSmall(std::clamp((w - p.m) * id, 0.0f, 15.0f)));
-  }
-  return 0;
-}
-
-inline float DequantizeValue(const QuantFormat& f, const GroupParams& p, int8_t q) {
-  switch (f.kind) {
-    case QuantFormat::Kind::kInt8:
-      return static_cast<float>(q) * p.d;
-    case QuantFormat::Kind::kInt4Sym:
-      return static_cast<float>(q - 8) * p.d;
-    case QuantFormat::Kind::kInt4Asym:
-      return static_cast<float>(q) * p.d + p.m;
-  }
-  return 0;
-}
 
 }  // namespace frugal

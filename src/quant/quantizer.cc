@@ -6,9 +6,12 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "common/fp16.h"
 #include "common/sha256.h"
@@ -349,57 +352,73 @@ Status QuantizedModel::Write(const std::string& path, const Raise& raise) const 
   return w.Write(path);
 }
 
-StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o) {
-  const auto t0 = std::chrono::steady_clock::now();
+namespace {
+
+// --- QuantizeModel's stages ---
+
+// The model being quantized: its tensors under GGUF names, and the float model that runs the
+// calibration (its matrices are replaced by their quantized forms, layer by layer).
+struct Source {
+  std::unique_ptr<Engine> engine;
+  std::vector<NamedTensor> tensors;  // in the source's order
+  std::map<std::string, const TensorView*> by_name;
+  std::string out_arch;  // a Hugging Face source: the GGUF architecture it is written as
+  std::unique_ptr<LlamaModel> model;
+
+  const ModelSource& src() const { return engine->source(); }
+  const LlamaHParams& hp() const { return model->hparams(); }
+};
+
+StatusOr<Source> LoadSource(const QuantizeOptions& o) {
   EngineOptions eo;
   eo.model_path = o.input;
   eo.threads = o.threads;
   eo.int8_activations = false;
   eo.repack_weights = false;
   eo.context_length = std::max<int64_t>(o.seq_len, 16);
-  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Open(eo));
-  const ModelSource& src = engine->source();
-  if (engine->info().kind != ModelKind::kDecoder)
+  Source s;
+  FRUGAL_ASSIGN_OR_RETURN(s.engine, Engine::Open(eo));
+  const ModelSource& src = s.engine->source();
+  if (s.engine->info().kind != ModelKind::kDecoder)
     return Unimplemented(o.input + ": only decoder models can be quantized");
   // The source's tensors under their GGUF names (a Hugging Face folder's are renamed).
-  FRUGAL_ASSIGN_OR_RETURN(const std::vector<NamedTensor> tensors, GgufNamedTensors(src));
-  std::map<std::string, const TensorView*> source;
-  for (const NamedTensor& nt : tensors) source[nt.name] = nt.tensor;
-  std::string out_arch;
+  FRUGAL_ASSIGN_OR_RETURN(s.tensors, GgufNamedTensors(src));
+  for (const NamedTensor& nt : s.tensors) s.by_name[nt.name] = nt.tensor;
   if (!src.is_gguf()) {
-    FRUGAL_ASSIGN_OR_RETURN(out_arch, GgufArchForHf(src.hf()->config().model_type));
+    FRUGAL_ASSIGN_OR_RETURN(s.out_arch, GgufArchForHf(src.hf()->config().model_type));
   }
-  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<LlamaModel> model, LlamaModel::Load(src));
-  model->set_activation_precision(ActivationPrecision::kF32);
-  const LlamaHParams& hp = model->hparams();
-  ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::DefaultThreads());
+  FRUGAL_ASSIGN_OR_RETURN(s.model, LlamaModel::Load(src));
+  s.model->set_activation_precision(ActivationPrecision::kF32);
+  return s;
+}
 
-  GptqOptions gptq_options = o.gptq;
-  gptq_options.fit = o.fit;
-  AwqOptions awq_options = o.awq;
-  awq_options.fit = o.fit;
-  const bool use_gptq = o.method == QuantMethod::kGptq || o.method == QuantMethod::kAwqGptq;
-  const bool use_awq = o.method == QuantMethod::kAwq || o.method == QuantMethod::kAwqGptq;
-  const bool calibrated = use_gptq || use_awq;
-
-  auto qm = std::unique_ptr<QuantizedModel>(new QuantizedModel());
+struct Calibration {
   std::vector<std::vector<int32_t>> samples;
-  if (calibrated) {
-    if (o.calib_path.empty())
-      return InvalidArgument(std::string(QuantMethodName(o.method)) +
-                             " needs calibration data (--calib FILE)");
-    FRUGAL_ASSIGN_OR_RETURN(samples,
-                            LoadCalibration(*engine, o.calib_path, o.calib_samples, o.seq_len));
-    std::ifstream in(o.calib_path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    qm->calib_sha256_ = Sha256Hex(ss.str());
-    for (const auto& s : samples) qm->calib_tokens_ += static_cast<int64_t>(s.size());
-  }
+  std::string sha256;  // of the calibration file
+  int64_t tokens = 0;
+};
 
-  // Each tensor's type.
-  std::map<std::string, TensorChoice> choice;
-  for (const auto& [name, t] : source) {
+StatusOr<Calibration> LoadCalibrationSet(Engine& engine, const QuantizeOptions& o) {
+  if (o.calib_path.empty())
+    return InvalidArgument(std::string(QuantMethodName(o.method)) +
+                           " needs calibration data (--calib FILE)");
+  Calibration c;
+  FRUGAL_ASSIGN_OR_RETURN(c.samples,
+                          LoadCalibration(engine, o.calib_path, o.calib_samples, o.seq_len));
+  std::ifstream in(o.calib_path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  c.sha256 = Sha256Hex(ss.str());
+  for (const auto& s : c.samples) c.tokens += static_cast<int64_t>(s.size());
+  return c;
+}
+
+// Each tensor's type: the recipe's choice, unless --force names the tensor.
+using TypePlan = std::map<std::string, TensorChoice>;
+
+TypePlan PlanTensorTypes(const QuantizeOptions& o, const Source& s) {
+  TypePlan plan;
+  for (const auto& [name, t] : s.by_name) {
     TensorChoice c = ChooseType(o.recipe, name, t->n_dims, t->ne[0], t->rows(), t->type);
     if (auto f = o.force.find(name); f != o.force.end()) {
       c.type = f->second;
@@ -407,19 +426,369 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       c.quantize = IsFrugalType(f->second);
       c.note = "forced";
     }
-    choice[name] = c;
+    plan[name] = c;
+  }
+  return plan;
+}
+
+// A Hugging Face source written as arch llama: Q/K rows in llama.cpp's order (the model here
+// computes in transformers' order). Quantized Q/K are packed a second time in that order.
+class QkOrders {
+ public:
+  static StatusOr<QkOrders> Plan(const Source& s) {
+    QkOrders q;
+    if (s.src().is_gguf() || !PermutesQk(s.out_arch)) return q;
+    for (const auto& [name, t] : s.by_name) {
+      const bool is_q = name.find(".attn_q.") != std::string::npos,
+                 is_k = name.find(".attn_k.") != std::string::npos;
+      if (!is_q && !is_k) continue;
+      FRUGAL_ASSIGN_OR_RETURN(q.orders_[name], QkRowOrder(t->n_dims >= 2 ? t->ne[1] : t->ne[0],
+                                                          is_q ? s.hp().n_head : s.hp().n_head_kv));
+    }
+    return q;
+  }
+  // The output row order of tensor `name`; empty when its rows stay as they are.
+  const std::vector<int64_t>& Of(const std::string& name) const {
+    auto it = orders_.find(name);
+    return it == orders_.end() ? none_ : it->second;
   }
 
-  // Hidden states of the calibration samples, carried from layer to layer.
-  std::vector<std::vector<float>> hidden(samples.size());
+ private:
+  std::map<std::string, std::vector<int64_t>> orders_;
+  std::vector<int64_t> none_;
+};
+
+// What every layer stage reads.
+struct LayerContext {
+  const QuantizeOptions& o;
+  Source& source;
+  const TypePlan& plan;
+  const QkOrders& qk;
+  ThreadPool& pool;
+};
+
+// One layer while it is quantized: its matrices' float weights (AWQ rescales them), what the
+// calibration saw of their inputs, and what AWQ did.
+struct LayerState {
+  int64_t index = 0;
+  std::string prefix;  // "blk.N."
+  std::map<std::string, std::vector<float>> w;
+  std::map<LinearInput, InputStats> stats;
+  std::map<std::string, double> alpha;  // the AWQ exponent of each matrix's group
+  std::set<std::string> modified;       // matrices whose float weights AWQ rescaled
+
+  std::string NameOf(std::string_view m) const { return prefix + std::string(m) + ".weight"; }
+};
+
+LayerState LoadLayer(const LayerContext& c, int64_t li) {
+  LayerState l;
+  l.index = li;
+  l.prefix = "blk." + std::to_string(li) + ".";
+  for (const char* m : kLayerMatrices)
+    l.w[m] = Dequantized(*c.source.model->FindMatrix(l.NameOf(m)));
+  return l;
+}
+
+int64_t RowsOf(const LayerContext& c, const LayerState& l, std::string_view m) {
+  return c.source.model->FindMatrix(l.NameOf(m))->rows();
+}
+
+// The format matrix m is quantized to; nullopt when it is kept in float.
+std::optional<QuantFormat> FormatOf(const LayerContext& c, const LayerState& l, const char* m) {
+  const TensorChoice& choice = c.plan.at(l.NameOf(m));
+  if (!choice.quantize) return std::nullopt;
+  auto f = QuantFormat::Of(choice.type, static_cast<int64_t>(l.w.at(m).size()) / RowsOf(c, l, m));
+  return f.ok() ? std::optional<QuantFormat>(*f) : std::nullopt;
+}
+
+// How a matrix is quantized, and what a layer needs before it is: the method interface.
+class QuantMethodImpl {
+ public:
+  virtual ~QuantMethodImpl() = default;
+  // Whether the method runs the model over calibration data, and needs the inputs' Hessians.
+  virtual bool calibrated() const = 0;
+  virtual bool needs_hessian() const = 0;
+  // Changes the layer's float weights before its matrices are quantized (AWQ's scales).
+  virtual Status PrepareLayer(const LayerContext&, LayerState&) const { return Status::Ok(); }
+  // Matrix w [rows][cols] in format f; `in` is what calibration saw of its inputs (null
+  // without calibration).
+  virtual StatusOr<QuantizedMatrix> Quantize(const QuantFormat& f, const float* w, int64_t rows,
+                                             int64_t cols, const InputStats* in,
+                                             ThreadPool& pool) const = 0;
+};
+
+class RtnMethod final : public QuantMethodImpl {
+ public:
+  explicit RtnMethod(ScaleFit fit) : fit_(fit) {}
+  bool calibrated() const override { return false; }
+  bool needs_hessian() const override { return false; }
+  StatusOr<QuantizedMatrix> Quantize(const QuantFormat& f, const float* w, int64_t rows,
+                                     int64_t cols, const InputStats*,
+                                     ThreadPool& pool) const override {
+    return QuantizeRtn(f, w, rows, cols, fit_, nullptr, &pool);
+  }
+
+ private:
+  ScaleFit fit_;
+};
+
+class GptqMethod final : public QuantMethodImpl {
+ public:
+  explicit GptqMethod(const GptqOptions& options) : options_(options) {}
+  bool calibrated() const override { return true; }
+  bool needs_hessian() const override { return true; }
+  StatusOr<QuantizedMatrix> Quantize(const QuantFormat& f, const float* w, int64_t rows,
+                                     int64_t cols, const InputStats* in,
+                                     ThreadPool&) const override {
+    FRUGAL_ASSIGN_OR_RETURN(GptqResult g, QuantizeGptq(f, w, rows, cols, in->h.data(), options_));
+    return std::move(g.matrix);
+  }
+
+ private:
+  GptqOptions options_;
+};
+
+Status ApplyAwq(const LayerContext& c, const AwqOptions& options, LayerState& l);
+
+// AWQ: per-input-channel scales folded into the op before each group of matrices, which
+// `inner` then quantizes (RTN for awq, GPTQ for awq+gptq).
+class AwqMethod final : public QuantMethodImpl {
+ public:
+  AwqMethod(const AwqOptions& options, std::unique_ptr<QuantMethodImpl> inner)
+      : options_(options), inner_(std::move(inner)) {}
+  bool calibrated() const override { return true; }
+  bool needs_hessian() const override { return inner_->needs_hessian(); }
+  Status PrepareLayer(const LayerContext& c, LayerState& l) const override {
+    return ApplyAwq(c, options_, l);
+  }
+  StatusOr<QuantizedMatrix> Quantize(const QuantFormat& f, const float* w, int64_t rows,
+                                     int64_t cols, const InputStats* in,
+                                     ThreadPool& pool) const override {
+    return inner_->Quantize(f, w, rows, cols, in, pool);
+  }
+
+ private:
+  AwqOptions options_;
+  std::unique_ptr<QuantMethodImpl> inner_;
+};
+
+std::unique_ptr<QuantMethodImpl> MakeQuantMethod(const QuantizeOptions& o) {
+  GptqOptions gptq = o.gptq;
+  gptq.fit = o.fit;
+  AwqOptions awq = o.awq;
+  awq.fit = o.fit;
+  switch (o.method) {
+    case QuantMethod::kRtn:
+      return std::make_unique<RtnMethod>(o.fit);
+    case QuantMethod::kGptq:
+      return std::make_unique<GptqMethod>(gptq);
+    case QuantMethod::kAwq:
+      return std::make_unique<AwqMethod>(awq, std::make_unique<RtnMethod>(o.fit));
+    case QuantMethod::kAwqGptq:
+      return std::make_unique<AwqMethod>(awq, std::make_unique<GptqMethod>(gptq));
+  }
+  return nullptr;
+}
+
+// --- calibration: the samples' hidden states, carried from layer to layer ---
+
+struct Activations {
+  const Calibration* calib = nullptr;
+  std::vector<std::vector<float>> hidden;  // one per sample, [tokens][n_embd]
+  std::unique_ptr<KvCache> kv;
+  int64_t stride = 1;  // every stride-th token's inputs are sampled
+};
+
+Activations EmbedCalibration(const LayerContext& c, const Calibration& calib) {
+  Activations a;
+  a.calib = &calib;
+  a.hidden.resize(calib.samples.size());
+  for (size_t s = 0; s < calib.samples.size(); ++s) {
+    a.hidden[s].resize(calib.samples[s].size() * static_cast<size_t>(c.source.hp().n_embd));
+    c.source.model->Embed(calib.samples[s], a.hidden[s].data());
+  }
+  a.kv = c.source.model->NewKvCache(std::max<int64_t>(c.o.seq_len, 16));
+  a.stride = std::max<int64_t>(1, calib.tokens / std::max<int64_t>(1, c.o.sample_tokens));
+  return a;
+}
+
+// Runs layer l (still in float) over the hidden states and gathers its matrices' input
+// statistics; the hidden states stay as they were.
+Status CollectActivations(const LayerContext& c, bool hessian, const Activations& a,
+                          LayerState& l) {
+  const LlamaHParams& hp = c.source.hp();
+  const std::pair<LinearInput, int64_t> inputs[] = {
+      {LinearInput::kAttn, hp.n_embd},
+      {LinearInput::kAttnOut, hp.n_head * hp.head_dim},
+      {LinearInput::kFfn, hp.n_embd},
+      {LinearInput::kFfnDown, hp.n_ff}};
+  for (const auto& [in, cols] : inputs) {
+    InputStats& st = l.stats[in];
+    st.cols = cols;
+    if (hessian) st.h.assign(static_cast<size_t>(cols * cols), 0.0f);
+    st.abs_sum.assign(static_cast<size_t>(cols), 0.0);
+  }
+  int64_t token_base = 0;
+  const LlamaModel::ActivationObserver observer = [&](int64_t, LinearInput in, const float* x,
+                                                      int64_t n, int64_t cols) {
+    InputStats& st = l.stats[in];
+    if (hessian) AccumulateHessian(x, n, cols, st.h, c.pool);
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = x + i * cols;
+      for (int64_t k = 0; k < cols; ++k) st.abs_sum[static_cast<size_t>(k)] += std::fabs(row[k]);
+      if ((token_base + i) % a.stride == 0 && st.sampled < c.o.sample_tokens) {
+        st.sample.insert(st.sample.end(), row, row + cols);
+        ++st.sampled;
+      }
+    }
+    st.tokens += n;
+  };
+  std::vector<float> scratch;
+  const auto& samples = a.calib->samples;
   for (size_t s = 0; s < samples.size(); ++s) {
-    hidden[s].resize(samples[s].size() * static_cast<size_t>(hp.n_embd));
-    model->Embed(samples[s], hidden[s].data());
+    scratch = a.hidden[s];
+    FRUGAL_RETURN_IF_ERROR(c.source.model->RunLayer(
+        l.index, static_cast<int64_t>(samples[s].size()), scratch.data(), *a.kv, c.pool, observer));
+    token_base += static_cast<int64_t>(samples[s].size());
   }
-  std::unique_ptr<KvCache> kv = model->NewKvCache(std::max<int64_t>(o.seq_len, 16));
-  const int64_t stride =
-      std::max<int64_t>(1, qm->calib_tokens_ / std::max<int64_t>(1, o.sample_tokens));
+  return Status::Ok();
+}
 
+// The next layer sees what this quantized layer produces.
+Status AdvanceActivations(const LayerContext& c, int64_t li, Activations& a) {
+  for (size_t s = 0; s < a.hidden.size(); ++s) {
+    FRUGAL_RETURN_IF_ERROR(
+        c.source.model->RunLayer(li, static_cast<int64_t>(a.calib->samples[s].size()),
+                                 a.hidden[s].data(), *a.kv, c.pool, {}));
+  }
+  return Status::Ok();
+}
+
+// --- AWQ: the scales' search and how they are folded into the layer ---
+
+// The scales of a group of matrices that share input `in`; nullopt when one of them is kept in
+// float (it needs no protection).
+std::optional<AwqResult> SearchAwqGroup(const LayerContext& c, const AwqOptions& options,
+                                        LayerState& l, std::initializer_list<const char*> names,
+                                        LinearInput in, const std::vector<double>& mean_abs) {
+  std::vector<AwqMatrix> mats;
+  for (const char* m : names) {
+    const auto f = FormatOf(c, l, m);
+    if (!f) return std::nullopt;
+    mats.push_back({l.w[m].data(), RowsOf(c, l, m), *f});
+  }
+  const InputStats& st = l.stats[in];
+  AwqResult r =
+      SearchAwqScale(mats, st.cols, st.sample.data(), st.sampled, mean_abs, options, c.pool);
+  for (const char* m : names) l.alpha[m] = r.alpha;
+  return r;
+}
+
+// The output projection's inputs come from the value rows; with grouped-query attention the
+// heads that share a value head must share its scale, so their statistics are pooled.
+std::vector<double> PooledAttnOutMeans(const LlamaHParams& hp, const LayerState& l) {
+  std::vector<double> o_mean = l.stats.at(LinearInput::kAttnOut).MeanAbs();
+  const int64_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
+  for (int64_t kvh = 0; kvh < hp.n_head_kv; ++kvh) {
+    for (int64_t j = 0; j < hd; ++j) {
+      double sum = 0;
+      for (int64_t g = 0; g < group; ++g)
+        sum += o_mean[static_cast<size_t>((kvh * group + g) * hd + j)];
+      for (int64_t g = 0; g < group; ++g)
+        o_mean[static_cast<size_t>((kvh * group + g) * hd + j)] = sum / static_cast<double>(group);
+    }
+  }
+  return o_mean;
+}
+
+void ScaleCols(LayerState& l, const char* m, const std::vector<float>& s) {
+  const int64_t cols = static_cast<int64_t>(s.size());
+  std::vector<float>& v = l.w[m];
+  for (size_t i = 0; i < v.size(); ++i) v[i] *= s[i % static_cast<size_t>(cols)];
+  l.modified.insert(m);
+}
+
+void ScaleRows(LayerState& l, const char* m, const std::vector<float>& s) {
+  std::vector<float>& v = l.w[m];
+  const size_t cols = v.size() / s.size();
+  for (size_t r = 0; r < s.size(); ++r) {
+    for (size_t k = 0; k < cols; ++k) v[r * cols + k] /= s[r];
+  }
+  l.modified.insert(m);
+}
+
+// The statistics of an input whose matrices' columns were multiplied by s.
+void ScaleInput(LayerState& l, LinearInput in, const std::vector<float>& s) {
+  InputStats& st = l.stats[in];
+  const auto cols = static_cast<size_t>(st.cols);
+  for (size_t i = 0; i < st.sample.size(); ++i) st.sample[i] /= s[i % cols];
+  if (!st.h.empty()) {
+    for (size_t a = 0; a < cols; ++a) {
+      for (size_t b = 0; b < cols; ++b) st.h[a * cols + b] /= s[a] * s[b];
+    }
+  }
+}
+
+Status ScaleNorm(LlamaModel& model, const std::string& name, const std::vector<float>& s) {
+  std::vector<float> n = *model.FindNorm(name);
+  for (size_t k = 0; k < n.size(); ++k) n[k] /= s[k];
+  return model.SetNorm(name, std::move(n));
+}
+
+// The value rows' share of the output projection's scales: one per value head and dimension.
+std::vector<float> ValueRowScales(const LlamaHParams& hp, const std::vector<float>& out_scale) {
+  const int64_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
+  std::vector<float> sv(static_cast<size_t>(hp.n_head_kv * hd));
+  for (int64_t kvh = 0; kvh < hp.n_head_kv; ++kvh) {
+    for (int64_t j = 0; j < hd; ++j)
+      sv[static_cast<size_t>(kvh * hd + j)] = out_scale[static_cast<size_t>(kvh * group * hd + j)];
+  }
+  return sv;
+}
+
+// Searched on the layer as it was, then all applied.
+Status ApplyAwq(const LayerContext& c, const AwqOptions& options, LayerState& l) {
+  const LlamaHParams& hp = c.source.hp();
+  const auto qkv = SearchAwqGroup(c, options, l, {"attn_q", "attn_k", "attn_v"}, LinearInput::kAttn,
+                                  l.stats[LinearInput::kAttn].MeanAbs());
+  const auto gu = SearchAwqGroup(c, options, l, {"ffn_gate", "ffn_up"}, LinearInput::kFfn,
+                                 l.stats[LinearInput::kFfn].MeanAbs());
+  const auto down = SearchAwqGroup(c, options, l, {"ffn_down"}, LinearInput::kFfnDown,
+                                   l.stats[LinearInput::kFfnDown].MeanAbs());
+  // A value bias (Qwen2) would have to be rescaled with the rows: that pair is left alone.
+  const bool no_v_bias = !c.source.by_name.count(l.prefix + "attn_v.bias");
+  const auto out = no_v_bias && FormatOf(c, l, "attn_v")
+                       ? SearchAwqGroup(c, options, l, {"attn_output"}, LinearInput::kAttnOut,
+                                        PooledAttnOutMeans(hp, l))
+                       : std::nullopt;
+  LlamaModel& model = *c.source.model;
+  if (qkv) {
+    for (const char* m : {"attn_q", "attn_k", "attn_v"}) ScaleCols(l, m, qkv->scale);
+    FRUGAL_RETURN_IF_ERROR(ScaleNorm(model, l.prefix + "attn_norm.weight", qkv->scale));
+    ScaleInput(l, LinearInput::kAttn, qkv->scale);
+  }
+  if (gu) {
+    for (const char* m : {"ffn_gate", "ffn_up"}) ScaleCols(l, m, gu->scale);
+    FRUGAL_RETURN_IF_ERROR(ScaleNorm(model, l.prefix + "ffn_norm.weight", gu->scale));
+    ScaleInput(l, LinearInput::kFfn, gu->scale);
+  }
+  if (down) {
+    ScaleCols(l, "ffn_down", down->scale);
+    ScaleRows(l, "ffn_up", down->scale);
+    ScaleInput(l, LinearInput::kFfnDown, down->scale);
+  }
+  if (out) {
+    ScaleCols(l, "attn_output", out->scale);
+    ScaleRows(l, "attn_v", ValueRowScales(hp, out->scale));
+    ScaleInput(l, LinearInput::kAttnOut, out->scale);
+  }
+  return Status::Ok();
+}
+
+// --- the layers' matrices, quantized ---
+
+// What the layer loop leaves for the output.
+struct QuantizedLayers {
   std::map<std::string, std::pair<const std::vector<uint8_t>*, TensorType>> done;  // into live_data
   std::map<std::string, std::map<TensorType, std::vector<uint8_t>>> alternatives;
   std::map<std::string, TensorReport> reports;
@@ -427,291 +796,141 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   // points into them until it is destroyed).
   std::deque<std::vector<uint8_t>> live_data;
   std::deque<TensorView> live_views;
-  // A Hugging Face source written as arch llama: Q/K rows in llama.cpp's order (the model here
-  // computes in transformers' order). Quantized Q/K are packed a second time in that order.
-  const bool permute_qk = !src.is_gguf() && PermutesQk(out_arch);
-  std::map<std::string, std::vector<int64_t>> qk_orders;
-  for (const auto& [name, t] : source) {
-    const bool q = name.find(".attn_q.") != std::string::npos,
-               k = name.find(".attn_k.") != std::string::npos;
-    if (!permute_qk || (!q && !k)) continue;
-    FRUGAL_ASSIGN_OR_RETURN(qk_orders[name], QkRowOrder(t->n_dims >= 2 ? t->ne[1] : t->ne[0],
-                                                        q ? hp.n_head : hp.n_head_kv));
+  std::map<std::string, std::vector<uint8_t>> export_data;  // Q/K packed in output row order
+};
+
+// ||(Wq - W) X||^2 / ||W X||^2 on the sampled inputs, or the weights' error without them.
+double RelError(const std::vector<float>& w, const QuantizedMatrix& q, const InputStats* in,
+                ThreadPool& pool) {
+  return in != nullptr ? RelativeOutputError(w.data(), q.Dequantize(), q.rows, q.cols, *in, pool)
+                       : RelativeWeightError(w, q.Dequantize());
+}
+
+// Larger alternatives of an INT4 tensor, smallest first: INT4 g32, then INT8.
+StatusOr<std::vector<TensorType>> AlternativeTypes(const QuantizeOptions& o, TensorType type,
+                                                   int64_t cols) {
+  const TypeInfo* ti = GetTypeInfo(type);
+  std::vector<TensorType> alt_types;
+  if (ti->bits == 4 && o.g32_alternatives && ti->group_size > 32 && cols % 32 == 0) {
+    FRUGAL_ASSIGN_OR_RETURN(const TensorType t, IntType(IntKindOf(type), 32));
+    alt_types.push_back(t);
   }
-  const std::vector<int64_t> no_order;
-  auto qk_order = [&](const std::string& name) -> const std::vector<int64_t>& {
-    auto it = qk_orders.find(name);
-    return it == qk_orders.end() ? no_order : it->second;
-  };
-  std::map<std::string, std::vector<uint8_t>> export_data;  // packed in output row order
-
-  const int64_t steps = hp.n_layer + 1;
-  auto report_progress = [&](const char* stage, int64_t d) {
-    if (o.progress) o.progress({stage, d, steps});
-  };
-
-  for (int64_t li = 0; li < hp.n_layer; ++li) {
-    report_progress("layer", li);
-    const std::string p = "blk." + std::to_string(li) + ".";
-    std::map<std::string, std::vector<float>> w;  // float weights of this layer's matrices
-    for (const char* m : kLayerMatrices) {
-      const TensorView* t = model->FindMatrix(p + m + ".weight");
-      w[m] = Dequantized(*t);
-    }
-    std::map<LinearInput, InputStats> stats;
-    if (calibrated) {
-      const std::pair<LinearInput, int64_t> inputs[] = {
-          {LinearInput::kAttn, hp.n_embd},
-          {LinearInput::kAttnOut, hp.n_head * hp.head_dim},
-          {LinearInput::kFfn, hp.n_embd},
-          {LinearInput::kFfnDown, hp.n_ff}};
-      for (const auto& [in, cols] : inputs) {
-        InputStats& st = stats[in];
-        st.cols = cols;
-        if (use_gptq) st.h.assign(static_cast<size_t>(cols * cols), 0.0f);
-        st.abs_sum.assign(static_cast<size_t>(cols), 0.0);
-      }
-      int64_t token_base = 0;
-      const LlamaModel::ActivationObserver observer = [&](int64_t, LinearInput in, const float* x,
-                                                          int64_t n, int64_t cols) {
-        InputStats& st = stats[in];
-        if (use_gptq) AccumulateHessian(x, n, cols, st.h, pool);
-        for (int64_t i = 0; i < n; ++i) {
-          const float* row = x + i * cols;
-          for (int64_t c = 0; c < cols; ++c)
-            st.abs_sum[static_cast<size_t>(c)] += std::fabs(row[c]);
-          if ((token_base + i) % stride == 0 && st.sampled < o.sample_tokens) {
-            st.sample.insert(st.sample.end(), row, row + cols);
-            ++st.sampled;
-          }
-        }
-        st.tokens += n;
-      };
-      std::vector<float> scratch;
-      for (size_t s = 0; s < samples.size(); ++s) {
-        scratch = hidden[s];
-        FRUGAL_RETURN_IF_ERROR(model->RunLayer(li, static_cast<int64_t>(samples[s].size()),
-                                               scratch.data(), *kv, pool, observer));
-        token_base += static_cast<int64_t>(samples[s].size());
-      }
-    }
-
-    auto format_of = [&](const char* m) -> std::optional<QuantFormat> {
-      const TensorChoice& c = choice[p + m + ".weight"];
-      if (!c.quantize) return std::nullopt;
-      auto f = QuantFormat::Of(
-          c.type, w[m].size() / static_cast<size_t>(model->FindMatrix(p + m + ".weight")->rows()));
-      return f.ok() ? std::optional<QuantFormat>(*f) : std::nullopt;
-    };
-    auto rows_of = [&](const char* m) { return model->FindMatrix(p + m + ".weight")->rows(); };
-
-    // AWQ: per-input-channel scales, folded into the op before each group of matrices.
-    std::map<std::string, double> alpha;
-    std::set<std::string> modified;  // matrices whose float weights AWQ rescaled
-    if (use_awq) {
-      auto search = [&](std::initializer_list<const char*> names, LinearInput in,
-                        const std::vector<double>& mean_abs) -> std::optional<AwqResult> {
-        std::vector<AwqMatrix> mats;
-        for (const char* m : names) {
-          const auto f = format_of(m);
-          if (!f) return std::nullopt;  // a matrix kept in float needs no protection
-          mats.push_back({w[m].data(), rows_of(m), *f});
-        }
-        const InputStats& st = stats[in];
-        AwqResult r = SearchAwqScale(mats, st.cols, st.sample.data(), st.sampled, mean_abs,
-                                     awq_options, pool);
-        for (const char* m : names) alpha[m] = r.alpha;
-        return r;
-      };
-      auto scale_cols = [&](const char* m, const std::vector<float>& s) {
-        const int64_t cols = static_cast<int64_t>(s.size());
-        std::vector<float>& v = w[m];
-        for (size_t i = 0; i < v.size(); ++i) v[i] *= s[i % static_cast<size_t>(cols)];
-        modified.insert(m);
-      };
-      auto scale_input = [&](LinearInput in, const std::vector<float>& s) {
-        InputStats& st = stats[in];
-        const auto cols = static_cast<size_t>(st.cols);
-        for (size_t i = 0; i < st.sample.size(); ++i) st.sample[i] /= s[i % cols];
-        if (!st.h.empty()) {
-          for (size_t a = 0; a < cols; ++a) {
-            for (size_t b = 0; b < cols; ++b) st.h[a * cols + b] /= s[a] * s[b];
-          }
-        }
-      };
-      auto scale_norm = [&](const std::string& name, const std::vector<float>& s) -> Status {
-        std::vector<float> n = *model->FindNorm(name);
-        for (size_t c = 0; c < n.size(); ++c) n[c] /= s[c];
-        return model->SetNorm(name, std::move(n));
-      };
-      auto scale_rows = [&](const char* m, const std::vector<float>& s) {
-        std::vector<float>& v = w[m];
-        const size_t cols = v.size() / s.size();
-        for (size_t r = 0; r < s.size(); ++r) {
-          for (size_t c = 0; c < cols; ++c) v[r * cols + c] /= s[r];
-        }
-        modified.insert(m);
-      };
-      // Searched on the layer as it was, then all applied.
-      const auto qkv = search({"attn_q", "attn_k", "attn_v"}, LinearInput::kAttn,
-                              stats[LinearInput::kAttn].MeanAbs());
-      const auto gu =
-          search({"ffn_gate", "ffn_up"}, LinearInput::kFfn, stats[LinearInput::kFfn].MeanAbs());
-      const auto down =
-          search({"ffn_down"}, LinearInput::kFfnDown, stats[LinearInput::kFfnDown].MeanAbs());
-      // The output projection's inputs come from the value rows; with grouped-query attention
-      // the heads that share a value head must share its scale, so their statistics are pooled.
-      std::vector<double> o_mean = stats[LinearInput::kAttnOut].MeanAbs();
-      const int64_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
-      for (int64_t kvh = 0; kvh < hp.n_head_kv; ++kvh) {
-        for (int64_t j = 0; j < hd; ++j) {
-          double sum = 0;
-          for (int64_t g = 0; g < group; ++g)
-            sum += o_mean[static_cast<size_t>((kvh * group + g) * hd + j)];
-          for (int64_t g = 0; g < group; ++g)
-            o_mean[static_cast<size_t>((kvh * group + g) * hd + j)] =
-                sum / static_cast<double>(group);
-        }
-      }
-      // A value bias (Qwen2) would have to be rescaled with the rows: that pair is left alone.
-      const bool no_v_bias = !source.count(p + "attn_v.bias");
-      const auto out = no_v_bias && format_of("attn_v")
-                           ? search({"attn_output"}, LinearInput::kAttnOut, o_mean)
-                           : std::nullopt;
-      if (qkv) {
-        scale_cols("attn_q", qkv->scale);
-        scale_cols("attn_k", qkv->scale);
-        scale_cols("attn_v", qkv->scale);
-        FRUGAL_RETURN_IF_ERROR(scale_norm(p + "attn_norm.weight", qkv->scale));
-        scale_input(LinearInput::kAttn, qkv->scale);
-      }
-      if (gu) {
-        scale_cols("ffn_gate", gu->scale);
-        scale_cols("ffn_up", gu->scale);
-        FRUGAL_RETURN_IF_ERROR(scale_norm(p + "ffn_norm.weight", gu->scale));
-        scale_input(LinearInput::kFfn, gu->scale);
-      }
-      if (down) {
-        scale_cols("ffn_down", down->scale);
-        scale_rows("ffn_up", down->scale);
-        scale_input(LinearInput::kFfnDown, down->scale);
-      }
-      if (out) {
-        std::vector<float> sv(static_cast<size_t>(hp.n_head_kv * hd));
-        for (int64_t kvh = 0; kvh < hp.n_head_kv; ++kvh) {
-          for (int64_t j = 0; j < hd; ++j)
-            sv[static_cast<size_t>(kvh * hd + j)] =
-                out->scale[static_cast<size_t>(kvh * group * hd + j)];
-        }
-        scale_cols("attn_output", out->scale);
-        scale_rows("attn_v", sv);
-        scale_input(LinearInput::kAttnOut, out->scale);
-      }
-    }
-
-    // Quantize the layer's matrices and run the model on them from now on.
-    for (const char* m : kLayerMatrices) {
-      const std::string name = p + m + ".weight";
-      const TensorView* cur = model->FindMatrix(name);
-      const TensorChoice& c = choice[name];
-      const int64_t rows = cur->rows(), cols = cur->ne[0];
-      TensorReport rep;
-      rep.name = name;
-      const TensorView* from = source.at(name);
-      rep.source = from->type;
-      rep.elements = rows * cols;
-      rep.note = c.note;
-      if (alpha.count(m)) rep.awq_alpha = alpha[m];
-      std::vector<uint8_t> data;
-      TensorType type = c.type;
-      const InputStats* in = calibrated ? &stats[InputOf(m)] : nullptr;
-      auto quantize = [&](TensorType t) -> StatusOr<QuantizedMatrix> {
-        FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(t, cols));
-        if (use_gptq) {
-          FRUGAL_ASSIGN_OR_RETURN(
-              GptqResult g, QuantizeGptq(f, w[m].data(), rows, cols, in->h.data(), gptq_options));
-          return std::move(g.matrix);
-        }
-        return QuantizeRtn(f, w[m].data(), rows, cols, o.fit, nullptr, &pool);
-      };
-      if (c.keep && !modified.count(m)) {
-        data.assign(from->data, from->data + cur->nbytes);
-        type = cur->type;
-      } else if (c.quantize) {
-        FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix q, quantize(c.type));
-        rep.rel_error =
-            in != nullptr ? RelativeOutputError(w[m].data(), q.Dequantize(), rows, cols, *in, pool)
-                          : RelativeWeightError(w[m], q.Dequantize());
-        FRUGAL_ASSIGN_OR_RETURN(data, q.Pack());
-        if (!qk_order(name).empty()) {
-          FRUGAL_ASSIGN_OR_RETURN(export_data[name], PermuteRows(q, qk_order(name)).Pack());
-        }
-        // Larger alternatives of an INT4 tensor, smallest first: INT4 g32, then INT8.
-        const TypeInfo* ti = GetTypeInfo(c.type);
-        std::vector<TensorType> alt_types;
-        if (ti->bits == 4 && o.g32_alternatives && ti->group_size > 32 && cols % 32 == 0) {
-          FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(c.type, cols));
-          FRUGAL_ASSIGN_OR_RETURN(const TensorType t, IntType(f.kind == QuantFormat::Kind::kInt4Sym
-                                                                  ? WeightKind::kInt4Sym
-                                                                  : WeightKind::kInt4,
-                                                              32));
-          alt_types.push_back(t);
-        }
-        if (ti->bits == 4 && o.int8_alternatives) {
-          FRUGAL_ASSIGN_OR_RETURN(const TensorType t, IntType(WeightKind::kInt8, ti->group_size));
-          alt_types.push_back(t);
-        }
-        for (const TensorType t : alt_types) {
-          FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix qa, quantize(t));
-          TensorReport::Alternative alt;
-          alt.type = t;
-          alt.rel_error = in != nullptr ? RelativeOutputError(w[m].data(), qa.Dequantize(), rows,
-                                                              cols, *in, pool)
-                                        : RelativeWeightError(w[m], qa.Dequantize());
-          FRUGAL_ASSIGN_OR_RETURN(
-              std::vector<uint8_t> da,
-              (qk_order(name).empty() ? qa : PermuteRows(qa, qk_order(name))).Pack());
-          alt.bytes = da.size();
-          alternatives[name][t] = std::move(da);
-          rep.alternatives.push_back(alt);
-        }
-      } else {
-        // F16 / F32 (or a kept tensor that AWQ rescaled: stored as F16).
-        type = c.type == TensorType::kF32 ? TensorType::kF32 : TensorType::kF16;
-        data = type == TensorType::kF32 ? ToF32Bytes(w[m]) : ToF16Bytes(w[m]);
-      }
-      rep.type = type;
-      rep.bytes = data.size();
-      live_data.push_back(std::move(data));
-      live_views.push_back(
-          TensorView::Matrix(type, cols, rows, live_data.back().data(), live_data.back().size()));
-      live_views.back().name = name;
-      FRUGAL_RETURN_IF_ERROR(model->SetMatrix(name, &live_views.back()));
-      reports[name] = rep;
-      done[name] = {&live_data.back(), type};
-    }
-    // The next layer sees what this quantized layer produces.
-    if (calibrated) {
-      for (size_t s = 0; s < hidden.size(); ++s) {
-        FRUGAL_RETURN_IF_ERROR(model->RunLayer(li, static_cast<int64_t>(samples[s].size()),
-                                               hidden[s].data(), *kv, pool, {}));
-      }
-    }
+  if (ti->bits == 4 && o.int8_alternatives) {
+    FRUGAL_ASSIGN_OR_RETURN(const TensorType t, IntType(IntKind::kInt8, ti->group_size));
+    alt_types.push_back(t);
   }
-  report_progress("embeddings", hp.n_layer);
+  return alt_types;
+}
 
-  // Output: the source's metadata, then every tensor in the source's order.
-  GgufWriter& meta = qm->metadata_;
+// Matrix `name` quantized by the method to its planned type (into data) and to its larger
+// alternatives (into out.alternatives); the Q/K ones also in output row order.
+Status QuantizeMatrix(const LayerContext& c, const QuantMethodImpl& method, const std::string& name,
+                      const std::vector<float>& w, int64_t rows, int64_t cols, const InputStats* in,
+                      TensorReport& rep, std::vector<uint8_t>& data, QuantizedLayers& out) {
+  const TensorType type = c.plan.at(name).type;
+  const std::vector<int64_t>& order = c.qk.Of(name);
+  auto quantize = [&](TensorType t) -> StatusOr<QuantizedMatrix> {
+    FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(t, cols));
+    return method.Quantize(f, w.data(), rows, cols, in, c.pool);
+  };
+  FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix q, quantize(type));
+  rep.rel_error = RelError(w, q, in, c.pool);
+  FRUGAL_ASSIGN_OR_RETURN(data, q.Pack());
+  if (!order.empty()) {
+    FRUGAL_ASSIGN_OR_RETURN(out.export_data[name], PermuteRows(q, order).Pack());
+  }
+  FRUGAL_ASSIGN_OR_RETURN(const std::vector<TensorType> alt_types,
+                          AlternativeTypes(c.o, type, cols));
+  for (const TensorType t : alt_types) {
+    FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix qa, quantize(t));
+    TensorReport::Alternative alt;
+    alt.type = t;
+    alt.rel_error = RelError(w, qa, in, c.pool);
+    FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> da,
+                            (order.empty() ? qa : PermuteRows(qa, order)).Pack());
+    alt.bytes = da.size();
+    out.alternatives[name][t] = std::move(da);
+    rep.alternatives.push_back(alt);
+  }
+  return Status::Ok();
+}
+
+// Matrix m of layer l as it is written (kept, quantized or float), and the model runs on it from
+// now on.
+Status QuantizeLayerMatrix(const LayerContext& c, const QuantMethodImpl& method, LayerState& l,
+                           const char* m, QuantizedLayers& out) {
+  const std::string name = l.NameOf(m);
+  LlamaModel& model = *c.source.model;
+  const TensorView* cur = model.FindMatrix(name);
+  const TensorChoice& choice = c.plan.at(name);
+  const int64_t rows = cur->rows(), cols = cur->ne[0];
+  const TensorView* from = c.source.by_name.at(name);
+  TensorReport rep;
+  rep.name = name;
+  rep.source = from->type;
+  rep.elements = rows * cols;
+  rep.note = choice.note;
+  if (l.alpha.count(m)) rep.awq_alpha = l.alpha[m];
+  std::vector<uint8_t> data;
+  TensorType type = choice.type;
+  const InputStats* in = method.calibrated() ? &l.stats[InputOf(m)] : nullptr;
+  if (choice.keep && !l.modified.count(m)) {
+    data.assign(from->data, from->data + cur->nbytes);
+    type = cur->type;
+  } else if (choice.quantize) {
+    FRUGAL_RETURN_IF_ERROR(QuantizeMatrix(c, method, name, l.w[m], rows, cols, in, rep, data, out));
+  } else {
+    // F16 / F32 (or a kept tensor that AWQ rescaled: stored as F16).
+    type = choice.type == TensorType::kF32 ? TensorType::kF32 : TensorType::kF16;
+    data = type == TensorType::kF32 ? ToF32Bytes(l.w[m]) : ToF16Bytes(l.w[m]);
+  }
+  rep.type = type;
+  rep.bytes = data.size();
+  out.live_data.push_back(std::move(data));
+  out.live_views.push_back(TensorView::Matrix(type, cols, rows, out.live_data.back().data(),
+                                              out.live_data.back().size()));
+  out.live_views.back().name = name;
+  FRUGAL_RETURN_IF_ERROR(model.SetMatrix(name, &out.live_views.back()));
+  out.reports[name] = rep;
+  out.done[name] = {&out.live_data.back(), type};
+  return Status::Ok();
+}
+
+// Layer by layer: calibrate on what the quantized layers before produce, let the method prepare
+// the layer, quantize its matrices, and carry the hidden states on.
+Status QuantizeLayers(const LayerContext& c, const QuantMethodImpl& method,
+                      const Calibration& calib, QuantizedLayers& out) {
+  const int64_t n_layer = c.source.hp().n_layer;
+  Activations acts = EmbedCalibration(c, calib);
+  for (int64_t li = 0; li < n_layer; ++li) {
+    if (c.o.progress) c.o.progress({"layer", li, n_layer + 1});
+    LayerState l = LoadLayer(c, li);
+    if (method.calibrated())
+      FRUGAL_RETURN_IF_ERROR(CollectActivations(c, method.needs_hessian(), acts, l));
+    FRUGAL_RETURN_IF_ERROR(method.PrepareLayer(c, l));
+    for (const char* m : kLayerMatrices)
+      FRUGAL_RETURN_IF_ERROR(QuantizeLayerMatrix(c, method, l, m, out));
+    if (method.calibrated()) FRUGAL_RETURN_IF_ERROR(AdvanceActivations(c, li, acts));
+  }
+  return Status::Ok();
+}
+
+// --- the output ---
+
+// The source's metadata (or a Hugging Face folder's config and tokenizer as GGUF metadata),
+// and how the file was made.
+Status SetOutputMetadata(const QuantizeOptions& o, const Source& s, bool calibrated,
+                         const Calibration& calib, GgufWriter& meta) {
+  const ModelSource& src = s.src();
   if (src.is_gguf()) {
     FRUGAL_RETURN_IF_ERROR(
         meta.CopyMetadata(*src.gguf(), {"general.file_type", kFrugalFormatVersionKey}));
   } else {
-    // A Hugging Face folder: its config and tokenizer.json become GGUF metadata.
     std::string name = src.path();
     while (name.ends_with('/')) name.pop_back();
-    SetHfModelMetadata(out_arch, name.substr(name.find_last_of('/') + 1), hp, &meta);
+    SetHfModelMetadata(s.out_arch, name.substr(name.find_last_of('/') + 1), s.hp(), &meta);
     FRUGAL_RETURN_IF_ERROR(
-        SetTokenizerMetadata(engine->tokenizer().spec(), src.hf()->chat_template(), &meta));
+        SetTokenizerMetadata(s.engine->tokenizer().spec(), src.hf()->chat_template(), &meta));
   }
   meta.SetUint32(kFrugalFormatVersionKey, kFrugalFormatVersion);
   meta.SetString("frugal.quant.method", QuantMethodName(o.method));
@@ -720,67 +939,125 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   meta.SetString("frugal.quant.recipe_name", o.recipe.name);
   meta.SetString("frugal.quant.source", o.input.substr(o.input.find_last_of('/') + 1));
   if (calibrated) {
-    meta.SetString("frugal.quant.calib_sha256", qm->calib_sha256_);
-    meta.SetUint64("frugal.quant.calib_tokens", static_cast<uint64_t>(qm->calib_tokens_));
-    meta.SetUint32("frugal.quant.calib_samples", static_cast<uint32_t>(samples.size()));
+    meta.SetString("frugal.quant.calib_sha256", calib.sha256);
+    meta.SetUint64("frugal.quant.calib_tokens", static_cast<uint64_t>(calib.tokens));
+    meta.SetUint32("frugal.quant.calib_samples", static_cast<uint32_t>(calib.samples.size()));
     meta.SetUint32("frugal.quant.seq_len", static_cast<uint32_t>(o.seq_len));
   }
-  for (const NamedTensor& nt : tensors) {
-    const TensorView* t = nt.tensor;
-    QuantizedModel::Tensor out;
+  return Status::Ok();
+}
+
+// One output tensor (QuantizedModel::Tensor's fields) and its report.
+struct OutputTensor {
+  std::string name;
+  TensorType type = TensorType::kF32;
+  std::vector<int64_t> ne;
+  std::vector<uint8_t> data;
+  std::map<TensorType, std::vector<uint8_t>> alternatives;
+  TensorReport report;
+};
+
+// A tensor outside the layer loop: a norm (AWQ may have rescaled it), kept, RTN-quantized (the
+// embeddings and output head, whatever the method) or float.
+Status ConvertOtherTensor(const LayerContext& c, const NamedTensor& nt, OutputTensor& out) {
+  const TensorView* t = nt.tensor;
+  const TensorChoice& choice = c.plan.at(nt.name);
+  TensorReport& rep = out.report;
+  rep.name = nt.name;
+  rep.source = t->type;
+  rep.elements = t->elements();
+  rep.note = choice.note;
+  if (const std::vector<float>* norm = c.source.model->FindNorm(nt.name)) {
+    out.type = TensorType::kF32;
+    out.data = ToF32Bytes(*norm);
+  } else if (choice.keep) {
+    out.type = t->type;
+    out.data.assign(t->data, t->data + t->nbytes);
+  } else if (choice.quantize) {
+    FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(choice.type, t->ne[0]));
+    const std::vector<float> v = Dequantized(*t);
+    FRUGAL_ASSIGN_OR_RETURN(
+        out.data, QuantizeRtn(f, v.data(), t->rows(), t->ne[0], c.o.fit, nullptr, &c.pool).Pack());
+    out.type = choice.type;
+  } else {
+    out.type = choice.type == TensorType::kF32 ? TensorType::kF32 : TensorType::kF16;
+    const std::vector<float> v = Dequantized(*t);
+    out.data = out.type == TensorType::kF32 ? ToF32Bytes(v) : ToF16Bytes(v);
+  }
+  rep.type = out.type;
+  return Status::Ok();
+}
+
+// Q/K of a Hugging Face source written as arch llama: the rows in llama.cpp's order.
+Status PermuteQk(const LayerContext& c, QuantizedLayers& layers, OutputTensor& out) {
+  if (c.qk.Of(out.name).empty()) return Status::Ok();
+  if (auto e = layers.export_data.find(out.name); e != layers.export_data.end()) {
+    out.data = std::move(e->second);
+  } else if (IsFrugalType(out.type)) {
+    return Internal(out.name + ": a packed Q/K matrix was not re-packed in llama.cpp's row order");
+  } else {
+    const int64_t rows = out.ne.size() >= 2 ? out.ne[1] : out.ne[0];
+    const int64_t heads = out.name.find(".attn_q.") != std::string::npos ? c.source.hp().n_head
+                                                                         : c.source.hp().n_head_kv;
+    FRUGAL_ASSIGN_OR_RETURN(out.data, PermuteQkRows(out.data, rows, heads));
+  }
+  return Status::Ok();
+}
+
+// Every tensor in the source's order, as it is written.
+StatusOr<std::vector<OutputTensor>> AssembleOutput(const LayerContext& c, QuantizedLayers& layers) {
+  std::vector<OutputTensor> result;
+  for (const NamedTensor& nt : c.source.tensors) {
+    OutputTensor out;
     out.name = nt.name;
-    out.ne = ShapeOf(*t);
-    TensorReport rep;
-    if (auto d = done.find(nt.name); d != done.end()) {
+    out.ne = ShapeOf(*nt.tensor);
+    if (auto d = layers.done.find(nt.name); d != layers.done.end()) {
       out.data = *d->second.first;
       out.type = d->second.second;
-      rep = reports[nt.name];
-      if (auto a = alternatives.find(nt.name); a != alternatives.end())
+      out.report = layers.reports[nt.name];
+      if (auto a = layers.alternatives.find(nt.name); a != layers.alternatives.end())
         out.alternatives = std::move(a->second);
     } else {
-      const TensorChoice& c = choice[nt.name];
-      rep.name = nt.name;
-      rep.source = t->type;
-      rep.elements = t->elements();
-      rep.note = c.note;
-      if (const std::vector<float>* norm = model->FindNorm(nt.name)) {
-        out.type = TensorType::kF32;
-        out.data = ToF32Bytes(*norm);  // AWQ may have rescaled it
-      } else if (c.keep) {
-        out.type = t->type;
-        out.data.assign(t->data, t->data + t->nbytes);
-      } else if (c.quantize) {
-        FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(c.type, t->ne[0]));
-        const std::vector<float> v = Dequantized(*t);
-        FRUGAL_ASSIGN_OR_RETURN(
-            out.data, QuantizeRtn(f, v.data(), t->rows(), t->ne[0], o.fit, nullptr, &pool).Pack());
-        out.type = c.type;
-      } else {
-        out.type = c.type == TensorType::kF32 ? TensorType::kF32 : TensorType::kF16;
-        const std::vector<float> v = Dequantized(*t);
-        out.data = out.type == TensorType::kF32 ? ToF32Bytes(v) : ToF16Bytes(v);
-      }
-      rep.type = out.type;
+      FRUGAL_RETURN_IF_ERROR(ConvertOtherTensor(c, nt, out));
     }
-    if (!qk_order(nt.name).empty()) {
-      if (auto e = export_data.find(nt.name); e != export_data.end()) {
-        out.data = std::move(e->second);
-      } else if (IsFrugalType(out.type)) {
-        return Internal(nt.name +
-                        ": a packed Q/K matrix was not re-packed in llama.cpp's row order");
-      } else {
-        const int64_t rows = out.ne.size() >= 2 ? out.ne[1] : out.ne[0];
-        const int64_t heads =
-            nt.name.find(".attn_q.") != std::string::npos ? hp.n_head : hp.n_head_kv;
-        FRUGAL_ASSIGN_OR_RETURN(out.data, PermuteQkRows(out.data, rows, heads));
-      }
-    }
-    rep.bytes = out.data.size();
-    qm->reports_.push_back(rep);
-    qm->out_.push_back(std::move(out));
+    FRUGAL_RETURN_IF_ERROR(PermuteQk(c, layers, out));
+    out.report.bytes = out.data.size();
+    result.push_back(std::move(out));
   }
-  if (!src.is_gguf()) FRUGAL_RETURN_IF_ERROR(qm->FinishHfExport(hp));
-  report_progress("done", steps);
+  return result;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  FRUGAL_ASSIGN_OR_RETURN(Source source, LoadSource(o));
+  ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::DefaultThreads());
+  const std::unique_ptr<QuantMethodImpl> method = MakeQuantMethod(o);
+  auto qm = std::unique_ptr<QuantizedModel>(new QuantizedModel());
+  Calibration calib;
+  if (method->calibrated()) {
+    FRUGAL_ASSIGN_OR_RETURN(calib, LoadCalibrationSet(*source.engine, o));
+    qm->calib_sha256_ = calib.sha256;
+    qm->calib_tokens_ = calib.tokens;
+  }
+  const TypePlan plan = PlanTensorTypes(o, source);
+  FRUGAL_ASSIGN_OR_RETURN(const QkOrders qk, QkOrders::Plan(source));
+  const LayerContext c{o, source, plan, qk, pool};
+  QuantizedLayers layers;
+  FRUGAL_RETURN_IF_ERROR(QuantizeLayers(c, *method, calib, layers));
+  const int64_t steps = source.hp().n_layer + 1;
+  if (o.progress) o.progress({"embeddings", source.hp().n_layer, steps});
+
+  FRUGAL_RETURN_IF_ERROR(SetOutputMetadata(o, source, method->calibrated(), calib, qm->metadata_));
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<OutputTensor> tensors, AssembleOutput(c, layers));
+  for (OutputTensor& t : tensors) {
+    qm->reports_.push_back(std::move(t.report));
+    qm->out_.push_back(
+        {std::move(t.name), t.type, std::move(t.ne), std::move(t.data), std::move(t.alternatives)});
+  }
+  if (!source.src().is_gguf()) FRUGAL_RETURN_IF_ERROR(qm->FinishHfExport(source.hp()));
+  if (o.progress) o.progress({"done", steps, steps});
   qm->seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return qm;
 }

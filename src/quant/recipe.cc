@@ -13,9 +13,12 @@ struct KindName {
   WeightKind kind;
   const char* name;
 };
-constexpr KindName kKinds[] = {{WeightKind::kKeep, "keep"}, {WeightKind::kF32, "f32"},
-                               {WeightKind::kF16, "f16"},   {WeightKind::kInt8, "int8"},
-                               {WeightKind::kInt4, "int4"}, {WeightKind::kInt4Sym, "int4_sym"}};
+constexpr KindName kKinds[] = {{{WeightStorage::kKeep}, "keep"},
+                               {{WeightStorage::kF32}, "f32"},
+                               {{WeightStorage::kF16}, "f16"},
+                               {{WeightStorage::kInt, IntKind::kInt8}, "int8"},
+                               {{WeightStorage::kInt, IntKind::kInt4Asym}, "int4"},
+                               {{WeightStorage::kInt, IntKind::kInt4Sym}, "int4_sym"}};
 
 StatusOr<WeightKind> ParseKind(const std::string& s, const std::string& where) {
   for (const KindName& k : kKinds) {
@@ -25,15 +28,11 @@ StatusOr<WeightKind> ParseKind(const std::string& s, const std::string& where) {
                          "' is not one of keep, f32, f16, int8, int4, int4_sym");
 }
 
-bool IsInt(WeightKind k) {
-  return k == WeightKind::kInt8 || k == WeightKind::kInt4 || k == WeightKind::kInt4Sym;
-}
-
-Status CheckGroup(WeightKind kind, int g, const std::string& where) {
-  if (g == 32 || g == 64 || g == 128 || (g == 0 && kind == WeightKind::kInt8)) return Status::Ok();
+Status CheckGroup(IntKind kind, int g, const std::string& where) {
+  if (g == 32 || g == 64 || g == 128 || (g == 0 && kind == IntKind::kInt8)) return Status::Ok();
   return InvalidArgument(
       where + ": group_size " + std::to_string(g) +
-      (kind == WeightKind::kInt8 ? " is not 0, 32, 64 or 128" : " is not 32, 64 or 128"));
+      (kind == IntKind::kInt8 ? " is not 0, 32, 64 or 128" : " is not 32, 64 or 128"));
 }
 
 Status CheckKeys(const YAML::Node& node, std::initializer_list<const char*> allowed,
@@ -56,30 +55,28 @@ const char* WeightKindName(WeightKind kind) {
   return "?";
 }
 
-StatusOr<TensorType> IntType(WeightKind kind, int g) {
+StatusOr<TensorType> IntType(IntKind kind, int g) {
   const int gi = g == 32 ? 0 : g == 64 ? 1 : g == 128 ? 2 : -1;
   switch (kind) {
-    case WeightKind::kInt8:
+    case IntKind::kInt8:
       if (g == 0) return TensorType::kI8_C;
       if (gi >= 0)
         return static_cast<TensorType>(static_cast<uint32_t>(TensorType::kI8_G32) +
                                        static_cast<uint32_t>(gi));
       break;
-    case WeightKind::kInt4:
+    case IntKind::kInt4Asym:
       if (gi >= 0)
         return static_cast<TensorType>(static_cast<uint32_t>(TensorType::kI4A_G32) +
                                        static_cast<uint32_t>(gi));
       break;
-    case WeightKind::kInt4Sym:
+    case IntKind::kInt4Sym:
       if (gi >= 0)
         return static_cast<TensorType>(static_cast<uint32_t>(TensorType::kI4S_G32) +
                                        static_cast<uint32_t>(gi));
       break;
-    default:
-      break;
   }
-  return InvalidArgument(std::string(WeightKindName(kind)) + " has no group size " +
-                         std::to_string(g));
+  return InvalidArgument(std::string(WeightKindName({WeightStorage::kInt, kind})) +
+                         " has no group size " + std::to_string(g));
 }
 
 StatusOr<Recipe> ParseRecipe(std::string_view text) {
@@ -98,7 +95,7 @@ StatusOr<Recipe> ParseRecipe(std::string_view text) {
       FRUGAL_ASSIGN_OR_RETURN(r.fallback,
                               ParseKind(root["default"].as<std::string>(), "recipe default"));
     }
-    if (IsInt(r.fallback))
+    if (r.fallback.is_int())
       return InvalidArgument(
           "recipe default must be keep, f32 or f16 (INT types need a rule with a group size)");
     const YAML::Node rules = root["rules"];
@@ -115,7 +112,8 @@ StatusOr<Recipe> ParseRecipe(std::string_view text) {
       if (rule.match.empty()) return InvalidArgument(where + ": empty match pattern");
       FRUGAL_ASSIGN_OR_RETURN(rule.kind, ParseKind(n["type"].as<std::string>(), where));
       rule.group_size = n["group_size"] ? n["group_size"].as<int>() : 128;
-      if (IsInt(rule.kind)) FRUGAL_RETURN_IF_ERROR(CheckGroup(rule.kind, rule.group_size, where));
+      if (rule.kind.is_int())
+        FRUGAL_RETURN_IF_ERROR(CheckGroup(rule.kind.int_kind, rule.group_size, where));
       r.rules.push_back(std::move(rule));
     }
   } catch (const YAML::Exception& e) {
@@ -172,7 +170,7 @@ rules:
 
 void OverrideGroupSize(Recipe& recipe, int group_size) {
   for (RecipeRule& r : recipe.rules) {
-    if (IsInt(r.kind) && !(r.kind == WeightKind::kInt8 && r.group_size == 0))
+    if (r.kind.is_int() && !(r.kind.int_kind == IntKind::kInt8 && r.group_size == 0))
       r.group_size = group_size;
   }
 }
@@ -181,7 +179,7 @@ std::string Recipe::ToYaml() const {
   std::string s = "name: " + name + "\nrules:\n";
   for (const RecipeRule& r : rules) {
     s += "  - {match: \"" + r.match + "\", type: " + WeightKindName(r.kind);
-    if (IsInt(r.kind)) s += ", group_size: " + std::to_string(r.group_size);
+    if (r.kind.is_int()) s += ", group_size: " + std::to_string(r.group_size);
     s += "}\n";
   }
   s += "default: " + std::string(WeightKindName(fallback)) + "\n";
@@ -205,18 +203,18 @@ TensorChoice ChooseType(const Recipe& recipe, std::string_view name, int n_dims,
       break;
     }
   }
-  switch (kind) {
-    case WeightKind::kKeep:
+  switch (kind.storage) {
+    case WeightStorage::kKeep:
       c.keep = true;
       c.type = source;
       return c;
-    case WeightKind::kF32:
+    case WeightStorage::kF32:
       c.type = TensorType::kF32;
       return c;
-    case WeightKind::kF16:
+    case WeightStorage::kF16:
       c.type = TensorType::kF16;
       return c;
-    default:
+    case WeightStorage::kInt:
       break;
   }
   if (rows % kTileRows != 0) {
@@ -246,7 +244,7 @@ TensorChoice ChooseType(const Recipe& recipe, std::string_view name, int n_dims,
     c.note = "g" + std::to_string(group) + " -> g" + std::to_string(g) + ": " +
              std::to_string(cols) + " inputs";
   }
-  c.type = *IntType(kind, g);
+  c.type = *IntType(kind.int_kind, g);
   c.quantize = true;
   return c;
 }

@@ -22,21 +22,31 @@
 
 #include "formats/tensor_types.h"
 #include "frugal/status.h"
+#include "kernels/quantize.h"
 
 namespace frugal {
 
-enum class WeightKind { kKeep, kF32, kF16, kInt8, kInt4, kInt4Sym };
+// What a rule asks a tensor to become: kept as stored, F32, F16, or an integer format of one of
+// the kinds of kernels/quantize.h (the recipe's names: int8, int4 = kInt4Asym, int4_sym).
+enum class WeightStorage { kKeep, kF32, kF16, kInt };
+struct WeightKind {
+  WeightStorage storage = WeightStorage::kKeep;
+  IntKind int_kind = IntKind::kInt8;  // storage kInt only
+
+  bool is_int() const { return storage == WeightStorage::kInt; }
+  bool operator==(const WeightKind&) const = default;
+};
 
 struct RecipeRule {
   std::string match;
-  WeightKind kind = WeightKind::kKeep;
+  WeightKind kind;  // keep
   int group_size = 128;
 };
 
 struct Recipe {
   std::string name;
   std::vector<RecipeRule> rules;
-  WeightKind fallback = WeightKind::kKeep;
+  WeightKind fallback;  // keep
 
   // The recipe as YAML (stored in the output's metadata, so a file says how it was made).
   std::string ToYaml() const;
@@ -60,8 +70,8 @@ struct TensorChoice {
 // The type of tensor `name` of shape [cols, rows] (GGUF order), stored as `source`.
 TensorChoice ChooseType(const Recipe& recipe, std::string_view name, int n_dims, int64_t cols,
                         int64_t rows, TensorType source);
-// The Frugal type of an INT kind at a group size (0: per channel, INT8 only).
-StatusOr<TensorType> IntType(WeightKind kind, int group_size);
+// The Frugal type of an integer kind at a group size (0: per channel, INT8 only).
+StatusOr<TensorType> IntType(IntKind kind, int group_size);
 const char* WeightKindName(WeightKind kind);
 
 }  // namespace frugal

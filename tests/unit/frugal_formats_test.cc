@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/fp16.h"
+#include "common/sha256.h"
 #include "formats/gguf.h"
 #include "kernels/kernels.h"
 #include "kernels/quantize.h"
@@ -184,6 +185,51 @@ TEST(FrugalFormatsTest, RtnIsWithinHalfAStep) {
       }
     }
     EXPECT_EQ(back[static_cast<size_t>(cols)], 0.0f) << TypeName(type);
+  }
+}
+
+// Weights from a fixed integer recurrence (no libm, no <random> distribution), so that the
+// pinned bytes below do not depend on the platform: Gaussian-ish values of scale ~0.05, every
+// 97th an outlier, one all-zero group.
+std::vector<float> PinnedWeights(int64_t n) {
+  std::vector<float> w(static_cast<size_t>(n));
+  uint32_t s = 12345;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = 0;
+    for (int k = 0; k < 4; ++k) {
+      s = s * 1664525u + 1013904223u;
+      v += static_cast<float>(s >> 8) * (1.0f / 16777216.0f) - 0.5f;
+    }
+    w[static_cast<size_t>(i)] = v * (i % 97 == 0 ? 0.4f : 0.05f);
+  }
+  std::fill_n(w.begin() + 256, 128, 0.0f);
+  return w;
+}
+
+// RTN's bytes for every Frugal type, pinned: they are what `frugal quantize --method rtn
+// --no-scale-search` writes, so any change to the round-to-nearest arithmetic shows here.
+TEST(FrugalFormatsTest, RtnBytesArePinned) {
+  const int64_t rows = 16, cols = 256;
+  const std::vector<float> w = PinnedWeights(rows * cols);
+  const std::pair<TensorType, const char*> pinned[] = {
+      {TensorType::kI8_C, "c07f2d336eaf37d3407e366a9859bd846cf4146ea8c15ca20c7fec71ff755bc6"},
+      {TensorType::kI8_G32, "2a6f4cefb0767ff7f7000f15e17e10efac6fe8cbf6587478c2928a4d1db482a2"},
+      {TensorType::kI8_G64, "eacc2c30e519fe1ff6bfae2d3968c24eb1ac70eba2933b136d7b7a9f52c5e886"},
+      {TensorType::kI8_G128, "1dad4142375e2d5423c4e310c54f51ff60c13c9dfbef730eac9a312fc9f164e5"},
+      {TensorType::kI4S_G32, "f09dbafe3e13217aefbddac04fd0a93a709404e127f923736a045512ec5a867b"},
+      {TensorType::kI4S_G64, "c4e105bfc5330752533a08dc164e30d53cf3ae123ed7331a2571699c9d7cccc0"},
+      {TensorType::kI4S_G128, "2ab441237a7ca6dd5bc706466cf8f69274f3baa5b32a8cfca3e68d7fe8755e8a"},
+      {TensorType::kI4A_G32, "7d737efe24af3a232f0a1a6d455024727f09ec385c7c967bf9154a150c22ce96"},
+      {TensorType::kI4A_G64, "13ffedac24cb38696db4dfa6c7bdec3d30f5dd0029d47c0e2bc0191beec6a426"},
+      {TensorType::kI4A_G128, "2823c8b667e4186ecc7667081bf34520641a3943378e94867fe2164a0745327f"},
+  };
+  for (const auto& [type, sha] : pinned) {
+    auto bytes = QuantizeRowsRtn(type, w.data(), rows, cols);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+    EXPECT_EQ(
+        Sha256Hex(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size())),
+        sha)
+        << TypeName(type);
   }
 }
 

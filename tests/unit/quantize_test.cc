@@ -205,6 +205,52 @@ TEST(QuantFormat, RtnMatchesTheFormatOracle) {
   EXPECT_FALSE(QuantFormat::Of(TensorType::kQ4_1, 64).ok());
 }
 
+// RTN with the scale search, as `frugal quantize --method rtn` runs it, pinned for every Frugal
+// type (min-max RTN is pinned in frugal_formats_test.cc). Weights from a fixed integer
+// recurrence, so the bytes do not depend on the platform's <random>.
+TEST(QuantFormat, SearchedRtnBytesArePinned) {
+  const int64_t rows = 16, cols = 256;
+  std::vector<float> w(static_cast<size_t>(rows * cols)), imp(static_cast<size_t>(cols));
+  uint32_t s = 777;
+  auto next = [&s] {
+    s = s * 1664525u + 1013904223u;
+    return static_cast<float>(s >> 8) * (1.0f / 16777216.0f);
+  };
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = (next() + next() + next() - 1.5f) * (i % 61 == 0 ? 0.3f : 0.03f);
+  for (float& v : imp) v = 0.25f + 4 * next();
+  struct Pin {
+    TensorType type;
+    const char* plain;     // the first 16 hex digits of the packed bytes' SHA-256
+    const char* weighted;  // the same with per-column importance
+  };
+  const Pin pinned[] = {
+      {TensorType::kI8_C, "6219a0ccf6f0ee74", "6219a0ccf6f0ee74"},
+      {TensorType::kI8_G32, "c03a74784bd9dbd0", "c03a74784bd9dbd0"},
+      {TensorType::kI8_G128, "08eaca84c8316b93", "08eaca84c8316b93"},
+      {TensorType::kI4S_G32, "f59b074a732a877c", "40f066926a4600b5"},
+      {TensorType::kI4S_G64, "803d87b4e18e52a4", "bed8d66388a5e584"},
+      {TensorType::kI4S_G128, "eaf516c398031efe", "44dc6cadcaa51ce9"},
+      {TensorType::kI4A_G32, "d7adb5d12dbd53c4", "328bb15f0dae313c"},
+      {TensorType::kI4A_G64, "0707645d098add1c", "463a9c04e0e8da72"},
+      {TensorType::kI4A_G128, "385318749d4ec4c2", "498567f3ae7b5a32"},
+  };
+  for (const Pin& pin : pinned) {
+    const QuantFormat f = *QuantFormat::Of(pin.type, cols);
+    for (const bool weighted : {false, true}) {
+      auto bytes =
+          QuantizeRtn(f, w.data(), rows, cols, ScaleFit::kSearch, weighted ? imp.data() : nullptr)
+              .Pack();
+      ASSERT_TRUE(bytes.ok());
+      EXPECT_EQ(
+          Sha256Hex(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()))
+              .substr(0, 16),
+          weighted ? pin.weighted : pin.plain)
+          << TypeName(pin.type) << (weighted ? " weighted" : "");
+    }
+  }
+}
+
 // Inputs with strongly correlated channels of uneven scale, as real activations are.
 std::vector<float> CorrelatedInputs(int64_t n, int64_t cols, std::mt19937& rng) {
   std::normal_distribution<float> nd;

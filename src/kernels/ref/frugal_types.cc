@@ -1,5 +1,7 @@
 // Reference (scalar) kernels for Frugal's tiled formats: they define what the bytes mean
-// (docs/formats.md) and are the oracle for the SIMD versions. Also packing and RTN.
+// (docs/formats.md) and are the oracle for the SIMD versions. Also packing and RTN (the one
+// round-to-nearest; src/quant's QuantizeRtn and scale search build on MinMaxParams and
+// QuantizeLevel).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -112,25 +114,6 @@ void DotTileI8C(const void* tile, const BlockQ8Act* x, int64_t n, float* out) {
   }
 }
 
-enum class Kind { kI8, kI8C, kI4S, kI4A };
-
-Kind KindOf(TensorType type) {
-  switch (type) {
-    case TensorType::kI8_C:
-      return Kind::kI8C;
-    case TensorType::kI8_G32:
-    case TensorType::kI8_G64:
-    case TensorType::kI8_G128:
-      return Kind::kI8;
-    case TensorType::kI4S_G32:
-    case TensorType::kI4S_G64:
-    case TensorType::kI4S_G128:
-      return Kind::kI4S;
-    default:
-      return Kind::kI4A;
-  }
-}
-
 }  // namespace
 
 const KernelTraits* GetScalarFrugalTraits(TensorType type) {
@@ -151,6 +134,22 @@ const KernelTraits* GetScalarFrugalTraits(TensorType type) {
   return i < std::size(kTable) ? &kTable[i] : nullptr;
 }
 
+IntKind IntKindOf(TensorType type) {
+  switch (type) {
+    case TensorType::kI8_C:
+    case TensorType::kI8_G32:
+    case TensorType::kI8_G64:
+    case TensorType::kI8_G128:
+      return IntKind::kInt8;
+    case TensorType::kI4S_G32:
+    case TensorType::kI4S_G64:
+    case TensorType::kI4S_G128:
+      return IntKind::kInt4Sym;
+    default:
+      return IntKind::kInt4Asym;
+  }
+}
+
 int64_t GroupsPerRow(TensorType type, int64_t cols) {
   const TypeInfo* info = GetTypeInfo(type);
   return info->group_size == 0 ? 1 : cols / info->group_size;
@@ -165,36 +164,37 @@ Status PackRows(TensorType type, int64_t rows, int64_t cols, const int8_t* q, co
   if (!IsFrugalType(type) || GetTypeInfo(type) == nullptr) {
     return InvalidArgument("PackRows: " + TypeName(type) + " is not a Frugal format");
   }
-  const Kind kind = KindOf(type);
+  const IntKind kind = IntKindOf(type);
+  const bool per_channel = GetTypeInfo(type)->group_size == 0;
   if (rows % kR != 0) {
     return InvalidArgument(TypeName(type) + " needs a multiple of 8 rows, not " +
                            std::to_string(rows));
   }
-  if ((kind == Kind::kI4A) != (offset != nullptr)) {
+  if ((kind == IntKind::kInt4Asym) != (offset != nullptr)) {
     return InvalidArgument("PackRows: offsets are given exactly for the asymmetric INT4 types");
   }
   FRUGAL_ASSIGN_OR_RETURN(const size_t row_bytes, RowBytes(type, cols));
   const int64_t groups = GroupsPerRow(type, cols);
   const int64_t gsize = cols / groups;
   const int64_t chunks = gsize / kQK;
-  const bool int8 = kind == Kind::kI8 || kind == Kind::kI8C;
+  const bool int8 = kind == IntKind::kInt8;
   for (int64_t t = 0; t < rows / kR; ++t) {
     uint8_t* p = dst + static_cast<size_t>(t * kR) * row_bytes;
     const int64_t r0 = t * kR;
-    if (kind == Kind::kI8C) {
+    if (per_channel) {
       TileI8CHeader h;
       for (int r = 0; r < kR; ++r) h.d[r] = scale[r0 + r];
       std::memcpy(p, &h, sizeof(h));
       p += sizeof(h);
     }
     for (int64_t g = 0; g < groups; ++g) {
-      if (kind != Kind::kI8C) {
+      if (!per_channel) {
         for (int r = 0; r < kR; ++r) {
           const uint16_t d = Fp32ToFp16(scale[(r0 + r) * groups + g]);
           std::memcpy(p + 2 * r, &d, 2);
         }
         p += 2 * kR;
-        if (kind == Kind::kI4A) {
+        if (kind == IntKind::kInt4Asym) {
           for (int r = 0; r < kR; ++r) {
             const uint16_t m = Fp32ToFp16(offset[(r0 + r) * groups + g]);
             std::memcpy(p + 2 * r, &m, 2);
@@ -236,47 +236,42 @@ Status PackRows(TensorType type, int64_t rows, int64_t cols, const int8_t* q, co
   return Status::Ok();
 }
 
+GroupParams MinMaxParams(TensorType type, const float* w, int64_t n) {
+  GroupParams p;
+  const IntKind kind = IntKindOf(type);
+  if (kind == IntKind::kInt4Asym) {
+    float lo = w[0], hi = w[0];
+    for (int64_t j = 1; j < n; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
+    p.d = RoundScale(type, (hi - lo) / 15.0f);
+    p.m = RoundScale(type, lo);
+    return p;
+  }
+  float amax = 0;
+  for (int64_t j = 0; j < n; ++j) amax = std::max(amax, std::fabs(w[j]));
+  p.d = RoundScale(type, amax / (kind == IntKind::kInt8 ? 127.0f : 7.0f));
+  return p;
+}
+
 StatusOr<std::vector<uint8_t>> QuantizeRowsRtn(TensorType type, const float* src, int64_t rows,
                                                int64_t cols) {
   if (!IsFrugalType(type) || GetTypeInfo(type) == nullptr) {
     return InvalidArgument(TypeName(type) + " is not a Frugal format");
   }
   FRUGAL_ASSIGN_OR_RETURN(const size_t row_bytes, RowBytes(type, cols));
-  const Kind kind = KindOf(type);
+  const IntKind kind = IntKindOf(type);
   const int64_t groups = GroupsPerRow(type, cols);
   const int64_t gsize = cols / groups;
   std::vector<int8_t> q(static_cast<size_t>(rows * cols));
   std::vector<float> scale(static_cast<size_t>(rows * groups));
-  std::vector<float> offset(kind == Kind::kI4A ? scale.size() : 0);
+  std::vector<float> offset(kind == IntKind::kInt4Asym ? scale.size() : 0);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t g = 0; g < groups; ++g) {
       const float* w = src + r * cols + g * gsize;
-      int8_t* qg = &q[static_cast<size_t>(r * cols + g * gsize)];
+      const GroupParams p = MinMaxParams(type, w, gsize);
+      QuantizeGroup(kind, p, w, gsize, &q[static_cast<size_t>(r * cols + g * gsize)]);
       const size_t si = static_cast<size_t>(r * groups + g);
-      if (kind == Kind::kI4A) {
-        float lo = w[0], hi = w[0];
-        for (int64_t j = 1; j < gsize; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
-        const float d = RoundScale(type, (hi - lo) / 15.0f);
-        const float m = RoundScale(type, lo);
-        const float id = d != 0 ? 1.0f / d : 0.0f;
-        for (int64_t j = 0; j < gsize; ++j) {
-          qg[j] = static_cast<int8_t>(std::clamp(std::nearbyint((w[j] - m) * id), 0.0f, 15.0f));
-        }
-        scale[si] = d;
-        offset[si] = m;
-        continue;
-      }
-      float amax = 0;
-      for (int64_t j = 0; j < gsize; ++j) amax = std::max(amax, std::fabs(w[j]));
-      const bool int8 = kind != Kind::kI4S;
-      const float d = RoundScale(type, amax / (int8 ? 127.0f : 7.0f));
-      const float id = d != 0 ? 1.0f / d : 0.0f;
-      for (int64_t j = 0; j < gsize; ++j) {
-        const float v = std::nearbyint(w[j] * id);
-        qg[j] = int8 ? static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f))
-                     : static_cast<int8_t>(std::clamp(v, -8.0f, 7.0f) + 8.0f);
-      }
-      scale[si] = d;
+      scale[si] = p.d;
+      if (!offset.empty()) offset[si] = p.m;
     }
   }
   std::vector<uint8_t> out(static_cast<size_t>(rows) * row_bytes);
