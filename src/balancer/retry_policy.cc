@@ -28,8 +28,8 @@ std::chrono::microseconds RetryPolicy::Backoff(int retry) {
   }
   // The exponent is clamped so a large retry number cannot overflow (config allows 10).
   const double doublings = std::pow(2.0, std::clamp(retry, 1, 30) - 1);
-  return std::chrono::microseconds(static_cast<int64_t>(
-      1e3 * static_cast<double>(options_.backoff_ms) * doublings * jitter));
+  return std::chrono::microseconds(
+      static_cast<int64_t>(1e3 * static_cast<double>(options_.backoff_ms) * doublings * jitter));
 }
 
 }  // namespace frugal::gateway

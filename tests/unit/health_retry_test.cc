@@ -22,8 +22,7 @@ namespace {
 // Holds every probe until the test answers it.
 class ScriptedProbe final : public LoadProbe {
  public:
-  void Probe(const WorkerAddress& worker,
-             std::function<void(StatusOr<WorkerLoad>)> done) override {
+  void Probe(const WorkerAddress& worker, std::function<void(StatusOr<WorkerLoad>)> done) override {
     asked.push_back(worker.name);
     pending.emplace_back(worker.name, std::move(done));
   }

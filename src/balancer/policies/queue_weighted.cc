@@ -1,6 +1,6 @@
-#include "balancer/policies/policies.h"
-
 #include <vector>
+
+#include "balancer/policies/policies.h"
 
 namespace frugal::gateway::policies {
 
