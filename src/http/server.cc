@@ -442,6 +442,11 @@ int64_t Server::open_connections() const {
 void Server::Shutdown(std::chrono::milliseconds grace) {
   Impl& s = *impl_;
   std::call_once(s.shutdown_once, [&] {
+    // The io_context runs only while it has work. Once the acceptor is closed, a connection
+    // with no operation outstanding (its request being answered elsewhere, a pipelined byte
+    // already seen by WatchClose) leaves it none: without this guard the threads would return
+    // before the closes posted below ran, and the wait for them would sit out its 500 ms.
+    auto work = net::make_work_guard(s.ioc);
     s.draining = true;
     net::post(s.ioc, [&s] {
       beast::error_code ec;
@@ -468,6 +473,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
     while (open_connections() > 0 && std::chrono::steady_clock::now() < stop_by) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+    work.reset();
     s.ioc.stop();
     for (auto& t : s.threads) t.join();
   });
