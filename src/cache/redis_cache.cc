@@ -11,6 +11,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/thread_annotations.h"
+
 namespace frugal::cache {
 namespace {
 
@@ -98,29 +100,30 @@ class SwitchGate {
 struct RedisCache::Impl {
   RedisCacheOptions opt;
   // The embedding model and the hash field that holds its vectors ("v"; "v1", "v2", ... after
-  // rotations to new models). Guarded by model_mu; operations copy it.
+  // rotations to new models). Operations copy it.
   struct Model {
     std::shared_ptr<Embedder> embedder;
     std::string field = "v";
   };
-  mutable std::mutex model_mu;
-  Model model;
-  std::optional<Model> next;  // during a rotation to a new model: inserts write its vector too
+  mutable Mutex model_mu;
+  Model model FRUGAL_GUARDED_BY(model_mu);
+  // During a rotation to a new model: inserts write its vector too.
+  std::optional<Model> next FRUGAL_GUARDED_BY(model_mu);
   // Every lookup and insert holds a pass from its model snapshot to its last Redis reply; a
   // rotation switches models only with none in flight, so no operation searches one model's
   // field on the other's index.
   SwitchGate gate;
   // Verifiers by embedder (each embedder has its own calibration); the options' verifier, when
   // set, serves every model.
-  std::mutex verifier_mu;
-  std::unordered_map<std::string, std::shared_ptr<const HitVerifier>>
-      verifiers;  // guarded by verifier_mu; by fingerprint
+  Mutex verifier_mu;
+  std::unordered_map<std::string, std::shared_ptr<const HitVerifier>> verifiers
+      FRUGAL_GUARDED_BY(verifier_mu);  // by fingerprint
   mutable RedisClient redis;
   std::atomic<bool> ready{false};  // the meta check passed and the alias exists
   std::mutex ensure_mu;
   std::mutex rotate_mu;
-  std::mutex hnsw_mu;
-  HnswParams hnsw;  // guarded by hnsw_mu: what the next index is built with
+  Mutex hnsw_mu;
+  HnswParams hnsw FRUGAL_GUARDED_BY(hnsw_mu);  // what the next index is built with
   std::atomic<int64_t> rotations{0};
   std::atomic<int64_t> last_log_ms{0};
   // The entries gauge: FT.INFO costs tens of ms on a large index, so a scrape reuses a count
@@ -136,7 +139,7 @@ struct RedisCache::Impl {
 
   std::shared_ptr<const HitVerifier> VerifierFor(const std::shared_ptr<Embedder>& e) {
     if (opt.cache.verifier) return opt.cache.verifier;
-    std::lock_guard<std::mutex> l(verifier_mu);
+    MutexLock l(verifier_mu);
     auto& v = verifiers[e->fingerprint()];
     if (!v) v = DefaultVerifier(*e);
     return v;
@@ -150,7 +153,7 @@ struct RedisCache::Impl {
   }
   std::string Alias() const { return opt.prefix + ":idx"; }
   Model Current() const {
-    std::lock_guard<std::mutex> l(model_mu);
+    MutexLock l(model_mu);
     return model;
   }
 
@@ -220,7 +223,7 @@ struct RedisCache::Impl {
                              "): use another prefix, or that model");
     }
     if (got.elements[2].Text() != md.field) {
-      std::lock_guard<std::mutex> l(model_mu);
+      MutexLock l(model_mu);
       model.field = md.field = got.elements[2].Text();
     }
     auto info = redis.Command({"FT.INFO", Alias()});
@@ -233,7 +236,7 @@ struct RedisCache::Impl {
     const std::string name = opt.prefix + ":idx:" + std::to_string(gen.integer);
     HnswParams p;
     {
-      std::lock_guard<std::mutex> l(hnsw_mu);
+      MutexLock l(hnsw_mu);
       p = hnsw;
     }
     FRUGAL_RETURN_IF_ERROR(redis.Command(CreateIndexArgs(name, p, md)).status());
@@ -382,7 +385,10 @@ StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder>
         "the Redis cache prefix must be non-empty, without spaces, braces or glob characters");
   }
   auto impl = std::make_unique<Impl>(std::move(options));
-  impl->model.embedder = std::move(embedder);
+  {
+    MutexLock l(impl->model_mu);  // nobody else has it yet; the lock is for the analysis
+    impl->model.embedder = std::move(embedder);
+  }
   auto cache = std::unique_ptr<RedisCache>(new RedisCache(std::move(impl)));
   Impl& m = *cache->impl_;
   MetricsRegistry& r = cache->metrics_;
@@ -519,7 +525,7 @@ Status RedisCache::Insert(const std::string& scope, std::string_view ns, std::st
   Impl::Model md;
   std::optional<Impl::Model> next;
   {
-    std::lock_guard<std::mutex> l(m.model_mu);
+    MutexLock l(m.model_mu);
     md = m.model;
     next = m.next;
   }
@@ -643,7 +649,7 @@ Status RedisCache::Impl::RotateToModel(const std::shared_ptr<Embedder>& embedder
     Model adopted{embedder, got.elements[2].Text()};
     {
       SwitchGate::Switch sw(gate);
-      std::lock_guard<std::mutex> l(model_mu);
+      MutexLock l(model_mu);
       model = adopted;
     }
     return Backfill(adopted, keepalive).status();
@@ -659,12 +665,12 @@ Status RedisCache::Impl::RotateToModel(const std::shared_ptr<Embedder>& embedder
   Model next_model{embedder, "v" + std::to_string(fgen.integer)};
   const std::string name = opt.prefix + ":idx:" + std::to_string(igen.integer);
   {
-    std::lock_guard<std::mutex> l(model_mu);
+    MutexLock l(model_mu);
     next = next_model;  // from here on, inserts write both vectors
   }
   auto abandon = [&](Status why) {
     {
-      std::lock_guard<std::mutex> l(model_mu);
+      MutexLock l(model_mu);
       next.reset();
     }
     (void)redis.Command({"FT.DROPINDEX", name});
@@ -699,7 +705,7 @@ Status RedisCache::Impl::RotateToModel(const std::shared_ptr<Embedder>& embedder
                .status();
     }
     if (st.ok()) {
-      std::lock_guard<std::mutex> l(model_mu);
+      MutexLock l(model_mu);
       model = next_model;
       next.reset();
     }
@@ -727,7 +733,7 @@ Status RedisCache::Rotate(const RotateOptions& options) {
   FRUGAL_RETURN_IF_ERROR(m.EnsureReady());
   HnswParams p;
   {
-    std::lock_guard<std::mutex> l(m.hnsw_mu);
+    MutexLock l(m.hnsw_mu);
     if (options.hnsw) m.hnsw = *options.hnsw;
     p = m.hnsw;
   }

@@ -106,7 +106,7 @@ RedisClient::~RedisClient() {
 
 void RedisClient::MarkDown(const std::string& why) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     down_until_ = std::chrono::steady_clock::now() + opt_.retry_after;
   }
   if (reachable_.exchange(false)) {
@@ -123,7 +123,7 @@ void RedisClient::MarkUp() {
 
 StatusOr<redisContext*> RedisClient::Take(bool* reused) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!idle_.empty()) {
       redisContext* c = idle_.back();
       idle_.pop_back();
@@ -149,7 +149,7 @@ StatusOr<redisContext*> RedisClient::Take(bool* reused) {
 
 void RedisClient::Give(redisContext* c, bool broken) {
   if (!broken) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (idle_.size() < opt_.max_idle) {
       idle_.push_back(c);
       return;
@@ -172,7 +172,7 @@ StatusOr<std::vector<RedisReply>> RedisClient::Pipeline(
     // A pooled connection the server had closed (a Redis restart): the command never ran; the
     // other pooled ones are stale too.
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       for (redisContext* c : idle_) redisFree(c);
       idle_.clear();
     }

@@ -14,11 +14,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "frugal/status.h"
 
 struct redisContext;
@@ -80,9 +80,9 @@ class RedisClient {
   void MarkUp();
 
   RedisOptions opt_;
-  std::mutex mu_;
-  std::vector<redisContext*> idle_;                     // guarded by mu_
-  std::chrono::steady_clock::time_point down_until_{};  // guarded by mu_
+  Mutex mu_;
+  std::vector<redisContext*> idle_ FRUGAL_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point down_until_ FRUGAL_GUARDED_BY(mu_){};
   std::atomic<bool> reachable_{true};
 };
 

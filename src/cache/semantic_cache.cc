@@ -1,7 +1,6 @@
 #include "cache/semantic_cache.h"
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -9,6 +8,8 @@
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
+
+#include "common/thread_annotations.h"
 
 namespace frugal::cache {
 namespace {
@@ -69,22 +70,22 @@ struct Entry {
 
 struct SemanticCache::Impl {
   CacheOptions opt;
-  std::shared_ptr<Generation> current;  // atomic_load / atomic_store
-  std::shared_ptr<Generation> next;     // guarded by mu: being built by a rotation
-  std::mutex rotate_mu;                 // one rotation at a time
+  std::shared_ptr<Generation> current;                     // atomic_load / atomic_store
+  mutable Mutex mu;                                        // the entry store and index mutations
+  std::shared_ptr<Generation> next FRUGAL_GUARDED_BY(mu);  // being built by a rotation
+  std::mutex rotate_mu;                                    // one rotation at a time
 
-  mutable std::mutex mu;                        // the entry store and index mutations
-  std::unordered_map<uint64_t, Entry> entries;  // guarded by mu
-  std::unordered_map<std::string, std::vector<uint64_t>>
-      by_query;             // guarded by mu: scope+query -> ids
-  std::list<uint64_t> lru;  // guarded by mu: front = newest
-  uint64_t next_id = 1;     // guarded by mu
+  std::unordered_map<uint64_t, Entry> entries FRUGAL_GUARDED_BY(mu);
+  std::unordered_map<std::string, std::vector<uint64_t>> by_query
+      FRUGAL_GUARDED_BY(mu);                      // scope+query -> ids
+  std::list<uint64_t> lru FRUGAL_GUARDED_BY(mu);  // front = newest
+  uint64_t next_id FRUGAL_GUARDED_BY(mu) = 1;
   std::atomic<int64_t> rotations{0};
 
   std::thread snapshotter;
-  std::mutex stop_mu;
-  std::condition_variable stop_cv;
-  bool stop = false;  // guarded by stop_mu
+  Mutex stop_mu;
+  CondVar stop_cv;
+  bool stop FRUGAL_GUARDED_BY(stop_mu) = false;
 
   CacheMetrics cm;
 
@@ -99,9 +100,9 @@ struct SemanticCache::Impl {
     return scope + '\x1e' + std::string(q);
   }
 
-  // With mu held: adds e's vector to a generation's partition, upgrading it to HNSW when it grows.
-  Status AddToIndex(Generation& g, const std::string& scope, uint64_t id,
-                    std::span<const float> v) {
+  // Adds e's vector to a generation's partition, upgrading it to HNSW when it grows.
+  Status AddToIndex(Generation& g, const std::string& scope, uint64_t id, std::span<const float> v)
+      FRUGAL_REQUIRES(mu) {
     Partition& p = g.Get(scope, static_cast<int>(v.size()));
     {
       std::shared_lock lock(p.mu);
@@ -124,8 +125,8 @@ struct SemanticCache::Impl {
     return Status::Ok();
   }
 
-  // With mu held: removes an entry everywhere.
-  void RemoveLocked(uint64_t id) {
+  // Removes an entry everywhere.
+  void RemoveLocked(uint64_t id) FRUGAL_REQUIRES(mu) {
     auto it = entries.find(id);
     if (it == entries.end()) return;
     Entry& e = it->second;
@@ -155,8 +156,8 @@ struct SemanticCache::Impl {
     entries.erase(it);
   }
 
-  // With mu held: drops expired entries, then the least recently used beyond capacity.
-  void EvictLocked(size_t room_for) {
+  // Drops expired entries, then the least recently used beyond capacity.
+  void EvictLocked(size_t room_for) FRUGAL_REQUIRES(mu) {
     const int64_t now = Now();
     if (entries.size() + room_for > opt.capacity) {
       std::vector<uint64_t> expired;
@@ -175,7 +176,7 @@ struct SemanticCache::Impl {
   Status InsertVector(const std::string& scope, std::string_view ns, std::string_view query,
                       std::string_view response, std::vector<float> v,
                       const std::vector<float>* next_v, int64_t created, int64_t expires) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     // The same query in the same scope: the newer answer replaces the older.
     if (auto it = by_query.find(QueryKey(scope, query)); it != by_query.end()) {
       for (uint64_t old : std::vector<uint64_t>(it->second)) RemoveLocked(old);
@@ -235,13 +236,17 @@ StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::Open(std::shared_ptr<Emb
     if (probe) FRUGAL_RETURN_IF_ERROR(m.Load(m.opt.snapshot_path));
     if (m.opt.snapshot_interval.count() > 0) {
       m.snapshotter = std::thread([&m] {
-        std::unique_lock<std::mutex> lock(m.stop_mu);
-        while (!m.stop_cv.wait_for(lock, m.opt.snapshot_interval, [&m] { return m.stop; })) {
-          lock.unlock();
+        for (;;) {
+          {
+            MutexLock lock(m.stop_mu);
+            const auto deadline = SteadyClock::now() + m.opt.snapshot_interval;
+            while (!m.stop && m.stop_cv.WaitUntil(m.stop_mu, deadline)) {
+            }
+            if (m.stop) return;
+          }
           Status st = m.Save(m.opt.snapshot_path);
           if (!st.ok())
             std::fprintf(stderr, "frugal: cache snapshot failed: %s\n", st.ToString().c_str());
-          lock.lock();
         }
       });
     }
@@ -252,10 +257,10 @@ StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::Open(std::shared_ptr<Emb
 SemanticCache::~SemanticCache() {
   Impl& m = *impl_;
   {
-    std::lock_guard<std::mutex> lock(m.stop_mu);
+    MutexLock lock(m.stop_mu);
     m.stop = true;
   }
-  m.stop_cv.notify_all();
+  m.stop_cv.NotifyAll();
   if (m.snapshotter.joinable()) m.snapshotter.join();
   if (!m.opt.snapshot_path.empty()) {
     Status st = m.Save(m.opt.snapshot_path);
@@ -281,7 +286,7 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   if (m.opt.exact_match) {
     // The very same text in the same scope needs neither embedding nor search (and cannot be
     // missed by an approximate index); the guard has nothing to compare.
-    std::lock_guard<std::mutex> lock(m.mu);
+    MutexLock lock(m.mu);
     auto it = m.by_query.find(Impl::QueryKey(scope, query));
     if (it != m.by_query.end() && !it->second.empty()) {
       auto e = m.entries.find(it->second.back());
@@ -321,7 +326,7 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   };
   std::vector<Copy> copies;
   {
-    std::lock_guard<std::mutex> lock(m.mu);
+    MutexLock lock(m.mu);
     for (const Neighbor& n : found) {
       if (n.similarity < threshold) break;
       auto it = m.entries.find(n.label);
@@ -337,7 +342,7 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   if (const int hit = PickHit(cands, m.opt.guard ? g->verifier.get() : nullptr, *g->embedder,
                               opaque, query, &r);
       hit >= 0) {
-    std::lock_guard<std::mutex> lock(m.mu);
+    MutexLock lock(m.mu);
     auto it = m.entries.find(copies[static_cast<size_t>(hit)].id);
     if (it != m.entries.end()) m.lru.splice(m.lru.begin(), m.lru, it->second.lru);
   }
@@ -360,7 +365,7 @@ Status SemanticCache::Insert(const std::string& scope, std::string_view ns, std:
   }
   std::shared_ptr<Generation> nx;
   {
-    std::lock_guard<std::mutex> lock(m.mu);
+    MutexLock lock(m.mu);
     nx = m.next;
   }
   // During a rotation to a new model the entry needs that model's vector too.
@@ -376,7 +381,7 @@ Status SemanticCache::Insert(const std::string& scope, std::string_view ns, std:
 
 size_t SemanticCache::InvalidateNamespace(std::string_view ns) {
   Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.mu);
+  MutexLock lock(m.mu);
   std::vector<uint64_t> ids;
   for (const auto& [id, e] : m.entries) {
     if (e.ns == ns) ids.push_back(id);
@@ -388,7 +393,7 @@ size_t SemanticCache::InvalidateNamespace(std::string_view ns) {
 
 size_t SemanticCache::InvalidateQuery(const std::string& scope, std::string_view query) {
   Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.mu);
+  MutexLock lock(m.mu);
   auto it = m.by_query.find(Impl::QueryKey(scope, query));
   if (it == m.by_query.end()) return 0;
   const std::vector<uint64_t> ids = it->second;
@@ -399,7 +404,7 @@ size_t SemanticCache::InvalidateQuery(const std::string& scope, std::string_view
 
 size_t SemanticCache::Clear() {
   Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.mu);
+  MutexLock lock(m.mu);
   const size_t n = m.entries.size();
   std::vector<uint64_t> ids;
   for (const auto& [id, e] : m.entries) ids.push_back(id);
@@ -420,7 +425,7 @@ Status SemanticCache::Rotate(const RotateOptions& o) {
   const bool reembed = g->embedder != cur->embedder;
   std::vector<uint64_t> ids;
   {
-    std::lock_guard<std::mutex> lock(m.mu);
+    MutexLock lock(m.mu);
     // Partitions are made in their final kind up front, so the build never has to convert a
     // grown exact partition to HNSW while holding the lock lookups need.
     std::unordered_map<std::string, size_t> per_scope;
@@ -441,7 +446,7 @@ Status SemanticCache::Rotate(const RotateOptions& o) {
     std::string query, scope;
     std::vector<float> v;
     {
-      std::lock_guard<std::mutex> lock(m.mu);
+      MutexLock lock(m.mu);
       auto it = m.entries.find(id);
       if (it == m.entries.end()) continue;  // removed meanwhile
       query = it->second.query;
@@ -451,13 +456,13 @@ Status SemanticCache::Rotate(const RotateOptions& o) {
     if (reembed) {
       auto e = g->embedder->Embed(query);
       if (!e.ok()) {
-        std::lock_guard<std::mutex> lock(m.mu);
+        MutexLock lock(m.mu);
         m.next.reset();
         return e.status();
       }
       v = std::move(e).value();
     }
-    std::lock_guard<std::mutex> lock(m.mu);
+    MutexLock lock(m.mu);
     if (!m.entries.count(id)) continue;
     Status st = m.AddToIndex(*g, scope, id, v);
     if (!st.ok()) {
@@ -467,7 +472,7 @@ Status SemanticCache::Rotate(const RotateOptions& o) {
     if (reembed) new_vectors[id] = std::move(v);
   }
   {
-    std::lock_guard<std::mutex> lock(m.mu);
+    MutexLock lock(m.mu);
     for (auto& [id, v] : new_vectors) {
       auto it = m.entries.find(id);
       if (it != m.entries.end()) it->second.embedding = std::move(v);
@@ -482,7 +487,7 @@ Status SemanticCache::Rotate(const RotateOptions& o) {
 }
 
 size_t SemanticCache::size() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->entries.size();
 }
 
@@ -548,7 +553,7 @@ Status SemanticCache::Impl::Save(const std::string& path) const {
   PutStr(out, g->embedder->name());
   PutU64(out, static_cast<uint64_t>(dim));
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     PutU64(out, entries.size());
     // Oldest first, so a reload rebuilds the same recency order.
     for (auto it = lru.rbegin(); it != lru.rend(); ++it) {

@@ -40,14 +40,14 @@ void Header(std::string& out, const std::string& name, const std::string& help, 
 }  // namespace
 
 void MetricsRegistry::Counter::Add(double v, const std::string& label_value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   values_[label_value] += v;
 }
 
 void MetricsRegistry::Histogram::Observe(double v) {
   const size_t b =
       static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++counts_[b];
   sum_ += v;
   ++count_;
@@ -61,7 +61,10 @@ MetricsRegistry::Counter& MetricsRegistry::AddCounter(const std::string& name,
   c->name_ = name;
   c->help_ = help;
   c->label_ = label;
-  if (label.empty()) c->values_[""] = 0;
+  if (label.empty()) {
+    MutexLock values(c->mu_);
+    c->values_[""] = 0;
+  }
   order_.push_back({c.get(), nullptr, nullptr});
   counters_.push_back(std::move(c));
   return *counters_.back();
@@ -76,7 +79,10 @@ MetricsRegistry::Histogram& MetricsRegistry::AddHistogram(const std::string& nam
   h->help_ = help;
   std::sort(bounds.begin(), bounds.end());
   h->bounds_ = std::move(bounds);
-  h->counts_.assign(h->bounds_.size() + 1, 0);
+  {
+    MutexLock counts(h->mu_);
+    h->counts_.assign(h->bounds_.size() + 1, 0);
+  }
   order_.push_back({nullptr, h.get(), nullptr});
   histograms_.push_back(std::move(h));
   return *histograms_.back();
@@ -96,7 +102,7 @@ std::string MetricsRegistry::Render() const {
     if (e.counter) {
       const Counter& c = *e.counter;
       Header(out, c.name_ + "_total", c.help_, "counter");
-      std::lock_guard<std::mutex> l2(c.mu_);
+      MutexLock l2(c.mu_);
       for (const auto& [lv, v] : c.values_) {
         out.append(c.name_).append("_total");
         if (!c.label_.empty())
@@ -106,7 +112,7 @@ std::string MetricsRegistry::Render() const {
     } else if (e.histogram) {
       const Histogram& h = *e.histogram;
       Header(out, h.name_, h.help_, "histogram");
-      std::lock_guard<std::mutex> l2(h.mu_);
+      MutexLock l2(h.mu_);
       uint64_t cum = 0;
       for (size_t b = 0; b < h.bounds_.size(); ++b) {
         cum += h.counts_[b];

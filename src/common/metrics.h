@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "common/thread_annotations.h"
+
 namespace frugal {
 
 class MetricsRegistry {
@@ -23,8 +25,8 @@ class MetricsRegistry {
    private:
     friend class MetricsRegistry;
     std::string name_, help_, label_;
-    mutable std::mutex mu_;
-    std::map<std::string, double> values_;  // by label value; guarded by mu_
+    mutable Mutex mu_;
+    std::map<std::string, double> values_ FRUGAL_GUARDED_BY(mu_);  // by label value
   };
 
   class Histogram {
@@ -35,10 +37,10 @@ class MetricsRegistry {
     friend class MetricsRegistry;
     std::string name_, help_;
     std::vector<double> bounds_;  // upper bounds, ascending; +Inf implied
-    mutable std::mutex mu_;
-    std::vector<uint64_t> counts_;  // per bucket (not cumulative); guarded by mu_
-    double sum_ = 0;                // guarded by mu_
-    uint64_t count_ = 0;            // guarded by mu_
+    mutable Mutex mu_;
+    std::vector<uint64_t> counts_ FRUGAL_GUARDED_BY(mu_);  // per bucket (not cumulative)
+    double sum_ FRUGAL_GUARDED_BY(mu_) = 0;
+    uint64_t count_ FRUGAL_GUARDED_BY(mu_) = 0;
   };
 
   // name without the _total suffix (added in the output); label: one label name or "".

@@ -1,9 +1,9 @@
 // The two ModelRunners of the engine: its decoder, and the simulation (engine/model_runner.h).
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 
+#include "common/thread_annotations.h"
 #include "engine/engine_impl.h"
 #include "engine/model_runner.h"
 
@@ -81,8 +81,9 @@ class SimulatedRunner final : public ModelRunner {
     const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                           std::chrono::duration<double, std::milli>(ms));
     // A wait, not a sleep: shutting down does not sit out a long modelled step.
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_until(lock, until, [&] { return interrupted_; });
+    MutexLock lock(mu_);
+    while (!interrupted_ && cv_.WaitUntil(mu_, until)) {
+    }
     return Status::Ok();
   }
 
@@ -94,10 +95,10 @@ class SimulatedRunner final : public ModelRunner {
 
   void Interrupt() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       interrupted_ = true;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
  private:
@@ -105,9 +106,9 @@ class SimulatedRunner final : public ModelRunner {
   const SimulationSpec spec_;
   StepTimeModel model_;  // Step only (one thread)
   const std::vector<int32_t> canned_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool interrupted_ = false;  // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  bool interrupted_ FRUGAL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

@@ -83,24 +83,30 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(std::unique_ptr<ModelRunne
     blocks = std::max<int64_t>(per_seq, std::min<int64_t>(per_seq * options.max_batch, cap));
   }
   s->pool_ = std::make_unique<KvBlockPool>(r.kv_layers(), r.kv_dim(), bt, blocks);
-  s->kv_free_ = blocks;
-  FRUGAL_RETURN_IF_ERROR(r.Warmup(*s->pool_, &s->prefill_ms_, &s->decode_ms_));
+  double prefill_ms = 0, decode_ms = 0;
+  FRUGAL_RETURN_IF_ERROR(r.Warmup(*s->pool_, &prefill_ms, &decode_ms));
+  {
+    MutexLock lock(s->mu_);
+    s->kv_free_ = blocks;
+    s->prefill_ms_ = prefill_ms;
+    s->decode_ms_ = decode_ms;
+  }
   s->thread_ = std::thread([p = s.get()] { p->Loop(); });
   return s;
 }
 
 Scheduler::~Scheduler() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   runner_->Interrupt();
   if (thread_.joinable()) thread_.join();
 }
 
 double Scheduler::EstimateMs(int64_t prompt_tokens, int64_t max_tokens) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return static_cast<double>(prompt_tokens) * prefill_ms_ +
          static_cast<double>(max_tokens) * decode_ms_;
 }
@@ -134,7 +140,7 @@ StatusOr<std::shared_ptr<InferenceHandle>> Scheduler::Submit(InferenceRequest re
   seq->submitted = Clock::now();
   std::shared_ptr<InferenceHandle> handle = seq->handle;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stop_) return ResourceExhausted("the server is shutting down");
     // max_queue bounds the requests that wait; one that would run at once never waits.
     const bool would_wait = !waiting_.empty() || running_count_ >= opt_.max_batch;
@@ -154,12 +160,12 @@ StatusOr<std::shared_ptr<InferenceHandle>> Scheduler::Submit(InferenceRequest re
     pending_decode_tokens_ += seq->req.max_tokens;
     waiting_.push_back(std::move(seq));
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
   return handle;
 }
 
 SchedulerLoad Scheduler::Load() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   SchedulerLoad l;
   l.waiting = static_cast<int64_t>(waiting_.size());
   l.running = running_count_;
@@ -195,7 +201,7 @@ void Scheduler::Finish(Sequence& s, const std::string& reason, Status status) {
   ev.ttft_seconds = s.first_token != Clock::time_point{} ? Seconds(s.submitted, s.first_token) : 0;
   ev.total_seconds = Seconds(s.submitted, now);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     pending_prefill_tokens_ -= s.prompt_left();
     pending_decode_tokens_ -= s.decode_left();
   }
@@ -206,7 +212,7 @@ void Scheduler::Admit() {
   const auto now = Clock::now();
   std::vector<std::unique_ptr<Sequence>> dropped;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     // Cancelled or expired requests leave the queue wherever they stand.
     for (auto it = waiting_.begin(); it != waiting_.end();) {
       if ((*it)->handle->cancelled() || now > (*it)->req.deadline) {
@@ -240,7 +246,7 @@ void Scheduler::Admit() {
 }
 
 void Scheduler::UpdateLatencies(int64_t prefill_tokens, int64_t decode_tokens, double ms) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto ema = [](double& avg, double x) {
     avg = avg > 0 ? (1 - kEmaAlpha) * avg + kEmaAlpha * x : x;
   };
@@ -294,7 +300,7 @@ bool Scheduler::RunStep() {
   std::vector<Sequence*> logit_owner;  // per logits row
   const StepPlan plan = PlanStep(&logit_owner);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     running_count_ = static_cast<int64_t>(running_.size());
     kv_free_ = pool_->free_blocks();
   }
@@ -312,7 +318,7 @@ bool Scheduler::RunStep() {
   // Positions advance: decode tokens by one, prefilling sequences by their chunk.
   for (const auto& it : plan.items) it.kv->set_size(it.pos + 1);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& s : running_) {
       if (s->pending < 0) {
         pending_prefill_tokens_ -= s->kv->size() - s->prefilled;
@@ -346,7 +352,7 @@ bool Scheduler::RunStep() {
     s.history.push_back(next);
     ++s.generated;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       --pending_decode_tokens_;
     }
     bool stopped = false;
@@ -363,7 +369,7 @@ bool Scheduler::RunStep() {
   }
   std::erase_if(running_, [](const auto& s) { return s->done; });
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     running_count_ = static_cast<int64_t>(running_.size());
     kv_free_ = pool_->free_blocks();
   }
@@ -373,13 +379,14 @@ bool Scheduler::RunStep() {
 void Scheduler::Loop() {
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stop_) break;
       if (running_.empty()) {
         // Idle, or the queue head waits for blocks: sleep until a submit, at most 20 ms
         // (cancellations and deadlines of waiting requests are checked on wake-up).
-        cv_.wait_for(lock, std::chrono::milliseconds(20),
-                     [&] { return stop_ || !waiting_.empty(); });
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+        while (!stop_ && waiting_.empty() && cv_.WaitUntil(mu_, deadline)) {
+        }
         if (stop_) break;
       }
     }
@@ -389,7 +396,7 @@ void Scheduler::Loop() {
   // Shutting down: everything still here ends as cancelled.
   std::deque<std::unique_ptr<Sequence>> rest;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     rest.swap(waiting_);
   }
   for (auto& s : rest) Finish(*s, "cancelled", Status::Ok());

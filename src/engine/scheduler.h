@@ -20,17 +20,16 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/thread_annotations.h"
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
 #include "engine/simulate.h"
@@ -138,7 +137,7 @@ class Scheduler {
   bool RunStep();
   void Admit();
   void Finish(Sequence& s, const std::string& reason, Status status);
-  double BacklogMsLocked() const;
+  double BacklogMsLocked() const FRUGAL_REQUIRES(mu_);
   void UpdateLatencies(int64_t prefill_tokens, int64_t decode_tokens, double ms);
 
   const std::unique_ptr<ModelRunner> runner_;
@@ -146,14 +145,18 @@ class Scheduler {
   int64_t n_ctx_ = 0;
   std::unique_ptr<KvBlockPool> pool_;  // scheduler thread only
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::unique_ptr<Sequence>> waiting_;  // guarded by mu_
-  bool stop_ = false;                              // guarded by mu_
-  // Work still to do per phase, in tokens, for the backlog estimate: guarded by mu_.
-  int64_t pending_prefill_tokens_ = 0, pending_decode_tokens_ = 0;
-  int64_t running_count_ = 0, kv_free_ = 0;  // guarded by mu_ (copies for Load)
-  double prefill_ms_ = 0, decode_ms_ = 0;    // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<std::unique_ptr<Sequence>> waiting_ FRUGAL_GUARDED_BY(mu_);
+  bool stop_ FRUGAL_GUARDED_BY(mu_) = false;
+  // Work still to do per phase, in tokens, for the backlog estimate.
+  int64_t pending_prefill_tokens_ FRUGAL_GUARDED_BY(mu_) = 0;
+  int64_t pending_decode_tokens_ FRUGAL_GUARDED_BY(mu_) = 0;
+  // Copies for Load.
+  int64_t running_count_ FRUGAL_GUARDED_BY(mu_) = 0;
+  int64_t kv_free_ FRUGAL_GUARDED_BY(mu_) = 0;
+  double prefill_ms_ FRUGAL_GUARDED_BY(mu_) = 0;
+  double decode_ms_ FRUGAL_GUARDED_BY(mu_) = 0;
 
   std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
   std::thread thread_;

@@ -114,9 +114,9 @@ struct Call {
   std::string last_error;
   std::atomic<bool> client_gone{false};
   std::atomic<bool> finished{false};
-  std::mutex mu;
-  Lease lease;                          // guarded by mu
-  std::optional<uint64_t> upstream_id;  // guarded by mu
+  Mutex mu;
+  Lease lease FRUGAL_GUARDED_BY(mu);
+  std::optional<uint64_t> upstream_id FRUGAL_GUARDED_BY(mu);
   // The current attempt.
   int status = 0;
   http::Headers up_headers;
@@ -206,8 +206,8 @@ struct Gateway::Impl {
     double seconds = 0;
     int64_t started_unix = 0;
   };
-  std::mutex rotation_mu;
-  Rotation rotation;            // guarded by rotation_mu
+  Mutex rotation_mu;
+  Rotation rotation FRUGAL_GUARDED_BY(rotation_mu);
   std::thread rotation_thread;  // joined at shutdown
   std::atomic<bool> stopped{false};
 
@@ -219,7 +219,7 @@ struct Gateway::Impl {
   void HandleCompletion(const http::Request& req, std::shared_ptr<http::Responder> out, bool chat);
   void HandleAdmin(const http::Request& req, const std::shared_ptr<http::Responder>& out);
   void StartRotation(const std::string& body, const std::shared_ptr<http::Responder>& out);
-  json RotationJson() const;  // with rotation_mu held
+  json RotationJson() const FRUGAL_REQUIRES(rotation_mu);
   void SendModels(const std::shared_ptr<http::Responder>& out);
   json WorkerJson(const WorkerInfo& w, const std::map<std::string, double>& shares) const;
   std::string RenderMetrics();
@@ -377,7 +377,7 @@ void Gateway::Impl::HandleCompletion(const http::Request& req, std::shared_ptr<h
     call->client_gone = true;
     std::optional<uint64_t> id;
     {
-      std::lock_guard<std::mutex> lock(call->mu);
+      MutexLock lock(call->mu);
       id = call->upstream_id;
     }
     if (id) call->gw->upstream->Cancel(*id);
@@ -537,7 +537,7 @@ void Gateway::Impl::Dispatch(const std::shared_ptr<Call>& c) {
   r.headers = {{"Content-Type", "application/json"}};
   r.body = c->body;
   {
-    std::lock_guard<std::mutex> lock(c->mu);
+    MutexLock lock(c->mu);
     c->lease = std::move(lease);
   }
   http::ClientCallbacks cb;
@@ -546,7 +546,7 @@ void Gateway::Impl::Dispatch(const std::shared_ptr<Call>& c) {
   cb.on_done = [this, c](const Status& st, size_t bytes) { OnDone(c, st, bytes); };
   const uint64_t id = upstream->Send(std::move(r), std::move(cb));
   {
-    std::lock_guard<std::mutex> lock(c->mu);
+    MutexLock lock(c->mu);
     c->upstream_id = id;
   }
   if (c->client_gone) upstream->Cancel(id);
@@ -603,7 +603,7 @@ void Gateway::Impl::OnData(const std::shared_ptr<Call>& c, std::string_view data
 void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, size_t bytes) {
   Lease lease;
   {
-    std::lock_guard<std::mutex> lock(c->mu);
+    MutexLock lock(c->mu);
     lease = std::move(c->lease);
     c->upstream_id.reset();
   }
@@ -906,7 +906,7 @@ void Gateway::Impl::HandleAdmin(const http::Request& req,
   } else if (p == "/admin/cache/rotate" && req.method == "POST") {
     StartRotation(req.body, out);
   } else if (p == "/admin/cache/rotation" && req.method == "GET") {
-    std::lock_guard<std::mutex> l(rotation_mu);
+    MutexLock l(rotation_mu);
     reply(Status::Ok(), 200, RotationJson());
   } else {
     out->Send(404, "application/json",
@@ -980,7 +980,7 @@ void Gateway::Impl::StartRotation(const std::string& body,
     }
     hnsw = hp;
   }
-  std::lock_guard<std::mutex> l(rotation_mu);
+  MutexLock l(rotation_mu);
   if (rotation.state == "running") {
     out->Send(409, "application/json",
               ErrorBody(409, "a rotation is running (GET /admin/cache/rotation)"));
@@ -1005,7 +1005,7 @@ void Gateway::Impl::StartRotation(const std::string& body,
       }
     }
     if (st.ok()) st = cache->Rotate(ro);
-    std::lock_guard<std::mutex> l2(rotation_mu);
+    MutexLock l2(rotation_mu);
     rotation.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     rotation.state = st.ok() ? "done" : "failed";
     if (!st.ok()) rotation.error = st.message();

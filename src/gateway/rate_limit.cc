@@ -9,7 +9,7 @@ TokenBucket::TokenBucket(double rate_per_s, double burst)
 
 bool TokenBucket::TryTake(Clock::time_point now, double* retry_after_s) {
   if (rate_ <= 0) return true;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (last_ != Clock::time_point{}) {
     const double dt = std::chrono::duration<double>(now - last_).count();
     if (dt > 0) tokens_ = std::min(burst_, tokens_ + dt * rate_);

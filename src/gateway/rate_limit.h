@@ -4,7 +4,8 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
+
+#include "common/thread_annotations.h"
 
 namespace frugal::gateway {
 
@@ -18,9 +19,9 @@ class TokenBucket {
 
  private:
   const double rate_, burst_;
-  std::mutex mu_;
-  double tokens_;             // guarded by mu_
-  Clock::time_point last_{};  // guarded by mu_
+  Mutex mu_;
+  double tokens_ FRUGAL_GUARDED_BY(mu_);
+  Clock::time_point last_ FRUGAL_GUARDED_BY(mu_){};
 };
 
 }  // namespace frugal::gateway

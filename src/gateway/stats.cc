@@ -20,7 +20,7 @@ TrafficStats::Bucket& TrafficStats::BucketLocked(int64_t unix_s) {
 }
 
 void TrafficStats::Record(int64_t unix_s, double latency_ms, bool error, bool hit) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Bucket& b = BucketLocked(unix_s);
   ++b.requests;
   if (error) {
@@ -32,7 +32,7 @@ void TrafficStats::Record(int64_t unix_s, double latency_ms, bool error, bool hi
 }
 
 void TrafficStats::Routed(int64_t unix_s, const std::string& worker) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++routed_[unix_s][worker];
   while (!routed_.empty() && routed_.begin()->first <= unix_s - kShareWindowS)
     routed_.erase(routed_.begin());
@@ -59,7 +59,7 @@ std::optional<double> TrafficStats::P95OfLocked(int64_t from, int64_t to) const 
 }
 
 std::vector<TrafficStats::Point> TrafficStats::Series(int64_t now) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const int64_t last = now - now % kBucketS;
   std::vector<Point> out;
   for (int64_t t = last - (kBuckets - 1) * kBucketS; t <= last; t += kBucketS) {
@@ -78,12 +78,12 @@ std::vector<TrafficStats::Point> TrafficStats::Series(int64_t now) const {
 }
 
 std::optional<double> TrafficStats::P95Ms(int64_t now, int seconds) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return P95OfLocked(now - seconds, now + 1);
 }
 
 double TrafficStats::Rps(int64_t now, int seconds) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   int64_t n = 0;
   for (const Bucket& b : buckets_) {
     if (b.t > now - seconds && b.t <= now) n += b.requests;
@@ -92,7 +92,7 @@ double TrafficStats::Rps(int64_t now, int seconds) const {
 }
 
 std::map<std::string, double> TrafficStats::Shares(int64_t now) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::map<std::string, double> out;
   double total = 0;
   for (const auto& [t, per] : routed_) {

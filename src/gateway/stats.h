@@ -9,10 +9,11 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "common/thread_annotations.h"
 
 namespace frugal::gateway {
 
@@ -48,13 +49,13 @@ class TrafficStats {
   };
   static int Bin(double ms);
   static double BinUpperMs(int bin);
-  Bucket& BucketLocked(int64_t unix_s);
-  std::optional<double> P95OfLocked(int64_t from, int64_t to) const;
+  Bucket& BucketLocked(int64_t unix_s) FRUGAL_REQUIRES(mu_);
+  std::optional<double> P95OfLocked(int64_t from, int64_t to) const FRUGAL_REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::array<Bucket, kBuckets> buckets_;  // guarded by mu_
-  std::map<int64_t, std::map<std::string, int64_t>>
-      routed_;  // second -> worker -> count; guarded by mu_
+  mutable Mutex mu_;
+  std::array<Bucket, kBuckets> buckets_ FRUGAL_GUARDED_BY(mu_);
+  std::map<int64_t, std::map<std::string, int64_t>> routed_
+      FRUGAL_GUARDED_BY(mu_);  // second -> worker -> count
 };
 
 }  // namespace frugal::gateway

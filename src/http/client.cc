@@ -11,6 +11,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/thread_annotations.h"
+
 namespace frugal::http {
 namespace {
 
@@ -37,14 +39,14 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   net::io_context ioc;
   net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
   std::vector<std::thread> threads;
-  std::mutex mu;
-  std::unordered_map<std::string, std::vector<std::unique_ptr<beast::tcp_stream>>>
-      idle;                                                   // guarded by mu
-  std::unordered_map<uint64_t, std::weak_ptr<ClientOp>> ops;  // guarded by mu
-  uint64_t next_id = 1;                                       // guarded by mu
+  Mutex mu;
+  std::unordered_map<std::string, std::vector<std::unique_ptr<beast::tcp_stream>>> idle
+      FRUGAL_GUARDED_BY(mu);
+  std::unordered_map<uint64_t, std::weak_ptr<ClientOp>> ops FRUGAL_GUARDED_BY(mu);
+  uint64_t next_id FRUGAL_GUARDED_BY(mu) = 1;
 
   std::unique_ptr<beast::tcp_stream> TakeIdle(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     auto it = idle.find(key);
     if (it == idle.end() || it->second.empty()) return nullptr;
     auto s = std::move(it->second.back());
@@ -52,7 +54,7 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
     return s;
   }
   void PutIdle(const std::string& key, std::unique_ptr<beast::tcp_stream> s) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     auto& v = idle[key];
     if (v.size() < opt.max_idle_per_host) v.push_back(std::move(s));
   }
@@ -228,7 +230,7 @@ class ClientOp : public std::enable_shared_from_this<ClientOp> {
       stream_.reset();
     }
     {
-      std::lock_guard<std::mutex> lock(client_->mu);
+      MutexLock lock(client_->mu);
       client_->ops.erase(id_);
     }
     if (cb_.on_done) cb_.on_done(st, received_);
@@ -260,7 +262,7 @@ Client::Client(ClientOptions options) : impl_(std::make_shared<Impl>()) {
 Client::~Client() {
   std::vector<std::shared_ptr<ClientOp>> live;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     for (auto& [id, w] : impl_->ops) {
       if (auto p = w.lock()) live.push_back(std::move(p));
     }
@@ -270,7 +272,7 @@ Client::~Client() {
   impl_->work.reset();
   // Cancelled operations finish quickly; then the loops run out of work.
   for (auto& t : impl_->threads) t.join();
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   impl_->idle.clear();
 }
 
@@ -278,7 +280,7 @@ uint64_t Client::Send(ClientRequest request, ClientCallbacks callbacks) {
   uint64_t id;
   std::shared_ptr<ClientOp> op;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     id = impl_->next_id++;
     op = std::make_shared<ClientOp>(impl_, id, std::move(request), std::move(callbacks));
     impl_->ops[id] = op;
@@ -290,7 +292,7 @@ uint64_t Client::Send(ClientRequest request, ClientCallbacks callbacks) {
 void Client::Cancel(uint64_t id) {
   std::shared_ptr<ClientOp> op;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     auto it = impl_->ops.find(id);
     if (it != impl_->ops.end()) op = it->second.lock();
   }

@@ -14,6 +14,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/thread_annotations.h"
+
 namespace frugal::http {
 namespace {
 
@@ -67,9 +69,9 @@ class Session;
 
 struct Server::Impl {
   // Declared first, destroyed last: handlers destroyed with the io_context unregister sessions.
-  std::mutex mu;
-  std::unordered_map<uint64_t, std::weak_ptr<Session>> sessions;  // guarded by mu
-  uint64_t next_id = 0;                                           // guarded by mu
+  Mutex mu;
+  std::unordered_map<uint64_t, std::weak_ptr<Session>> sessions FRUGAL_GUARDED_BY(mu);
+  uint64_t next_id FRUGAL_GUARDED_BY(mu) = 0;
   ServerOptions opt;
   Handler handler;
   net::io_context ioc;
@@ -93,7 +95,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket&& socket, Server::Impl& srv, uint64_t id)
       : stream_(std::move(socket)), srv_(srv), id_(id) {}
   ~Session() {
-    std::lock_guard<std::mutex> lock(srv_.mu);
+    MutexLock lock(srv_.mu);
     srv_.sessions.erase(id_);
   }
 
@@ -149,7 +151,7 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
   void SetOnClose(std::function<void()> f) {
-    std::lock_guard<std::mutex> lock(on_close_mu_);
+    MutexLock lock(on_close_mu_);
     on_close_ = std::move(f);
   }
   bool closed() const { return closed_flag_.load(); }
@@ -263,7 +265,7 @@ class Session : public std::enable_shared_from_this<Session> {
     closed_flag_ = true;
     std::function<void()> f;
     {
-      std::lock_guard<std::mutex> lock(on_close_mu_);
+      MutexLock lock(on_close_mu_);
       f.swap(on_close_);
     }
     const bool pending = busy_;
@@ -379,8 +381,8 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t watch_gen_ = 0;
   std::deque<std::string> out_;
   std::string current_;
-  std::mutex on_close_mu_;
-  std::function<void()> on_close_;  // guarded by on_close_mu_
+  Mutex on_close_mu_;
+  std::function<void()> on_close_ FRUGAL_GUARDED_BY(on_close_mu_);
   std::atomic<bool> closed_flag_{false};
 };
 
@@ -391,7 +393,7 @@ void Server::Impl::Accept() {
     } else if (!draining) {
       std::shared_ptr<Session> s;
       {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         const uint64_t id = next_id++;
         s = std::make_shared<Session>(std::move(socket), *this, id);
         sessions[id] = s;
@@ -433,13 +435,18 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options, Handler h
 uint16_t Server::port() const { return impl_->port; }
 
 int64_t Server::open_connections() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return static_cast<int64_t>(impl_->sessions.size());
 }
 
 void Server::Shutdown(std::chrono::milliseconds grace) {
   Impl& s = *impl_;
   std::call_once(s.shutdown_once, [&] {
+    // The io_context runs only while it has work. Once the acceptor is closed, a connection
+    // with no operation outstanding (its request being answered elsewhere, a pipelined byte
+    // already seen by WatchClose) leaves it none: without this guard the threads would return
+    // before the closes posted below ran, and the wait for them would sit out its 500 ms.
+    auto work = net::make_work_guard(s.ioc);
     s.draining = true;
     net::post(s.ioc, [&s] {
       beast::error_code ec;
@@ -448,7 +455,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
     auto each_session = [&s](auto f) {
       std::vector<std::shared_ptr<Session>> live;
       {
-        std::lock_guard<std::mutex> lock(s.mu);
+        MutexLock lock(s.mu);
         for (auto& [id, w] : s.sessions) {
           if (auto p = w.lock()) live.push_back(std::move(p));
         }
@@ -466,6 +473,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
     while (open_connections() > 0 && std::chrono::steady_clock::now() < stop_by) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+    work.reset();
     s.ioc.stop();
     for (auto& t : s.threads) t.join();
   });

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -16,6 +15,7 @@
 #include <sstream>
 
 #include "common/check.h"
+#include "common/thread_annotations.h"
 #include "http/client.h"
 
 namespace frugal::loadgen {
@@ -470,9 +470,12 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
   result.records.resize(n);
   std::vector<Flight> flights(n);
   std::vector<uint64_t> ids(n);
-  std::mutex mu;
-  std::condition_variable cv;
-  int64_t done = 0, errors = 0;  // guarded by mu
+  struct {
+    Mutex mu;
+    CondVar cv;
+    int64_t done FRUGAL_GUARDED_BY(mu) = 0;
+    int64_t errors FRUGAL_GUARDED_BY(mu) = 0;
+  } tally;
 
   const auto timeout =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.timeout_s));
@@ -551,10 +554,10 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
         rec.error = "the stream ended without [DONE]";
       }
       // Notified under the lock: once the last count is seen, Run may return and destroy cv.
-      std::lock_guard<std::mutex> lock(mu);
-      ++done;
-      errors += !rec.ok();
-      cv.notify_all();
+      MutexLock lock(tally.mu);
+      ++tally.done;
+      tally.errors += !rec.ok();
+      tally.cv.NotifyAll();
     };
     f.sent = Clock::now();
     r.send_s = std::chrono::duration<double>(f.sent - start).count();
@@ -562,13 +565,13 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
   };
 
   size_t next = 0;
-  std::unique_lock<std::mutex> lock(mu);
-  while (next < n || done < static_cast<int64_t>(n)) {
+  tally.mu.lock();
+  while (next < n || tally.done < static_cast<int64_t>(n)) {
     const auto now = Clock::now();
     if (next < n && now >= at(schedule[next].time_s)) {
-      lock.unlock();
+      tally.mu.unlock();
       send(next++);
-      lock.lock();
+      tally.mu.lock();
       continue;
     }
     if (now >= next_tick) {
@@ -576,26 +579,27 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
       if (on_progress) {
         const double elapsed = std::chrono::duration<double>(now - start).count();
         const Progress progress{PhaseAt(result.phases, elapsed), elapsed,
-                                static_cast<int64_t>(next), done, errors};
-        lock.unlock();
+                                static_cast<int64_t>(next), tally.done, tally.errors};
+        tally.mu.unlock();
         on_progress(progress);
-        lock.lock();
+        tally.mu.lock();
       }
       continue;
     }
     if (next == n && now >= drain_deadline && !cancelled) {
       // The client's own timeout ends almost all of them sooner; this bounds the rest.
       cancelled = true;
-      lock.unlock();
+      tally.mu.unlock();
       for (size_t i = 0; i < n; ++i) client.Cancel(ids[i]);
-      lock.lock();
+      tally.mu.lock();
       continue;
     }
     auto wake = next_tick;
     if (next < n) wake = std::min(wake, at(schedule[next].time_s));
     if (next == n && !cancelled) wake = std::min(wake, drain_deadline);
-    cv.wait_until(lock, wake);
+    tally.cv.WaitUntil(tally.mu, wake);
   }
+  tally.mu.unlock();
   return result;
 }
 

@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -12,6 +11,7 @@
 
 #include "api/openai.h"
 #include "common/metrics.h"
+#include "common/thread_annotations.h"
 
 namespace frugal::server {
 namespace {
@@ -67,24 +67,24 @@ class SerialExecutor {
   SerialExecutor() : thread_([this] { Loop(); }) {}
   ~SerialExecutor() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     thread_.join();
   }
   // False when `limit` tasks are already waiting.
   bool Post(std::function<void()> f, int64_t limit) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (static_cast<int64_t>(q_.size()) >= limit) return false;
       q_.push_back(std::move(f));
     }
-    cv_.notify_one();
+    cv_.NotifyOne();
     return true;
   }
   int64_t waiting() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return static_cast<int64_t>(q_.size());
   }
   int64_t running() const { return running_.load(); }
@@ -94,8 +94,8 @@ class SerialExecutor {
     for (;;) {
       std::function<void()> f;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || !q_.empty(); });
+        MutexLock lock(mu_);
+        while (!stop_ && q_.empty()) cv_.Wait(mu_);
         if (q_.empty()) return;  // stop_ with nothing left
         f = std::move(q_.front());
         q_.pop_front();
@@ -105,10 +105,10 @@ class SerialExecutor {
       running_ = 0;
     }
   }
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> q_;  // guarded by mu_
-  bool stop_ = false;                    // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<std::function<void()>> q_ FRUGAL_GUARDED_BY(mu_);
+  bool stop_ FRUGAL_GUARDED_BY(mu_) = false;
   std::atomic<int64_t> running_{0};
   std::thread thread_;
 };
@@ -299,10 +299,10 @@ struct Generation {
   bool chat = false, stream = false, include_usage = false;
   std::string id, model, fingerprint;
   int64_t created = 0;
-  std::mutex mu;
-  bool started = false;               // guarded by mu: the stream's headers are out
-  std::vector<InferenceEvent> early;  // guarded by mu: events before the start
-  std::string text;                   // non-streaming: the answer so far
+  Mutex mu;
+  bool started FRUGAL_GUARDED_BY(mu) = false;               // the stream's headers are out
+  std::vector<InferenceEvent> early FRUGAL_GUARDED_BY(mu);  // events before the start
+  std::string text;                                         // non-streaming: the answer so far
 
   json Chunk(const std::string& piece, const json& finish_reason, bool first) const {
     json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
@@ -328,8 +328,8 @@ struct Generation {
   }
   void Sse(const json& j) { res->Write("data: " + j.dump() + "\n\n"); }
 
-  // Called with mu held, once started (or for non-streaming requests).
-  void Deliver(const InferenceEvent& ev);
+  // Once started (or for non-streaming requests).
+  void Deliver(const InferenceEvent& ev) FRUGAL_REQUIRES(mu);
 };
 
 }  // namespace
@@ -467,7 +467,7 @@ void Worker::Impl::Completion(const http::Request& req, std::shared_ptr<http::Re
   g->fingerprint = simulated ? "frugal-simulated" : "frugal";
   g->created = UnixSeconds();
   auto submitted = scheduler->Submit(std::move(ir), [g](const InferenceEvent& ev) {
-    std::lock_guard<std::mutex> lock(g->mu);
+    MutexLock lock(g->mu);
     if (g->stream && !g->started) {
       g->early.push_back(ev);
     } else {
@@ -490,7 +490,7 @@ void Worker::Impl::Completion(const http::Request& req, std::shared_ptr<http::Re
   res->OnClose([handle] { handle->Cancel(); });
   if (res->closed()) handle->Cancel();
   if (g->stream) {
-    std::lock_guard<std::mutex> lock(g->mu);
+    MutexLock lock(g->mu);
     res->StartStream(200, "text/event-stream", {{"X-Accel-Buffering", "no"}});
     g->Sse(g->Chunk("", nullptr, true));
     g->started = true;

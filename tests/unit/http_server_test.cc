@@ -1,6 +1,8 @@
 // The HTTP layer against a real socket on 127.0.0.1 (port 0): keep-alive, limits, chunked
-// streaming, disconnect detection, timeouts and graceful shutdown.
+// streaming, disconnect detection, timeouts, graceful shutdown and a shutdown that closes
+// connections with nothing outstanding without stalling.
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <atomic>
 #include <boost/asio.hpp>
@@ -222,6 +224,45 @@ TEST(HttpServerTest, GracefulShutdownFinishesInFlightRequestsAndRefusesNewOnes) 
   EXPECT_TRUE(ec) << "a new connection was accepted after shutdown";
   std::lock_guard<std::mutex> lock(mu);
   for (auto& t : workers) t.join();
+}
+
+// A connection can have nothing outstanding on its socket: its request is being answered
+// elsewhere and the next pipelined request has begun to arrive (so the close watch is done).
+// Shutdown must keep the event loop running until it has closed such a connection, not let
+// the loop run out of work and then wait its 500 ms for closes that never run.
+TEST(HttpServerTest, ShutdownClosesAConnectionWithNothingOutstandingPromptly) {
+  std::mutex mu;
+  std::shared_ptr<Responder> held;
+  auto server = StartServer([&](const Request&, std::shared_ptr<Responder> res) {
+    std::lock_guard<std::mutex> lock(mu);
+    held = res;
+  });
+  Client c(server->port());
+  c.Send("POST", "/slow", "{}");
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return held != nullptr;
+  }));
+  c.SendRaw("G");  // the first byte of a pipelined request
+  std::this_thread::sleep_for(100ms);
+  std::thread answer([&] {  // answers (too late) after the grace, while Shutdown waits
+    std::this_thread::sleep_for(150ms);
+    std::lock_guard<std::mutex> lock(mu);
+    held->Send(200, "text/plain", "late");
+    held.reset();  // a Responder must not outlive its Server
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  server->Shutdown(50ms);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  answer.join();
+  EXPECT_LT(took, 400ms) << "Shutdown waited for closes that did not run";
+  // The server closed the connection itself (its destructor has not run yet).
+  pollfd pfd{c.sock.native_handle(), POLLIN, 0};
+  ASSERT_EQ(::poll(&pfd, 1, 1000), 1) << "the connection is still open after Shutdown";
+  char b;
+  beast::error_code ec;
+  c.sock.read_some(net::buffer(&b, 1), ec);
+  EXPECT_TRUE(ec == net::error::eof || ec == net::error::connection_reset) << ec.message();
 }
 
 TEST(HttpServerTest, ManyConcurrentOpenStreamsNeedNoThreadEach) {
