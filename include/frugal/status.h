@@ -103,7 +103,10 @@ class [[nodiscard]] StatusOr {
 // `FRUGAL_ASSIGN_OR_RETURN(auto x, Foo());` declares x from a StatusOr or returns its error.
 #define FRUGAL_ASSIGN_OR_RETURN(lhs, expr) \
   FRUGAL_ASSIGN_OR_RETURN_IMPL(FRUGAL_CONCAT(_statusor_, __LINE__), lhs, expr)
+// tmp is a name and lhs a declaration: neither can be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define FRUGAL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                 \
   if (!tmp.ok()) return tmp.status();                \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

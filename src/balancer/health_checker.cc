@@ -28,7 +28,7 @@ void HealthChecker::CheckAll() {
   }
   // Outside the lock: a probe may answer at once, on this thread.
   for (const WorkerAddress& t : due) {
-    probe_.Probe(t, [this, t](StatusOr<WorkerLoad> load) { OnResult(t, load); });
+    probe_.Probe(t, [this, t](const StatusOr<WorkerLoad>& load) { OnResult(t, load); });
   }
 }
 

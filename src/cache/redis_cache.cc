@@ -323,6 +323,7 @@ struct RedisCache::Impl {
       const auto& keys = page.elements[1].elements;
       if (keys.empty()) continue;
       std::vector<std::vector<std::string>> ask;
+      ask.reserve(keys.size());
       for (const RedisReply& k : keys) ask.push_back({"HMGET", k.Text(), "query", md.field});
       FRUGAL_ASSIGN_OR_RETURN(std::vector<RedisReply> got, redis.Pipeline(ask));
       std::vector<std::vector<std::string>> put;
@@ -753,17 +754,17 @@ Status RedisCache::Rotate(const RotateOptions& options) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   auto unlock = [&] {
-    (void)m.redis.Command({"EVAL",
-                           "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', "
-                           "KEYS[1]) end return 0",
-                           "1", lock_key, token});
+    const std::string script =
+        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end "
+        "return 0";
+    (void)m.redis.Command({"EVAL", script, "1", lock_key, token});
   };
   // A long rotation keeps its lock: each backfill page extends it while this token holds it.
   auto keepalive = [&] {
-    (void)m.redis.Command({"EVAL",
-                           "if redis.call('GET', KEYS[1]) == ARGV[1] then return "
-                           "redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
-                           "1", lock_key, token, lock_ms});
+    const std::string script =
+        "if redis.call('GET', KEYS[1]) == ARGV[1] then return "
+        "redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
+    (void)m.redis.Command({"EVAL", script, "1", lock_key, token, lock_ms});
   };
   Status st = new_model ? m.RotateToModel(options.embedder, p, keepalive) : [&]() -> Status {
     FRUGAL_ASSIGN_OR_RETURN(std::string old, CurrentIndex());

@@ -306,7 +306,7 @@ size_t CountChars(std::string_view s) {
 const Lexicon& GetLexicon() {
   static const Lexicon kLex = [] {
     Lexicon lx;
-    auto en = [&](std::string canonical, std::initializer_list<const char*> surfaces,
+    auto en = [&](const std::string& canonical, std::initializer_list<const char*> surfaces,
                   bool question = false) {
       for (const char* s : surfaces) {
         const std::string k = StemPhrase(s);
@@ -315,7 +315,7 @@ const Lexicon& GetLexicon() {
             std::max<size_t>(lx.en_max_words, std::count(k.begin(), k.end(), ' ') + 1);
       }
     };
-    auto zh = [&](std::string canonical, std::initializer_list<const char*> surfaces,
+    auto zh = [&](const std::string& canonical, std::initializer_list<const char*> surfaces,
                   bool question = false) {
       for (const char* s : surfaces) {
         lx.zh[s] = {canonical, -1, question};

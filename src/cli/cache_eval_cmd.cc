@@ -166,9 +166,10 @@ int Run(const CacheEvalFlags& f) {
     std::printf("\nby kind (default decision): wrong of all\n");
     for (const auto& [k, c] : by_kind) {
       std::printf("  %-14s %3lld of %3lld  (false hits %lld, misses %lld)\n", k.c_str(),
-                  static_cast<long long>(c.fp + c.fn),
-                  static_cast<long long>(c.tp + c.fp + c.fn + c.tn), static_cast<long long>(c.fp),
-                  static_cast<long long>(c.fn));
+                  static_cast<long long>(c.fp) + static_cast<long long>(c.fn),
+                  static_cast<long long>(c.tp) + static_cast<long long>(c.fp) +
+                      static_cast<long long>(c.fn) + static_cast<long long>(c.tn),
+                  static_cast<long long>(c.fp), static_cast<long long>(c.fn));
     }
     std::printf("\nfalse hits (the harmful errors):\n");
     for (size_t i = 0; i < pairs->size(); ++i) {

@@ -31,6 +31,7 @@ StatusOr<Child> SpawnWorker(const std::vector<std::string>& args, std::chrono::s
     setpgid(0, 0);  // Ctrl-C goes to `frugal up`, which stops the workers in order
     dup2(pipefd[1], STDOUT_FILENO);
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     execv("/proc/self/exe", argv.data());

@@ -87,6 +87,7 @@ Status ReadNumber(Cursor& c, GgufValueType t, double* number, int64_t* integer) 
     return Status::Ok();                                  \
   }
     FRUGAL_GGUF_NUM(kUint8, uint8_t)
+    // NOLINTNEXTLINE(bugprone-signed-char-misuse): a GGUF int8 is a number, sign-extended
     FRUGAL_GGUF_NUM(kInt8, int8_t)
     FRUGAL_GGUF_NUM(kUint16, uint16_t)
     FRUGAL_GGUF_NUM(kInt16, int16_t)
@@ -395,7 +396,7 @@ StatusOr<bool> GgufFile::GetBool(std::string_view key) const {
   return v->integer != 0;
 }
 
-std::string GgufFile::GetStringOr(std::string_view key, std::string fallback) const {
+std::string GgufFile::GetStringOr(std::string_view key, const std::string& fallback) const {
   auto v = GetString(key);
   return v.ok() ? *v : fallback;
 }

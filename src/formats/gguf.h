@@ -94,7 +94,7 @@ class GgufFile {
   StatusOr<int64_t> GetInt(std::string_view key) const;
   StatusOr<double> GetFloat(std::string_view key) const;
   StatusOr<bool> GetBool(std::string_view key) const;
-  std::string GetStringOr(std::string_view key, std::string fallback) const;
+  std::string GetStringOr(std::string_view key, const std::string& fallback) const;
   int64_t GetIntOr(std::string_view key, int64_t fallback) const;
   double GetFloatOr(std::string_view key, double fallback) const;
   bool GetBoolOr(std::string_view key, bool fallback) const;

@@ -23,7 +23,7 @@ double NumOr(const json& j, const char* key, double fallback) {
 }
 std::string StrOr(const json& j, const char* key, std::string fallback) {
   auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::move(fallback);
 }
 bool BoolOr(const json& j, const char* key, bool fallback) {
   auto it = j.find(key);

@@ -216,7 +216,8 @@ struct Gateway::Impl {
 
   // ---- routes ----
   void Handle(const http::Request& req, std::shared_ptr<http::Responder> out);
-  void HandleCompletion(const http::Request& req, std::shared_ptr<http::Responder> out, bool chat);
+  void HandleCompletion(const http::Request& req, const std::shared_ptr<http::Responder>& out,
+                        bool chat);
   void HandleAdmin(const http::Request& req, const std::shared_ptr<http::Responder>& out);
   void StartRotation(const std::string& body, const std::shared_ptr<http::Responder>& out);
   json RotationJson() const FRUGAL_REQUIRES(rotation_mu);
@@ -258,7 +259,7 @@ void Gateway::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respo
     return false;
   };
   if (p == "/v1/chat/completions" || p == "/v1/completions") {
-    if (only("POST")) HandleCompletion(req, std::move(out), p == "/v1/chat/completions");
+    if (only("POST")) HandleCompletion(req, out, p == "/v1/chat/completions");
   } else if (p == "/v1/models") {
     if (only("GET")) SendModels(out);
   } else if (p == "/health") {
@@ -299,8 +300,8 @@ void Gateway::Impl::SendModels(const std::shared_ptr<http::Responder>& out) {
   out->Send(200, "application/json", json{{"object", "list"}, {"data", data}}.dump());
 }
 
-void Gateway::Impl::HandleCompletion(const http::Request& req, std::shared_ptr<http::Responder> out,
-                                     bool chat) {
+void Gateway::Impl::HandleCompletion(const http::Request& req,
+                                     const std::shared_ptr<http::Responder>& out, bool chat) {
   requests->Add(1, chat ? "chat" : "completions");
   // Who is asking, and may they.
   std::string ns = "default";

@@ -104,7 +104,7 @@ class ClientOp : public std::enable_shared_from_this<ClientOp> {
       resolver->async_resolve(
           req_.host, std::to_string(req_.port),
           [self = shared_from_this(), resolver](beast::error_code rec,
-                                                tcp::resolver::results_type results) {
+                                                const tcp::resolver::results_type& results) {
             if (rec) {
               self->Finish(IoError("cannot resolve " + self->req_.host + ": " + rec.message()));
               return;

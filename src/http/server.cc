@@ -121,11 +121,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Responder calls, posted to the strand.
   void Send(int status, std::string ct, std::string body, Headers headers) {
-    net::post(stream_.get_executor(),
-              [self = shared_from_this(), status, ct = std::move(ct), body = std::move(body),
-               headers = std::move(headers)]() mutable {
-                self->DoSend(status, ct, std::move(body), headers);
-              });
+    net::post(
+        stream_.get_executor(),
+        [self = shared_from_this(), status, ct = std::move(ct), body = std::move(body),
+         headers = std::move(headers)]() mutable { self->DoSend(status, ct, body, headers); });
   }
   void StartStream(int status, std::string ct, Headers headers) {
     net::post(stream_.get_executor(), [self = shared_from_this(), status, ct = std::move(ct),
@@ -292,7 +291,7 @@ class Session : public std::enable_shared_from_this<Session> {
     return os.str();
   }
 
-  void DoSend(int status, const std::string& ct, std::string body, const Headers& headers) {
+  void DoSend(int status, const std::string& ct, const std::string& body, const Headers& headers) {
     if (closed_ || responded_) return;
     responded_ = true;
     ended_ = true;

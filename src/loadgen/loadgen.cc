@@ -62,6 +62,7 @@ const std::vector<std::string>& PassageSentences(bool ascii) {
       "Only one discount code can be used per order, and codes do not apply to gift cards.",
       "Stock levels on the product page are updated every 15 minutes.",
       "Back-ordered items ship as soon as they arrive, and the card is charged only then.",
+      // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one sentence in two literals
       "Price matching applies to identical items sold by major retailers within 14 days of "
       "purchase.",
       "Order status and tracking links are under My Account, Orders, once the parcel ships.",

@@ -273,6 +273,7 @@ std::vector<std::pair<std::string, TensorType>> QuantizedModel::RaiseCandidates(
     return a->rel_error > b->rel_error;
   });
   std::vector<std::pair<std::string, TensorType>> out;
+  out.reserve(c.size());
   for (const TensorReport* r : c) out.emplace_back(r->name, r->Int8Alternative()->type);
   return out;
 }

@@ -138,12 +138,12 @@ struct Worker::Impl {
   explicit Impl(Engine& e) : engine(e) {}
 
   void SetUpMetrics();
-  void Handle(const http::Request& req, std::shared_ptr<http::Responder> res);
+  void Handle(const http::Request& req, const std::shared_ptr<http::Responder>& res);
   void Error(http::Responder& res, int status, const std::string& message,
              const std::string& code = {}, http::Headers headers = {});
   void Json(http::Responder& res, const json& body);
-  void Completion(const http::Request& req, std::shared_ptr<http::Responder> res, bool chat);
-  void Embeddings(const http::Request& req, std::shared_ptr<http::Responder> res);
+  void Completion(const http::Request& req, const std::shared_ptr<http::Responder>& res, bool chat);
+  void Embeddings(const http::Request& req, const std::shared_ptr<http::Responder>& res);
   void QueueDepth(const http::Request& req, http::Responder& res);
   SchedulerLoad Load() const;
 };
@@ -236,7 +236,7 @@ void Worker::Impl::QueueDepth(const http::Request& req, http::Responder& res) {
   Json(res, j);
 }
 
-void Worker::Impl::Handle(const http::Request& req, std::shared_ptr<http::Responder> res) {
+void Worker::Impl::Handle(const http::Request& req, const std::shared_ptr<http::Responder>& res) {
   struct Route {
     const char* path;
     const char* method;
@@ -284,9 +284,9 @@ void Worker::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respon
     if (simulated) m["simulated"] = true;
     Json(*res, {{"object", "list"}, {"data", json::array({m})}});
   } else if (p == "/v1/embeddings") {
-    Embeddings(req, std::move(res));
+    Embeddings(req, res);
   } else {
-    Completion(req, std::move(res), p == "/v1/chat/completions");
+    Completion(req, res, p == "/v1/chat/completions");
   }
 }
 
@@ -399,7 +399,7 @@ void Generation::Deliver(const InferenceEvent& ev) {
   res->Send(200, "application/json", body.dump());
 }
 
-void Worker::Impl::Completion(const http::Request& req, std::shared_ptr<http::Responder> res,
+void Worker::Impl::Completion(const http::Request& req, const std::shared_ptr<http::Responder>& res,
                               bool chat) {
   const auto arrived = Clock::now();
   if (!scheduler) {
@@ -499,7 +499,8 @@ void Worker::Impl::Completion(const http::Request& req, std::shared_ptr<http::Re
   }
 }
 
-void Worker::Impl::Embeddings(const http::Request& req, std::shared_ptr<http::Responder> res) {
+void Worker::Impl::Embeddings(const http::Request& req,
+                              const std::shared_ptr<http::Responder>& res) {
   if (!embedder) {
     Error(*res, 400, "the loaded model '" + model_name + "' is not an embedding model",
           "model_not_supported");
@@ -578,9 +579,10 @@ StatusOr<std::unique_ptr<Worker>> Worker::Start(Engine& engine, WorkerOptions op
   }
   Impl* p = impl.get();
   FRUGAL_ASSIGN_OR_RETURN(
-      impl->http, http::Server::Start(impl->opt.http, [p](const http::Request& req,
-                                                          std::shared_ptr<http::Responder> res) {
-        p->Handle(req, std::move(res));
+      impl->http,
+      http::Server::Start(impl->opt.http, [p](const http::Request& req,
+                                              const std::shared_ptr<http::Responder>& res) {
+        p->Handle(req, res);
       }));
   impl->ready = true;
   return std::unique_ptr<Worker>(new Worker(std::move(impl)));

@@ -19,7 +19,7 @@ std::string ExtractChatMlDefaultSystem(const std::string& t) {
     }
     const size_t end = t.find("<|im_end|>", p);
     if (end == std::string::npos) break;
-    const std::string body = t.substr(p, end - p);
+    std::string body = t.substr(p, end - p);
     if (body.empty() || body.find_first_of("{}'\"") != std::string::npos) continue;
     return body;
   }
