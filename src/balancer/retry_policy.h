@@ -39,8 +39,6 @@ class RetryPolicy {
   // The wait before retry number `retry` (1 for the first).
   std::chrono::microseconds Backoff(int retry);
 
-  const RetryOptions& options() const { return options_; }
-
  private:
   const RetryOptions options_;
   Mutex mu_;
