@@ -57,6 +57,13 @@ std::string DefaultText(const T& v) {
   }
 }
 
+// A help text that ends with the option's default, read from the value itself so the two cannot
+// disagree: WithDefault("calibration sequences", 32) -> "calibration sequences (default 32)".
+template <class T>
+std::string WithDefault(const std::string& what, const T& v) {
+  return what + " (default " + DefaultText(v) + ")";
+}
+
 // Parsed subcommand -> what runs it (returns the exit code).
 using Commands = std::vector<std::pair<CLI::App*, std::function<int()>>>;
 

@@ -146,22 +146,24 @@ void AddEvalCommand(CLI::App& app, Commands& out) {
                   "the reference model (e.g. the unquantized one); must share the tokenizer")
       ->required();
   cmd->add_option("--text", o.text_path,
-                  "text scored for perplexity, KL divergence and top-1 (default "
-                  "models/text/alice-wonderland-ch1-3.txt)");
+                  WithDefault("text scored for perplexity, KL divergence and top-1", o.text_path));
   cmd->add_option("--probes", o.probes_path,
                   "JSONL, one {\"prompt\": ...} or {\"messages\": [...]} per line (optional "
                   "\"id\"), answered greedily by both models for numeric fidelity (default: none)");
   cmd->add_option("--chunk", o.chunk,
                   "tokens per chunk; the second half of each is scored (default min(ctx, 512))")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
-  cmd->add_option("--max-tokens", o.max_tokens,
-                  "use only the first N tokens of the text; 0 = all. The reference keeps ~N/2 x "
-                  "vocabulary halves in memory (default 4096: ~200 MB for a 49k vocabulary)")
+  cmd->add_option(
+         "--max-tokens", o.max_tokens,
+         WithDefault("use only the first N tokens of the text; 0 = all. The reference keeps ~N/2 x "
+                     "vocabulary halves in memory: ~200 MB at N = 4096 for a 49k "
+                     "vocabulary",
+                     o.max_tokens))
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   cmd->add_option("--max-new-tokens", o.max_new_tokens,
-                  "greedy tokens per probe answer (default 48)")
+                  WithDefault("greedy tokens per probe answer", o.max_new_tokens))
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--max-batch", o.max_batch, "probes decoded together (default 16)")
+  cmd->add_option("--max-batch", o.max_batch, WithDefault("probes decoded together", o.max_batch))
       ->check(CLI::Range(1, 4096));
   cmd->add_option("-t,--threads", o.threads, "compute threads (default: all CPUs)")
       ->check(CLI::Range(0, 1024));

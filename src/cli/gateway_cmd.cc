@@ -263,7 +263,7 @@ void AddGatewayCommands(CLI::App& app, Commands& out) {
                                 "the whole stack on this machine: N workers on free ports + the "
                                 "gateway with the embedded cache");
   uf->gw.Add(up, false);
-  up->add_option("--workers", uf->workers, "local workers to start (default 2)")
+  up->add_option("--workers", uf->workers, WithDefault("local workers to start", uf->workers))
       ->check(CLI::Range(1, 64));
   up->add_option("-m,--model", uf->model,
                  "the workers' model (default: SmolLM2-135M-Instruct Q4_1)");

@@ -79,38 +79,42 @@ void AddLoadgenCommand(CLI::App& app, Commands& out) {
                   "model name in the requests (default: the first id of GET /v1/models)");
   cmd->add_option("--api-key", o.api_key, "sent as Authorization: Bearer KEY");
   cmd->add_option("--rate", o.profile.rate,
-                  "requests per second in steady and recovery (default 2)")
+                  WithDefault("requests per second in steady and recovery", o.profile.rate))
       ->check(CLI::Range(0.001, 1e5));
-  cmd->add_option("--spike-factor", o.profile.spike_factor, "spike rate = rate x this (default 6)")
+  cmd->add_option("--spike-factor", o.profile.spike_factor,
+                  WithDefault("spike rate = rate x this", o.profile.spike_factor))
       ->check(CLI::Range(0.0, 1e4));
   cmd->add_option("--steady-seconds", o.profile.steady_s,
-                  "length of the steady phase (default 20; 0 = none)")
+                  WithDefault("length of the steady phase; 0 = none", o.profile.steady_s))
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--spike-seconds", o.profile.spike_s,
-                  "length of the spike phase (default 20; 0 = none)")
+                  WithDefault("length of the spike phase; 0 = none", o.profile.spike_s))
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--after-seconds", o.profile.recovery_s,
-                  "length of the recovery phase (default 20; 0 = none)")
+                  WithDefault("length of the recovery phase; 0 = none", o.profile.recovery_s))
       ->check(CLI::Range(0.0, 1e6));
-  cmd->add_option(
-      "--questions", f->questions,
-      "JSONL of {\"question\", \"paraphrases\"} (default tests/data/loadgen_questions.jsonl)");
-  cmd->add_option(
-         "--repeat-share", o.mix.repeat_share,
-         "share of requests that re-ask an earlier question or a paraphrase (default 0.35)")
+  cmd->add_option("--questions", f->questions,
+                  WithDefault("JSONL of {\"question\", \"paraphrases\"}", f->questions));
+  cmd->add_option("--repeat-share", o.mix.repeat_share,
+                  WithDefault("share of requests that re-ask an earlier question or a paraphrase",
+                              o.mix.repeat_share))
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option(
          "--long-share", o.mix.long_share,
-         "share of long requests: context passage (~3x prompt) and 3x max tokens (default 0.3)")
+         WithDefault("share of long requests: context passage (~3x prompt) and 3x max tokens",
+                     o.mix.long_share))
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--max-tokens", o.max_tokens,
-                  "max_tokens of short requests; long ones get 3x (default 32)")
+                  WithDefault("max_tokens of short requests; long ones get 3x", o.max_tokens))
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  cmd->add_option("--seed", o.seed, "seed of the schedule and the question mix (default 1)");
-  cmd->add_option("--timeout", o.timeout_s,
-                  "seconds per request, and for the drain after the last phase (default 120)")
+  cmd->add_option("--seed", o.seed,
+                  WithDefault("seed of the schedule and the question mix", o.seed));
+  cmd->add_option(
+         "--timeout", o.timeout_s,
+         WithDefault("seconds per request, and for the drain after the last phase", o.timeout_s))
       ->check(CLI::Range(0.001, 1e6));
-  cmd->add_option("--io-threads", o.io_threads, "HTTP client event-loop threads (default 2)")
+  cmd->add_option("--io-threads", o.io_threads,
+                  WithDefault("HTTP client event-loop threads", o.io_threads))
       ->check(CLI::Range(1, 64));
   cmd->add_flag("--json", f->json, "print one JSON object instead of the table");
   cmd->add_option("--plot", f->plot,

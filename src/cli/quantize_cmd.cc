@@ -24,11 +24,12 @@ struct QuantizeFlags {
   std::string input, output, recipe_file, preset = "mixed-int4-int8", method = "gptq";
   std::string calib;
   int group_size = 0;
-  int64_t calib_samples = 32, seq_len = 256;
-  double damp = 0.01;
+  int64_t calib_samples = QuantizeOptions{}.calib_samples;
+  int64_t seq_len = QuantizeOptions{}.seq_len;
+  double damp = GptqOptions{}.damp;
   bool no_act_order = false;
   bool no_scale_search = false;
-  int awq_grid = 20;
+  int awq_grid = AwqOptions{}.grid;
   int threads = 0;
   bool json = false, quiet = false;
   // Quality gate: evaluate on held-out data, refuse to leave a model that fails.
@@ -475,29 +476,32 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
   cmd->add_option("-o,--output", f->output, "the quantized GGUF file to write")->required();
   auto* recipe =
       cmd->add_option("--recipe", f->recipe_file, "a recipe YAML file (docs/quantization.md)");
-  cmd->add_option("--preset", f->preset,
-                  "a built-in recipe: mixed-int4-int8 (default), all-int4, all-int8, f16, f32")
+  cmd->add_option(
+         "--preset", f->preset,
+         WithDefault("a built-in recipe: mixed-int4-int8, all-int4, all-int8, f16, f32", f->preset))
       ->excludes(recipe);
-  cmd->add_option("--method", f->method, "rtn | gptq (default) | awq | awq+gptq");
+  cmd->add_option("--method", f->method, WithDefault("rtn | gptq | awq | awq+gptq", f->method));
   cmd->add_option("--group-size", f->group_size,
                   "inputs per scale for every INT rule: 32, 64 or 128")
       ->check(CLI::IsMember({32, 64, 128}));
   cmd->add_option("--calib", f->calib,
                   "calibration data: a text file or JSONL ({\"text\"}, {\"prompt\", \"answer\"} or "
                   "{\"messages\"})");
-  cmd->add_option("--calib-samples", f->calib_samples, "calibration sequences (default 32)")
+  cmd->add_option("--calib-samples", f->calib_samples,
+                  WithDefault("calibration sequences", f->calib_samples))
       ->check(CLI::Range(1, 100000));
-  cmd->add_option("--seq-len", f->seq_len, "tokens per calibration sequence (default 256)")
+  cmd->add_option("--seq-len", f->seq_len,
+                  WithDefault("tokens per calibration sequence", f->seq_len))
       ->check(CLI::Range(8, 65536));
   cmd->add_option("--damp", f->damp,
-                  "GPTQ damping, a share of the Hessian's mean diagonal (default 0.01)")
+                  WithDefault("GPTQ damping, a share of the Hessian's mean diagonal", f->damp))
       ->check(CLI::Range(0.0, 10.0));
   cmd->add_flag("--no-act-order", f->no_act_order, "GPTQ: quantize columns in their stored order");
   cmd->add_flag("--no-scale-search", f->no_scale_search,
                 "INT4 group scales from the group's range alone, without the "
                 "error-minimising search (every method)");
   cmd->add_option("--awq-grid", f->awq_grid,
-                  "AWQ: points of the scale exponent's grid (default 20)")
+                  WithDefault("AWQ: points of the scale exponent's grid", f->awq_grid))
       ->check(CLI::Range(1, 200));
   cmd->add_option("-t,--threads", f->threads, "compute threads (default: one per CPU)")
       ->check(CLI::Range(0, 1024));
@@ -506,12 +510,11 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
       "quality gate, e.g. 'ppl<+3%,kld<0.05,numeric>=0.98' (docs/eval.md): evaluate "
       "against the input model after quantizing; exit 3 and write nothing when it fails");
   cmd->add_option("--eval-text", f->eval_text,
-                  "held-out text the gate scores (default tests/data/heldout_cs.txt)");
-  cmd->add_option(
-      "--eval-probes", f->eval_probes,
-      "numeric probes for a gate with numeric (default tests/data/numeric_probes.jsonl)");
+                  WithDefault("held-out text the gate scores", f->eval_text));
+  cmd->add_option("--eval-probes", f->eval_probes,
+                  WithDefault("numeric probes for a gate with numeric", f->eval_probes));
   cmd->add_option("--eval-max-tokens", f->eval_max_tokens,
-                  "held-out tokens the gate scores (default 2048)")
+                  WithDefault("held-out tokens the gate scores", f->eval_max_tokens))
       ->check(CLI::Range(16, 1 << 20));
   cmd->add_flag("--auto-mixed", f->auto_mixed,
                 "with --gate: raise the INT4 tensors with the largest output error to INT8, "
@@ -521,7 +524,7 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
       "a size for the tensor data, e.g. 104MB or 52GB: raise INT4 tensors to INT4 g32 or INT8, "
       "most output error removed per byte first, while it fits (with or without --gate)");
   cmd->add_option("--auto-mixed-max", f->auto_mixed_max,
-                  "most tensors --auto-mixed may raise (default 16)")
+                  WithDefault("most tensors --auto-mixed may raise", f->auto_mixed_max))
       ->check(CLI::Range(1, 10000));
   cmd->add_flag("--json", f->json, "print the report as one JSON object");
   cmd->add_flag("-q,--quiet", f->quiet, "no progress on stderr");

@@ -73,6 +73,19 @@ int RunServe(ServeFlags f) {
   return 0;
 }
 
+// The --simulate help, with the defaults read from SimulationSpec{}.
+std::string SimulateHelp() {
+  const SimulationSpec d;
+  return "TEST INSTRUMENT: no model runs (the -m model gives only its tokenizer, chat template and "
+         "context); steps sleep a latency model and answers are canned. SPEC is key=value,...: " +
+         WithDefault("prefill_ms, per prompt token", d.prefill_ms) + "; " +
+         WithDefault("decode_ms, per decode step of the whole batch", d.decode_ms) + "; " +
+         WithDefault("batch_slowdown, step-time increase per extra sequence", d.batch_slowdown) +
+         "; max_batch, overrides --max-batch; " +
+         WithDefault("jitter, step time x uniform [1-j, 1+j]", d.jitter) + "; " +
+         WithDefault("seed, 0 = nondeterministic", d.seed) + ". '' = defaults";
+}
+
 }  // namespace
 
 void AddServeCommand(CLI::App& app, Commands& out) {
@@ -124,7 +137,8 @@ void AddServeCommand(CLI::App& app, Commands& out) {
       ->check(CLI::Range(0.001, 1e9));
   serve
       ->add_option("--default-max-tokens", sv.opt.default_max_tokens,
-                   "max_tokens when a request names none (default 1024, capped by the context)")
+                   WithDefault("max_tokens when a request names none, capped by the context",
+                               sv.opt.default_max_tokens))
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   serve
       ->add_option(
@@ -150,19 +164,8 @@ void AddServeCommand(CLI::App& app, Commands& out) {
                    "seconds in-flight requests get on SIGTERM (default " +
                        DefaultText(sv.shutdown_grace_s) + ")")
       ->check(CLI::Range(0.0, 1e6));
-  sv.simulate = serve
-                    ->add_option("--simulate", sv.simulate_spec,
-                                 "TEST INSTRUMENT: no model runs (the -m model gives only its "
-                                 "tokenizer, chat template and "
-                                 "context); steps sleep a latency model and answers are canned. "
-                                 "SPEC is key=value,...: "
-                                 "prefill_ms (per prompt token, default 0.1), decode_ms (per "
-                                 "decode step of the whole batch, "
-                                 "default 20), batch_slowdown (step-time increase per extra "
-                                 "sequence, default 0.01), max_batch "
-                                 "(overrides --max-batch), jitter (step time x uniform [1-j, 1+j], "
-                                 "default 0), seed; '' = defaults")
-                    ->type_name("SPEC");
+  sv.simulate =
+      serve->add_option("--simulate", sv.simulate_spec, SimulateHelp())->type_name("SPEC");
   out.emplace_back(serve, [flags] { return RunServe(*flags); });
 }
 
