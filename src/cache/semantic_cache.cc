@@ -6,7 +6,6 @@
 #include <fstream>
 #include <list>
 #include <mutex>
-#include <shared_mutex>
 #include <thread>
 
 #include "common/thread_annotations.h"
@@ -25,8 +24,9 @@ constexpr char kSnapshotMagic[8] = {'F', 'R', 'G', 'L', 'C', 'A', 'C', '1'};
 // One scope's index. Searched under a shared lock; upgraded from exact to HNSW under an
 // exclusive one.
 struct Partition {
-  mutable std::shared_mutex mu;
-  std::unique_ptr<VectorIndex> index;  // guarded by mu (the pointer; the index locks itself)
+  mutable SharedMutex mu;
+  // The pointer is guarded (an upgrade replaces it); the index locks itself.
+  std::unique_ptr<VectorIndex> index FRUGAL_GUARDED_BY(mu);
 };
 
 // The indexes of one embedding model: what a rotation replaces as a whole.
@@ -34,26 +34,29 @@ struct Generation {
   std::shared_ptr<Embedder> embedder;
   std::shared_ptr<const HitVerifier> verifier;  // the embedder's, unless the options name one
   HnswParams hnsw;
-  mutable std::shared_mutex mu;
-  std::unordered_map<std::string, std::unique_ptr<Partition>> parts;  // guarded by mu
+  mutable SharedMutex mu;
+  std::unordered_map<std::string, std::unique_ptr<Partition>> parts FRUGAL_GUARDED_BY(mu);
 
   Partition* Find(const std::string& scope) const {
-    std::shared_lock lock(mu);
+    ReaderLock lock(mu);
     auto it = parts.find(scope);
     return it == parts.end() ? nullptr : it->second.get();
   }
   Partition& Get(const std::string& scope, int dim) {
     {
-      std::shared_lock lock(mu);
+      ReaderLock lock(mu);
       auto it = parts.find(scope);
       if (it != parts.end()) return *it->second;
     }
-    std::unique_lock lock(mu);
+    return Create(scope, NewExactIndex(dim), /*replace=*/false);
+  }
+  // The partition of `scope` with `index`; an existing one keeps its own unless `replace`.
+  Partition& Create(const std::string& scope, std::unique_ptr<VectorIndex> index, bool replace) {
+    WriterLock lock(mu);
     auto& p = parts[scope];
-    if (!p) {
-      p = std::make_unique<Partition>();
-      p->index = NewExactIndex(dim);
-    }
+    if (!p) p = std::make_unique<Partition>();
+    WriterLock plock(p->mu);
+    if (!p->index || replace) p->index = std::move(index);
     return *p;
   }
 };
@@ -105,13 +108,13 @@ struct SemanticCache::Impl {
       FRUGAL_REQUIRES(mu) {
     Partition& p = g.Get(scope, static_cast<int>(v.size()));
     {
-      std::shared_lock lock(p.mu);
+      ReaderLock lock(p.mu);
       FRUGAL_RETURN_IF_ERROR(p.index->Add(id, v));
       if (p.index->size() <= opt.exact_max || std::strcmp(p.index->kind(), "hnsw") == 0)
         return Status::Ok();
     }
     // Grew past exact search: rebuild this partition as HNSW from the stored embeddings.
-    std::unique_lock lock(p.mu);
+    WriterLock lock(p.mu);
     if (std::strcmp(p.index->kind(), "hnsw") == 0) return Status::Ok();
     auto h = NewHnswIndex(static_cast<int>(v.size()), g.hnsw, p.index->size() * 2);
     // The partition's own vectors (by this generation's model), read back from the exact index.
@@ -135,7 +138,7 @@ struct SemanticCache::Impl {
       if (Partition* p = g->Find(e.scope)) {
         bool emptied;
         {
-          std::shared_lock lock(p->mu);
+          ReaderLock lock(p->mu);
           p->index->Remove(id);
           emptied = p->index->size() == 0 && std::strcmp(p->index->kind(), "hnsw") == 0;
         }
@@ -144,7 +147,7 @@ struct SemanticCache::Impl {
         // keep walking them (4 ms instead of 0.6 ms each after clearing 10k in
         // cache_backend_bench).
         if (emptied) {
-          std::unique_lock lock(p->mu);
+          WriterLock lock(p->mu);
           if (p->index->size() == 0) p->index = NewExactIndex(p->index->dim());
         }
       }
@@ -307,7 +310,7 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   t0 = SteadyClock::now();
   std::vector<Neighbor> found;
   if (const Partition* p = g->Find(scope)) {
-    std::shared_lock lock(p->mu);
+    ReaderLock lock(p->mu);
     found = p->index->Search(q, m.opt.candidates);
   }
   r.search_ms = MsSince(t0);
@@ -434,10 +437,10 @@ Status SemanticCache::Rotate(const RotateOptions& o) {
       ++per_scope[e.scope];
     }
     for (const auto& [scope, n] : per_scope) {
-      auto& part = g->parts[scope];
-      part = std::make_unique<Partition>();
-      part->index = n > m.opt.exact_max ? NewHnswIndex(g->embedder->dim(), g->hnsw, n + n / 4)
-                                        : NewExactIndex(g->embedder->dim());
+      g->Create(scope,
+                n > m.opt.exact_max ? NewHnswIndex(g->embedder->dim(), g->hnsw, n + n / 4)
+                                    : NewExactIndex(g->embedder->dim()),
+                /*replace=*/true);
     }
     m.next = g;  // from here on, inserts go to both generations
   }
@@ -493,10 +496,10 @@ size_t SemanticCache::size() const {
 
 size_t SemanticCache::indexed() const {
   auto g = impl_->Current();
-  std::shared_lock lock(g->mu);
+  ReaderLock lock(g->mu);
   size_t n = 0;
   for (const auto& [scope, p] : g->parts) {
-    std::shared_lock plock(p->mu);
+    ReaderLock plock(p->mu);
     n += p->index->size();
   }
   return n;

@@ -1,5 +1,6 @@
 #include "cache/vector_index.h"
 
+#include "common/thread_annotations.h"
 #include "kernels/kernels.h"
 
 // The distance is Frugal's dispatched dot product, so hnswlib's own SIMD only adds its SSE
@@ -37,7 +38,7 @@ class ExactIndex : public VectorIndex {
 
   Status Add(uint64_t label, std::span<const float> v) override {
     if (static_cast<int>(v.size()) != dim_) return InvalidArgument("vector of the wrong dimension");
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     auto it = where_.find(label);
     if (it != where_.end()) {
       std::copy(v.begin(), v.end(), data_.begin() + static_cast<std::ptrdiff_t>(it->second * dim_));
@@ -50,7 +51,7 @@ class ExactIndex : public VectorIndex {
   }
 
   void Remove(uint64_t label) override {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     auto it = where_.find(label);
     if (it == where_.end()) return;
     // Swap with the last row, keep the arrays dense.
@@ -67,7 +68,7 @@ class ExactIndex : public VectorIndex {
   }
 
   std::vector<Neighbor> Search(std::span<const float> q, size_t k) const override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     std::vector<Neighbor> all(labels_.size());
     for (size_t i = 0; i < labels_.size(); ++i) {
       all[i] = {labels_[i],
@@ -83,7 +84,7 @@ class ExactIndex : public VectorIndex {
   }
 
   bool Get(uint64_t label, std::vector<float>* out) const override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     auto it = where_.find(label);
     if (it == where_.end()) return false;
     const float* row = data_.data() + it->second * static_cast<size_t>(dim_);
@@ -92,7 +93,7 @@ class ExactIndex : public VectorIndex {
   }
 
   size_t size() const override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     return labels_.size();
   }
   int dim() const override { return dim_; }
@@ -100,10 +101,10 @@ class ExactIndex : public VectorIndex {
 
  private:
   const int dim_;
-  mutable std::shared_mutex mu_;
-  std::vector<uint64_t> labels_;                // guarded by mu_
-  std::vector<float> data_;                     // guarded by mu_: [row][dim]
-  std::unordered_map<uint64_t, size_t> where_;  // guarded by mu_
+  mutable SharedMutex mu_;
+  std::vector<uint64_t> labels_ FRUGAL_GUARDED_BY(mu_);
+  std::vector<float> data_ FRUGAL_GUARDED_BY(mu_);  // [row][dim]
+  std::unordered_map<uint64_t, size_t> where_ FRUGAL_GUARDED_BY(mu_);
 };
 
 // Inner-product space whose distance runs Frugal's run-time-dispatched dot product (AVX2 where
@@ -137,7 +138,7 @@ class HnswIndex : public VectorIndex {
   Status Add(uint64_t label, std::span<const float> v) override {
     if (static_cast<int>(v.size()) != dim_) return InvalidArgument("vector of the wrong dimension");
     {
-      std::shared_lock lock(mu_);
+      ReaderLock lock(mu_);
       // hnswlib's own locks make concurrent adds and searches safe; only a resize is exclusive.
       if (index_->cur_element_count < index_->max_elements_) {
         try {
@@ -149,7 +150,7 @@ class HnswIndex : public VectorIndex {
       }
     }
     try {
-      std::unique_lock lock(mu_);
+      WriterLock lock(mu_);
       if (index_->cur_element_count >= index_->max_elements_)
         index_->resizeIndex(index_->max_elements_ * 2);
       index_->addPoint(v.data(), label);
@@ -160,7 +161,7 @@ class HnswIndex : public VectorIndex {
   }
 
   void Remove(uint64_t label) override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     try {
       index_->markDelete(label);
       deleted_.fetch_add(1);
@@ -170,7 +171,7 @@ class HnswIndex : public VectorIndex {
   }
 
   std::vector<Neighbor> Search(std::span<const float> q, size_t k) const override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     std::vector<Neighbor> out;
     if (index_->cur_element_count == 0) return out;
     auto pq = index_->searchKnn(q.data(), k);
@@ -183,7 +184,7 @@ class HnswIndex : public VectorIndex {
   }
 
   bool Get(uint64_t label, std::vector<float>* out) const override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     try {
       *out = index_->getDataByLabel<float>(label);
       return true;
@@ -193,20 +194,22 @@ class HnswIndex : public VectorIndex {
   }
 
   size_t size() const override {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     return index_->cur_element_count - std::min<size_t>(index_->cur_element_count, deleted_.load());
   }
   int dim() const override { return dim_; }
   const char* kind() const override { return "hnsw"; }
   void SetEfSearch(size_t ef) override {
-    std::unique_lock lock(mu_);  // searches read it under the shared lock
+    WriterLock lock(mu_);  // searches read it under the shared lock
     index_->setEf(ef);
   }
 
  private:
   const int dim_;
   DotSpace space_;  // distance = 1 - inner product
-  mutable std::shared_mutex mu_;
+  // Shared by adds, removes and searches (hnswlib locks its graph itself); exclusive for a resize
+  // and for setEf.
+  mutable SharedMutex mu_;
   std::unique_ptr<hnswlib::HierarchicalNSW<float>> index_;
   std::atomic<size_t> deleted_{0};
 };

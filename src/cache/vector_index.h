@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <shared_mutex>
 #include <span>
 #include <unordered_map>
 #include <vector>

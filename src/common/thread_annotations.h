@@ -3,15 +3,16 @@
 // FRUGAL_REQUIRES(mu_) only called with it held; the compiler checks both. GCC ignores the
 // annotations.
 //
-// std::mutex carries no annotations in libstdc++, so guarded state uses Mutex, MutexLock and
-// CondVar from here (leveldb's port::Mutex, absl::Mutex). A CondVar waits in a loop the caller
-// writes, `while (!ready_) cv_.Wait(mu_);`, so the condition is read where the lock is known
-// to be held.
+// std::mutex carries no annotations in libstdc++, so guarded state uses Mutex, MutexLock,
+// CondVar, and SharedMutex with ReaderLock/WriterLock, from here (leveldb's port::Mutex,
+// absl::Mutex). A CondVar waits in a loop the caller writes, `while (!ready_) cv_.Wait(mu_);`, so
+// the condition is read where the lock is known to be held.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <shared_mutex>
 
 #if defined(__clang__)
 #define FRUGAL_THREAD_ANNOTATION(x) __attribute__((x))
@@ -26,6 +27,10 @@
 #define FRUGAL_REQUIRES(...) FRUGAL_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
 #define FRUGAL_ACQUIRE(...) FRUGAL_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 #define FRUGAL_RELEASE(...) FRUGAL_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
+#define FRUGAL_REQUIRES_SHARED(...) \
+  FRUGAL_THREAD_ANNOTATION(requires_shared_capability(__VA_ARGS__))
+#define FRUGAL_ACQUIRE_SHARED(...) FRUGAL_THREAD_ANNOTATION(acquire_shared_capability(__VA_ARGS__))
+#define FRUGAL_RELEASE_SHARED(...) FRUGAL_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
 #define FRUGAL_EXCLUDES(...) FRUGAL_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 #define FRUGAL_NO_THREAD_SAFETY_ANALYSIS FRUGAL_THREAD_ANNOTATION(no_thread_safety_analysis)
 
@@ -54,6 +59,46 @@ class FRUGAL_SCOPED_CAPABILITY MutexLock {
 
  private:
   Mutex& mu_;
+};
+
+// A reader-writer mutex: many readers (ReaderLock) or one writer (WriterLock). A member guarded
+// by it may be read under either lock and written only under WriterLock.
+class FRUGAL_CAPABILITY("mutex") SharedMutex {
+ public:
+  SharedMutex() = default;
+  SharedMutex(const SharedMutex&) = delete;
+  SharedMutex& operator=(const SharedMutex&) = delete;
+  void lock() FRUGAL_ACQUIRE() { mu_.lock(); }
+  void unlock() FRUGAL_RELEASE() { mu_.unlock(); }
+  void lock_shared() FRUGAL_ACQUIRE_SHARED() { mu_.lock_shared(); }
+  void unlock_shared() FRUGAL_RELEASE_SHARED() { mu_.unlock_shared(); }
+
+ private:
+  std::shared_mutex mu_;
+};
+
+// Holds a SharedMutex shared (reading) for its scope.
+class FRUGAL_SCOPED_CAPABILITY ReaderLock {
+ public:
+  explicit ReaderLock(SharedMutex& mu) FRUGAL_ACQUIRE_SHARED(mu) : mu_(mu) { mu_.lock_shared(); }
+  ~ReaderLock() FRUGAL_RELEASE() { mu_.unlock_shared(); }
+  ReaderLock(const ReaderLock&) = delete;
+  ReaderLock& operator=(const ReaderLock&) = delete;
+
+ private:
+  SharedMutex& mu_;
+};
+
+// Holds a SharedMutex exclusively (writing) for its scope.
+class FRUGAL_SCOPED_CAPABILITY WriterLock {
+ public:
+  explicit WriterLock(SharedMutex& mu) FRUGAL_ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  ~WriterLock() FRUGAL_RELEASE() { mu_.unlock(); }
+  WriterLock(const WriterLock&) = delete;
+  WriterLock& operator=(const WriterLock&) = delete;
+
+ private:
+  SharedMutex& mu_;
 };
 
 // A condition variable for a Mutex the caller holds. Wakes may be spurious: wait in a loop.
