@@ -18,21 +18,26 @@ struct Lease::Worker {
   double in_flight_ms_at_poll = 0;
   bool removed = false;
 
+  // A signal the worker does not report adds nothing to the gateway's own books.
   double Queue() const {
-    const double polled =
-        static_cast<double>(info.load.waiting) + static_cast<double>(info.load.running);
+    const auto& l = info.load;
+    const double polled = (l.Has(kSignalWaiting) ? static_cast<double>(l.waiting) : 0) +
+                          (l.Has(kSignalRunning) ? static_cast<double>(l.running) : 0);
+    const bool reported = l.Has(kSignalWaiting) || l.Has(kSignalRunning);
     return static_cast<double>(info.in_flight) +
-           std::max(0.0, polled - static_cast<double>(in_flight_at_poll));
+           (reported ? std::max(0.0, polled - static_cast<double>(in_flight_at_poll)) : 0);
   }
   double BacklogMs() const {
+    if (!info.load.Has(kSignalBacklog)) return info.in_flight_ms;
     return info.in_flight_ms + std::max(0.0, info.load.backlog_ms - in_flight_ms_at_poll);
   }
   double CostMs(const RequestCost& c) const {
-    const double p = info.polled && info.load.prefill_ms_per_token > 0
-                         ? info.load.prefill_ms_per_token
+    const auto& l = info.load;
+    const double p = info.polled && l.Has(kSignalPrefill) && l.prefill_ms_per_token > 0
+                         ? l.prefill_ms_per_token
                          : kDefaultPrefillMs;
-    const double d = info.polled && info.load.decode_ms_per_token > 0
-                         ? info.load.decode_ms_per_token
+    const double d = info.polled && l.Has(kSignalDecode) && l.decode_ms_per_token > 0
+                         ? l.decode_ms_per_token
                          : kDefaultDecodeMs;
     return static_cast<double>(c.prompt_tokens) * p + static_cast<double>(c.max_tokens) * d;
   }
@@ -255,7 +260,8 @@ void WorkerPool::ReportCheck(std::string_view name, const StatusOr<WorkerLoad>& 
   w->in_flight_ms_at_poll = w->info.in_flight_ms;
   w->consecutive_failures = 0;
   // In double: two huge reported counts must not wrap into a small queue.
-  const double queue = static_cast<double>(result->waiting) + static_cast<double>(result->running);
+  const double queue = (result->Has(kSignalWaiting) ? static_cast<double>(result->waiting) : 0) +
+                       (result->Has(kSignalRunning) ? static_cast<double>(result->running) : 0);
   if (queue > static_cast<double>(health_.max_queue)) {
     if (w->info.state == WorkerState::kHealthy || w->info.state == WorkerState::kHalfOpen) {
       EjectLocked(*w, "queue " + std::to_string(static_cast<int64_t>(std::min(queue, 9e18))) +

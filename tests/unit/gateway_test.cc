@@ -45,6 +45,7 @@ WorkerLoad Load(int64_t waiting, int64_t running = 0, double backlog_ms = 0, dou
   l.backlog_ms = backlog_ms;
   l.prefill_ms_per_token = prefill_ms;
   l.decode_ms_per_token = decode_ms;
+  l.known = kFrugalSignals;
   return l;
 }
 
@@ -111,12 +112,38 @@ TEST(GatewayWorkerLoad, ParsesQueueDepth) {
   EXPECT_DOUBLE_EQ(l->prefill_ms_per_token, 0.25);
   EXPECT_DOUBLE_EQ(l->decode_ms_per_token, 12.5);
   EXPECT_TRUE(l->simulated);
+  EXPECT_EQ(l->known, kFrugalSignals);
 
-  auto empty = ParseWorkerLoad("{}");  // every field optional
+  auto empty = ParseWorkerLoad("{}");  // every field optional, and then unknown
   ASSERT_TRUE(empty.ok());
-  EXPECT_EQ(empty->waiting, 0);
-  EXPECT_EQ(empty->running, 0);
+  EXPECT_EQ(empty->known, 0u);
+  EXPECT_FALSE(empty->Has(kSignalWaiting));
   EXPECT_FALSE(empty->simulated);
+}
+
+TEST(GatewayWorkerLoad, OnlyReportedSignalsCount) {
+  // A report's fields count only where `known` says the worker gave them: values left in a field
+  // it did not report neither eject the worker nor weigh on routing; its own books decide.
+  WorkerPool pool(HealthOptions{});
+  ASSERT_TRUE(pool.Add("a", "http://127.0.0.1:1").ok());
+  ASSERT_TRUE(pool.Add("b", "http://127.0.0.1:2").ok());
+  WorkerLoad stale = Load(900, 900, 1e6);
+  stale.known = kSignalKvUsage;  // only the KV usage was reported
+  pool.ReportCheck("a", stale);
+  pool.ReportCheck("b", Load(0));
+  auto policy = MakePolicy("least_cost");
+  ASSERT_TRUE(policy.ok());
+  Lease first = pool.Pick(**policy, RequestCost{10, 10}, {});
+  Lease second = pool.Pick(**policy, RequestCost{10, 10}, {});
+  ASSERT_TRUE(first && second);
+  EXPECT_NE(first.name(), second.name());  // 900 waiting on "a" was not read
+  for (const auto& w : pool.List()) {
+    EXPECT_EQ(w.state, WorkerState::kHealthy) << w.name;  // nor ejected it (max_queue 500)
+    EXPECT_EQ(w.est_queue, 1.0) << w.name;
+  }
+  // The same numbers, reported, eject.
+  pool.ReportCheck("a", Load(900, 900, 1e6));
+  EXPECT_EQ(pool.List()[0].state, WorkerState::kEjected);
 }
 
 TEST(GatewayWorkerLoad, RefusesMalformedOrNegative) {
