@@ -15,6 +15,7 @@ bool RetryPolicy::MayRetry(AttemptFailure failure, int retries) const {
       return true;
     case AttemptFailure::kPartialResponse:
     case AttemptFailure::kStreamBroken:
+    case AttemptFailure::kTimeout:
       return false;
   }
   return false;

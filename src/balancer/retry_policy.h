@@ -3,7 +3,9 @@
 // A request is sent again only when the client has received nothing and the failure says the
 // worker never started it (nothing arrived) or refused it (its 503: queue full). A non-streamed
 // answer that broke midway is not replayed (the worker may have done the work), and a stream that
-// has started belongs to its worker. Each retry waits backoff * 2^(n-1), jittered by [0.5, 1.5)
+// has started belongs to its worker. A request that ran out of its own time is not sent again
+// either: it is long, not the worker broken (and the gateway does not count it against the
+// worker's health). Each retry waits backoff * 2^(n-1), jittered by [0.5, 1.5)
 // so that requests failed together do not arrive together at the next worker.
 //
 // Thread safety: every method may be called from any thread.
@@ -23,6 +25,7 @@ enum class AttemptFailure {
   kOverloaded,       // the worker's 503: its queue is full
   kPartialResponse,  // part of a non-streamed answer arrived, then the worker failed
   kStreamBroken,     // the client's stream had started
+  kTimeout,          // the request ran out of its own time: another worker would not be faster
 };
 
 struct RetryOptions {

@@ -91,6 +91,13 @@ bool Complete(const std::string& finish_reason) {
 // SSE framing of one JSON event.
 std::string SseData(const json& j) { return "data: " + j.dump() + "\n\n"; }
 
+// 600, 0.5: as %g writes it.
+std::string ShortNum(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 }  // namespace
 
 // One client request, from acceptance to its one response. Upstream callbacks for one attempt
@@ -103,6 +110,7 @@ struct Call {
   std::string body, model;
   RequestCost cost;
   Clock::time_point start = Clock::now();
+  Clock::time_point deadline;  // start + the gateway's request_timeout_s
   // Cache.
   bool cacheable = false;
   std::string scope, ns, query;
@@ -178,6 +186,7 @@ struct Gateway::Impl {
   MetricsRegistry::Counter* retries = nullptr;
   MetricsRegistry::Counter* cache_lookups = nullptr;
   MetricsRegistry::Counter* stream_errors = nullptr;
+  MetricsRegistry::Counter* timeouts = nullptr;
   MetricsRegistry::Counter* rate_limited = nullptr;
   MetricsRegistry::Histogram* latency = nullptr;
   MetricsRegistry::Histogram* ttft = nullptr;
@@ -188,6 +197,9 @@ struct Gateway::Impl {
   Mutex models_mu;
   std::map<std::string, std::set<std::string>> models
       FRUGAL_GUARDED_BY(models_mu);  // worker -> its model ids
+  // Every model a worker has listed since start: asked for one of these that no worker lists
+  // now, a client gets 503 (it may come back), not 404.
+  std::set<std::string> ever_served FRUGAL_GUARDED_BY(models_mu);
 
   std::unique_ptr<http::Server> server;
   std::unique_ptr<http::Client> upstream, checker;
@@ -245,6 +257,9 @@ struct Gateway::Impl {
   void OnHealthy(const WorkerAddress& w, bool refresh);
 
   http::Headers MissHeaders(const std::shared_ptr<Call>& c) const;
+  std::string TimeLimitMessage() const {
+    return "the request ran past its time limit (" + ShortNum(cfg.request_timeout_s) + " s)";
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -342,13 +357,22 @@ void Gateway::Impl::HandleCompletion(const http::Request& req,
     return;
   }
   {
+    // Only workers whose model lists are known can say no: before the first list arrives every
+    // request goes through (and the worker answers for its model).
     MutexLock lock(models_mu);
-    std::set<std::string> ids;
-    for (const auto& [w, m] : models) ids.insert(m.begin(), m.end());
-    if (!ids.empty() && !ids.count(parsed->model)) {
-      out->Send(
-          404, "application/json",
-          ErrorBody(404, "the model '" + parsed->model + "' does not exist", "model_not_found"));
+    const bool served = std::any_of(models.begin(), models.end(),
+                                    [&](const auto& wm) { return wm.second.count(parsed->model); });
+    if (!models.empty() && !served) {
+      if (ever_served.count(parsed->model)) {
+        out->Send(503, "application/json",
+                  ErrorBody(503, "no worker serves the model '" + parsed->model + "' now",
+                            "model_unavailable"),
+                  {{"Retry-After", "1"}});
+      } else {
+        out->Send(
+            404, "application/json",
+            ErrorBody(404, "the model '" + parsed->model + "' does not exist", "model_not_found"));
+      }
       return;
     }
   }
@@ -358,6 +382,8 @@ void Gateway::Impl::HandleCompletion(const http::Request& req,
   c->chat = chat;
   c->path = chat ? "/v1/chat/completions" : "/v1/completions";
   c->model = parsed->model;
+  c->deadline = c->start + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(cfg.request_timeout_s));
   c->stream = parsed->stream;
   c->include_usage = parsed->include_usage;
   c->cost = parsed->cost;
@@ -508,10 +534,23 @@ void Gateway::Impl::Dispatch(const std::shared_ptr<Call>& c) {
     Finish(c, 499, false);
     return;
   }
-  Lease lease = pool.Pick(*policy, c->cost, c->tried);
+  const auto left = c->deadline - Clock::now();
+  if (left <= Clock::duration::zero()) {
+    Refuse(c, 504, TimeLimitMessage(), false);
+    return;
+  }
+  // Workers already tried, and those whose model list lacks the request's model.
+  std::vector<std::string> exclude = c->tried;
+  {
+    MutexLock lock(models_mu);
+    for (const auto& [w, ids] : models) {
+      if (!ids.count(c->model)) exclude.push_back(w);
+    }
+  }
+  Lease lease = pool.Pick(*policy, c->cost, exclude);
   if (!lease) {
     if (c->tried.empty()) {
-      Refuse(c, 503, "no healthy worker can take the request now", true);
+      Refuse(c, 503, "no healthy worker serving '" + c->model + "' can take the request now", true);
     } else {
       Refuse(c, 503, "no worker could take the request (" + c->last_error + ")", true);
     }
@@ -537,6 +576,9 @@ void Gateway::Impl::Dispatch(const std::shared_ptr<Call>& c) {
   r.target = c->path;
   r.headers = {{"Content-Type", "application/json"}};
   r.body = c->body;
+  // What is left of the request's own time, not a fresh allowance per attempt.
+  r.response_timeout =
+      std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(left));
   {
     MutexLock lock(c->mu);
     c->lease = std::move(lease);
@@ -623,10 +665,21 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
       Finish(c, 200, false);
       return;
     }
-    // Broken midway: close any half-written event, then a clean error and the end marker.
+    // Broken midway (or out of time): close any half-written event, then a clean error and
+    // the end marker.
+    const bool timed_out = st.code() == StatusCode::kDeadlineExceeded;
     const std::string why = st.ok() ? "the worker's stream ended early" : st.message();
     std::string tailer;
     if (!c->tail.empty() && c->tail != "\n\n") tailer = c->tail.back() == '\n' ? "\n" : "\n\n";
+    if (timed_out) {
+      // The request's own limit: not the worker's failure.
+      json err = json::parse(ErrorBody(504, TimeLimitMessage(), "timeout"));
+      c->out->Write(tailer + SseData(err) + "data: [DONE]\n\n");
+      c->out->End();
+      timeouts->Add();
+      Finish(c, 504, false);
+      return;
+    }
     json err =
         json::parse(ErrorBody(502, "the worker failed while streaming: " + why, "worker_failed"));
     c->out->Write(tailer + SseData(err) + "data: [DONE]\n\n");
@@ -634,6 +687,14 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
     stream_errors->Add();
     pool.ReportRequest(lease, Outcome::kFailure, why);
     Finish(c, 502, false);
+    return;
+  }
+  if (st.code() == StatusCode::kDeadlineExceeded) {
+    // Out of its own time: not retried (another worker would take as long) and not held against
+    // the worker, whose health its checks and its 5xx judge.
+    lease = Lease();
+    timeouts->Add();
+    Retry(c, AttemptFailure::kTimeout, st.message());
     return;
   }
   if (!st.ok()) {
@@ -686,7 +747,9 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
 void Gateway::Impl::Retry(const std::shared_ptr<Call>& c, AttemptFailure failure,
                           const std::string& why) {
   if (stopped || !retry.MayRetry(failure, c->retries)) {
-    if (failure == AttemptFailure::kPartialResponse) {
+    if (failure == AttemptFailure::kTimeout) {
+      Refuse(c, 504, TimeLimitMessage(), false);
+    } else if (failure == AttemptFailure::kPartialResponse) {
       Refuse(c, 502, "the worker failed mid-response: " + why, false);
     } else {
       Refuse(c, 503, "no worker could take the request (" + why + ")", true);
@@ -715,7 +778,10 @@ void Gateway::Impl::Refuse(const std::shared_ptr<Call>& c, int status, const std
   http::Headers h = {{"X-Frugal-Cache", "miss"}};
   if (retry_after) h.emplace_back("Retry-After", "1");
   c->out->Send(status, "application/json",
-               ErrorBody(status, message, status == 503 ? "no_worker_available" : "worker_failed"),
+               ErrorBody(status, message,
+                         status == 503   ? "no_worker_available"
+                         : status == 504 ? "timeout"
+                                         : "worker_failed"),
                h);
   Finish(c, status, false);
 }
@@ -785,7 +851,9 @@ void Gateway::Impl::OnHealthy(const WorkerAddress& w, bool refresh) {
         ids.insert(e["id"].get<std::string>());
     }
     MutexLock lock(models_mu);
-    if (pool.size() > 0) models[name] = std::move(ids);
+    if (pool.size() == 0) return;
+    ever_served.insert(ids.begin(), ids.end());
+    models[name] = std::move(ids);
   };
   checker->Send(std::move(m), std::move(mcb));
 }
@@ -1142,6 +1210,9 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
   g.stream_errors =
       &g.metrics.AddCounter("frugal_gateway_stream_errors",
                             "streams that broke midway and ended with an SSE error event");
+  g.timeouts = &g.metrics.AddCounter(
+      "frugal_gateway_timeouts",
+      "requests that ran past request_timeout_s (504; not retried, not a worker failure)");
   g.rate_limited = &g.metrics.AddCounter("frugal_gateway_rate_limited",
                                          "requests refused with 429, by API key name", "key");
   g.latency = &g.metrics.AddHistogram("frugal_gateway_request_duration_seconds",

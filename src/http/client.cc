@@ -124,7 +124,10 @@ class ClientOp : public std::enable_shared_from_this<ClientOp> {
 
   void OnConnect(beast::error_code ec) {
     if (ec) {
-      Finish(Error("connect to " + key_, ec));
+      // Not reached in time is the server's failure, not the request running out of its time.
+      Finish(ec == beast::error::timeout && !cancelled_
+                 ? IoError("connect to " + key_ + ": timed out")
+                 : Error("connect to " + key_, ec));
       return;
     }
     beast::error_code ignored;
@@ -145,7 +148,8 @@ class ClientOp : public std::enable_shared_from_this<ClientOp> {
     msg_.body() = req_.body;
     msg_.keep_alive(true);
     msg_.prepare_payload();
-    stream_->expires_after(client_->opt.response_timeout);
+    stream_->expires_after(req_.response_timeout.count() > 0 ? req_.response_timeout
+                                                             : client_->opt.response_timeout);
     bhttp::async_write(*stream_, msg_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (ec) {
         self->RetryOrFail("send to " + self->key_, ec);

@@ -41,6 +41,10 @@ struct ClientRequest {
   std::string target = "/";
   Headers headers;
   std::string body;
+  // This request's own limit from send to the last body byte, instead of the client's
+  // response_timeout (0: the client's). Running out of it ends the request with
+  // DeadlineExceeded; a connect that times out is an IoError (the server was not reached).
+  std::chrono::milliseconds response_timeout{0};
 };
 
 struct ClientCallbacks {

@@ -73,8 +73,8 @@ std::string Event(const std::string& content) {
 }
 const std::string kDone = "data: [DONE]\n\n";
 
-std::string ChatBody(bool stream = false) {
-  json b = {{"model", frugal::testing::kFakeModel},
+std::string ChatBody(bool stream = false, const std::string& model = frugal::testing::kFakeModel) {
+  json b = {{"model", model},
             {"messages", {{{"role", "user"}, {"content", "Say something."}}}},
             {"max_tokens", 8}};
   if (stream) b["stream"] = true;
@@ -112,7 +112,8 @@ void ExpectOpenAiError(const http::ClientResponse& r, const std::string& type,
 // routing predictable: its first pick is w0, then each next one in pool order.
 class TestGateway {
  public:
-  explicit TestGateway(const std::vector<std::string>& worker_urls) : client_(ClientOpts()) {
+  explicit TestGateway(const std::vector<std::string>& worker_urls, double request_timeout_s = 5)
+      : client_(ClientOpts()) {
     GatewayConfig c;
     c.host = "127.0.0.1";
     c.port = 0;
@@ -123,8 +124,8 @@ class TestGateway {
     c.health.restore_after = 2;
     c.max_retries = 2;
     c.retry_backoff_ms = 1;
-    c.request_timeout_s = 5;  // an upstream that hangs fails the test, it does not stall it
-    c.cache.enabled = false;  // with the null embedder below: no cache either way
+    c.request_timeout_s = request_timeout_s;  // a hanging upstream fails a test, never stalls it
+    c.cache.enabled = false;                  // with the null embedder below: no cache either way
     c.admin_token = kAdminToken;
     for (size_t i = 0; i < worker_urls.size(); ++i) {
       c.workers.push_back({"w" + std::to_string(i), worker_urls[i], 1});
@@ -561,6 +562,126 @@ TEST(GatewayProxyTest, InvalidRequestIs400AndReachesNoWorker) {
     ExpectOpenAiError(r, "invalid_request_error");
   }
   EXPECT_EQ(w.hits(), 0);
+}
+
+}  // namespace
+}  // namespace frugal::gateway
+
+namespace frugal::gateway {
+namespace {
+
+// ---- routing by model ----
+
+// The gateway's GET /v1/models ids, in its order.
+std::vector<std::string> ModelIds(TestGateway& g) {
+  std::vector<std::string> ids;
+  json j = json::parse(g.Send("GET", "/v1/models").body, nullptr, false);
+  if (!j.is_object() || !j["data"].is_array()) return ids;
+  for (const auto& m : j["data"]) ids.push_back(m.value("id", ""));
+  return ids;
+}
+
+TEST(GatewayProxyTest, RequestGoesOnlyToWorkersThatServeItsModel) {
+  FakeWorker w0(FakeWorker::Reply(200, "application/json", kAnswerA));
+  FakeWorker w1(FakeWorker::Reply(200, "application/json", kAnswerB));
+  FakeWorker w2(FakeWorker::Reply(200, "application/json", kAnswerB));
+  w0.set_models({"model-a"});
+  w2.set_models({frugal::testing::kFakeModel, "model-a"});
+  TestGateway g({w0.url(), w1.url(), w2.url()});
+  ASSERT_TRUE(g.ok());
+  // Each model once, however many workers list it.
+  ASSERT_TRUE(Eventually([&] {
+    return ModelIds(g) == std::vector<std::string>{frugal::testing::kFakeModel, "model-a"};
+  })) << ::testing::PrintToString(ModelIds(g));
+  ASSERT_TRUE(Eventually([&] { return w0.health_polls() > 0 && w2.health_polls() > 0; }));
+  // round_robin over three workers would send to w1 as well; only w0 and w2 serve model-a.
+  for (int i = 0; i < 6; ++i) {
+    auto r = g.Send("POST", "/v1/chat/completions", ChatBody(false, "model-a"));
+    EXPECT_EQ(r.status, 200);
+    EXPECT_NE(HeaderOf(r, "X-Frugal-Worker"), "w1");
+  }
+  EXPECT_EQ(w1.hits(), 0);
+  EXPECT_EQ(w0.hits() + w2.hits(), 6);
+  EXPECT_GT(w0.hits(), 0);  // both servers of the model share it
+  EXPECT_GT(w2.hits(), 0);
+  // And fake-model never goes to w0.
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(g.Chat().status, 200);
+  EXPECT_EQ(w0.hits() + w1.hits() + w2.hits(), 10);
+  EXPECT_EQ(w0.requests().size(), static_cast<size_t>(w0.hits()));
+  for (const auto& r : w0.requests()) EXPECT_NE(r.body.find("model-a"), std::string::npos);
+}
+
+TEST(GatewayProxyTest, ModelNeverServedIs404AndModelWhoseWorkersAreDownIs503) {
+  FakeWorker w0(FakeWorker::Reply(200, "application/json", kAnswerA));
+  FakeWorker w1(FakeWorker::Reply(200, "application/json", kAnswerB));
+  w0.set_models({"model-a"});
+  TestGateway g({w0.url(), w1.url()});
+  ASSERT_TRUE(g.ok());
+  ASSERT_TRUE(Eventually([&] { return ModelIds(g).size() == 2; }));
+  auto unknown = g.Send("POST", "/v1/chat/completions", ChatBody(false, "no-such-model"));
+  EXPECT_EQ(unknown.status, 404);
+  ExpectOpenAiError(unknown, "invalid_request_error", "model_not_found");
+  // The only worker of model-a dies: its model is not unknown, it is unavailable.
+  w0.Stop();
+  ASSERT_TRUE(Eventually([&] { return g.StateOf("w0") == "ejected"; }));
+  auto down = g.Send("POST", "/v1/chat/completions", ChatBody(false, "model-a"));
+  EXPECT_EQ(down.status, 503);
+  EXPECT_EQ(HeaderOf(down, "Retry-After"), "1");
+  EXPECT_EQ(w1.hits(), 0);          // not sent to the worker that does not have it
+  EXPECT_EQ(g.Chat().status, 200);  // fake-model is still served
+}
+
+// ---- a request out of its own time ----
+
+TEST(GatewayProxyTest, RequestOutOfItsTimeIs504NotRetriedNorHeldAgainstTheWorker) {
+  // Both workers take the request and never answer. 0.3 s is the request's whole allowance.
+  auto held = std::make_shared<std::vector<std::shared_ptr<http::Responder>>>();
+  auto mu = std::make_shared<std::mutex>();
+  auto hang = [held, mu](const http::Request& r, std::shared_ptr<http::Responder> out) {
+    if (r.body.find("\"stream\":true") != std::string::npos) {
+      out->StartStream(200, "text/event-stream");  // a stream that starts, then stalls
+      out->Write(Event("partial"));
+    }
+    std::lock_guard<std::mutex> lock(*mu);
+    held->push_back(std::move(out));
+  };
+  FakeWorker w0(hang);
+  FakeWorker w1(hang);
+  // The held answers go before their workers do, however the test ends.
+  struct Release {
+    std::function<void()> f;
+    ~Release() { f(); }
+  } release{[held, mu] {
+    std::lock_guard<std::mutex> lock(*mu);
+    held->clear();
+  }};
+  TestGateway g({w0.url(), w1.url()}, /*request_timeout_s=*/0.3);
+  ASSERT_TRUE(g.ok());
+  for (int i = 0; i < 4; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = g.Chat();
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_EQ(r.status, 504);
+    ExpectOpenAiError(r, "server_error", "timeout");
+    EXPECT_LT(took, 3s);  // the allowance, not one per worker tried
+  }
+  EXPECT_EQ(w0.hits() + w1.hits(), 4);  // one worker each: never replayed
+  EXPECT_EQ(g.StatusJson()["totals"]["retries"], 0);
+  EXPECT_EQ(g.Metric("frugal_gateway_timeouts_total"), 4);
+  // Four timeouts, more than eject_after (3): both still healthy, as their checks say.
+  EXPECT_EQ(g.StateOf("w0"), "healthy");
+  EXPECT_EQ(g.StateOf("w1"), "healthy");
+
+  // A stream out of time ends with a timeout error event and [DONE], not a worker failure.
+  auto s = g.Chat(/*stream=*/true);
+  EXPECT_EQ(s.status, 200);
+  auto events = SseData(s.body);
+  ASSERT_GE(events.size(), 2u) << s.body;
+  EXPECT_EQ(events.back(), "[DONE]");
+  json err = json::parse(events[events.size() - 2], nullptr, false);
+  EXPECT_EQ(err["error"].value("code", json()), "timeout") << s.body;
+  EXPECT_NE(events.front().find("partial"), std::string::npos) << s.body;
+  EXPECT_EQ(g.Metric("frugal_gateway_stream_errors_total"), 0);
 }
 
 }  // namespace

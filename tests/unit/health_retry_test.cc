@@ -155,6 +155,7 @@ TEST(RetryPolicyTest, RetriesOnlyWhatNeverReachedTheClientOrTheWorker) {
   EXPECT_TRUE(p.MayRetry(AttemptFailure::kOverloaded, 0));
   EXPECT_FALSE(p.MayRetry(AttemptFailure::kPartialResponse, 0));
   EXPECT_FALSE(p.MayRetry(AttemptFailure::kStreamBroken, 0));
+  EXPECT_FALSE(p.MayRetry(AttemptFailure::kTimeout, 0));  // a long request is long anywhere
 }
 
 TEST(RetryPolicyTest, AtMostMaxRetries) {

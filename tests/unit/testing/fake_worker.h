@@ -89,6 +89,11 @@ class FakeWorker {
     std::lock_guard<std::mutex> lock(mu_);
     return requests_;
   }
+  // The ids GET /v1/models lists (default: kFakeModel alone).
+  void set_models(std::vector<std::string> ids) {
+    std::lock_guard<std::mutex> lock(mu_);
+    models_ = std::move(ids);
+  }
   // false: /queue_depth answers 500, as a worker that is failing does.
   void set_healthy(bool healthy) { healthy_ = healthy; }
   // Closes the port: from now on connections are refused, as a worker that died.
@@ -106,7 +111,15 @@ class FakeWorker {
         out->Send(500, "application/json", http::OpenAiErrorBody(500, "the worker is failing"));
       }
     } else if (r.path == "/v1/models") {
-      out->Send(200, "application/json", kModelList);
+      std::string list = R"({"object":"list","data":[)";
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (size_t i = 0; i < models_.size(); ++i) {
+          list += (i ? "," : "") + std::string(R"({"id":")") + models_[i] +
+                  R"(","object":"model","owned_by":"test"})";
+        }
+      }
+      out->Send(200, "application/json", list + "]}");
     } else if (r.path == "/v1/chat/completions" || r.path == "/v1/completions") {
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -125,7 +138,8 @@ class FakeWorker {
   std::atomic<bool> healthy_{true};
   std::atomic<int> hits_{0}, polls_{0};
   mutable std::mutex mu_;
-  std::vector<http::Request> requests_;  // guarded by mu_
+  std::vector<http::Request> requests_;             // guarded by mu_
+  std::vector<std::string> models_ = {kFakeModel};  // guarded by mu_
 };
 
 class RawWorker {
