@@ -99,7 +99,9 @@ class Engine {
   // A generation prompt as the model sees it: BOS (once) + the text's tokens.
   std::vector<int32_t> EncodePrompt(std::string_view prompt, bool parse_special) const;
   std::string Detokenize(std::span<const int32_t> ids) const;
-  StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages) const;
+  // continue_final: the last (assistant) message is left open for generation to continue.
+  StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
+                                   bool continue_final = false) const;
 
   // Streams text through on_text as it is produced (complete UTF-8 only, never text that
   // might turn out to be part of a stop string); on_text returning false cancels.

@@ -139,6 +139,20 @@ StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool ch
     if (it == j.end() || !it->is_array())
       return FieldError("messages", "is required and must be an array");
     if (it->empty()) return FieldError("messages", "must not be empty");
+    auto flag = [&](const char* k, bool& out) -> Status {
+      auto f = j.find(k);
+      if (f == j.end() || f->is_null()) return Status::Ok();
+      if (!f->is_boolean()) return FieldError(k, "must be a boolean");
+      out = f->get<bool>();
+      return Status::Ok();
+    };
+    bool add_generation_prompt = true, explicit_add = j.contains("add_generation_prompt");
+    FRUGAL_RETURN_IF_ERROR(flag("continue_final_message", p.continue_final_message));
+    FRUGAL_RETURN_IF_ERROR(flag("add_generation_prompt", add_generation_prompt));
+    if (p.continue_final_message && explicit_add && add_generation_prompt)
+      return FieldError("continue_final_message", "cannot be used with add_generation_prompt");
+    if (!p.continue_final_message && !add_generation_prompt)
+      return FieldError("add_generation_prompt", "false needs continue_final_message");
     for (size_t i = 0; i < it->size(); ++i) {
       const json& m = (*it)[i];
       if (!m.is_object())
@@ -155,6 +169,8 @@ StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool ch
                               Content(m.contains("content") ? m["content"] : json(), i));
       p.messages.push_back({r == "developer" ? "system" : r, std::move(content)});
     }
+    if (p.continue_final_message && p.messages.back().role != "assistant")
+      return FieldError("continue_final_message", "needs a final message of role assistant");
   } else {
     auto it = j.find("prompt");
     if (it == j.end()) return FieldError("prompt", "is required");

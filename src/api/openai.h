@@ -29,6 +29,9 @@ struct CompletionParams {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::string user;
+  // Chat: the final (assistant) message is left open and the answer continues it, as vLLM's
+  // continue_final_message (which needs add_generation_prompt false; either alone is fine).
+  bool continue_final_message = false;
 };
 
 // InvalidArgument naming the field when the body is not valid JSON, a field has the wrong type

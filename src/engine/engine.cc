@@ -210,13 +210,14 @@ std::string Engine::Detokenize(std::span<const int32_t> ids) const {
   return impl_->tokenizer->Decode(ids, /*skip_special=*/true);
 }
 
-StatusOr<std::string> Engine::RenderChat(const std::vector<ChatMessage>& messages) const {
+StatusOr<std::string> Engine::RenderChat(const std::vector<ChatMessage>& messages,
+                                         bool continue_final) const {
   if (info_.kind != ModelKind::kDecoder) return InvalidArgument("an embedding model cannot chat");
   if (info_.chat_format.empty()) {
     return Unimplemented(
         "the model's chat template is not one Frugal renders (supported: ChatML, Llama 3)");
   }
-  return impl_->chat.Render(messages, /*add_generation_prompt=*/true);
+  return impl_->chat.Render(messages, /*add_generation_prompt=*/true, continue_final);
 }
 
 StatusOr<GenerateResult> Engine::Generate(const GenerateRequest& req,

@@ -135,7 +135,14 @@ struct Call {
   std::string content, finish_reason;
   json usage;
   bool saw_done = false;
-  std::string tail;  // last bytes written to the client (to close a broken event)
+  std::string pending;  // the start of an SSE event not complete yet: held back from the client
+  // Continuing a stream whose worker broke: this attempt's events are rewritten into the stream
+  // the client already has (its id, no second role delta, usage over the whole answer).
+  bool continuing = false;
+  int continuations = 0;
+  std::string stream_id;      // the id of the client's stream (its first worker's)
+  int64_t stream_tokens = 0;  // content events relayed so far, every attempt
+  int64_t prefix_tokens = 0;  // of them, relayed before the current attempt
 };
 
 // Health checks over HTTP: GET /queue_depth, a Frugal worker's load report.
@@ -187,6 +194,7 @@ struct Gateway::Impl {
   MetricsRegistry::Counter* cache_lookups = nullptr;
   MetricsRegistry::Counter* stream_errors = nullptr;
   MetricsRegistry::Counter* timeouts = nullptr;
+  MetricsRegistry::Counter* continuations = nullptr;
   MetricsRegistry::Counter* rate_limited = nullptr;
   MetricsRegistry::Histogram* latency = nullptr;
   MetricsRegistry::Histogram* ttft = nullptr;
@@ -247,6 +255,7 @@ struct Gateway::Impl {
   void Retry(const std::shared_ptr<Call>& c, AttemptFailure failure, const std::string& why);
   void Refuse(const std::shared_ptr<Call>& c, int status, const std::string& message,
               bool retry_after);
+  void EndStreamWithError(const std::shared_ptr<Call>& c, const std::string& why);
   void ReplyFromCache(const std::shared_ptr<Call>& c, const std::string& stored);
   void Store(const std::shared_ptr<Call>& c, const json& usage);
   void Finish(const std::shared_ptr<Call>& c, int status, bool hit);
@@ -529,6 +538,107 @@ http::Headers Gateway::Impl::MissHeaders(const std::shared_ptr<Call>& c) const {
   return h;
 }
 
+namespace {
+
+// Where the last complete SSE event of `b` ends (just past its blank line); 0 when none has.
+size_t EventsEnd(std::string_view b) {
+  for (size_t i = b.size(); i-- > 1;) {
+    if (b[i] != '\n') continue;
+    if (b[i - 1] == '\n' || (b[i - 1] == '\r' && i >= 2 && b[i - 2] == '\n')) return i + 1;
+  }
+  return 0;
+}
+
+// What the gateway keeps of a streamed chunk: the stream's id, the answer so far, its end.
+void NoteChunk(Call& c, const json& j) {
+  if (j.contains("error")) {
+    c.finish_reason = "error";
+    return;
+  }
+  if (c.stream_id.empty() && j.contains("id") && j["id"].is_string())
+    c.stream_id = j["id"].get<std::string>();
+  if (j.contains("usage") && j["usage"].is_object()) c.usage = j["usage"];
+  if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return;
+  const json& ch = j["choices"][0];
+  const json* text = nullptr;
+  if (c.chat && ch.contains("delta") && ch["delta"].is_object() &&
+      ch["delta"].contains("content") && ch["delta"]["content"].is_string()) {
+    text = &ch["delta"]["content"];
+  } else if (!c.chat && ch.contains("text") && ch["text"].is_string()) {
+    text = &ch["text"];
+  }
+  if (text != nullptr && !text->get_ref<const std::string&>().empty()) {
+    c.content += text->get<std::string>();
+    ++c.stream_tokens;
+  }
+  if (ch.contains("finish_reason") && ch["finish_reason"].is_string())
+    c.finish_reason = ch["finish_reason"].get<std::string>();
+}
+
+// A continuation's chunk as part of the client's stream; false: drop it (the new stream's
+// opening role delta, which the client already had).
+bool RewriteContinued(const Call& c, json& j) {
+  if (j.contains("error")) return true;
+  if (!c.stream_id.empty() && j.contains("id")) j["id"] = c.stream_id;
+  if (j.contains("usage") && j["usage"].is_object()) {
+    // The new worker counted the relayed prefix as prompt; it was answer.
+    json& u = j["usage"];
+    if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer() &&
+        u.contains("completion_tokens") && u["completion_tokens"].is_number_integer()) {
+      const int64_t moved = std::min(u["prompt_tokens"].get<int64_t>(), c.prefix_tokens);
+      u["prompt_tokens"] = u["prompt_tokens"].get<int64_t>() - moved;
+      u["completion_tokens"] = u["completion_tokens"].get<int64_t>() + moved;
+      u["total_tokens"] = u["prompt_tokens"].get<int64_t>() + u["completion_tokens"].get<int64_t>();
+    }
+  }
+  if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return true;
+  json& ch = j["choices"][0];
+  if (c.chat && ch.contains("delta") && ch["delta"].is_object()) {
+    json& d = ch["delta"];
+    d.erase("role");
+    const bool empty = d.empty() || (d.size() == 1 && d.contains("content") &&
+                                     d["content"].is_string() && d["content"].empty());
+    const bool finish = ch.contains("finish_reason") && !ch["finish_reason"].is_null();
+    if (empty && !finish && !j.contains("usage")) return false;
+  }
+  return true;
+}
+
+// The request that continues the client's stream on another worker: the answer so far as the
+// final assistant message to continue (chat: continue_final_message, as vLLM, SGLang and
+// Frugal's worker read it) or appended to the prompt (completions), and max_tokens less what was
+// relayed.
+std::string ContinuedBody(const Call& c) {
+  json b = json::parse(c.body, nullptr, false);
+  if (!b.is_object()) return c.body;
+  if (!c.content.empty()) {
+    if (c.chat) {
+      b["messages"].push_back({{"role", "assistant"}, {"content", c.content}});
+      b["continue_final_message"] = true;
+      b["add_generation_prompt"] = false;
+    } else {
+      b["prompt"] = b["prompt"].get<std::string>() + c.content;
+    }
+  }
+  for (const char* k : {"max_tokens", "max_completion_tokens"}) {
+    if (b.contains(k) && b[k].is_number_integer())
+      b[k] = std::max<int64_t>(1, b[k].get<int64_t>() - c.stream_tokens);
+  }
+  return b.dump();
+}
+
+// Whether a broken stream can be continued from its text: one choice, and for completions a
+// prompt that is one string.
+bool Continuable(const Call& c) {
+  json b = json::parse(c.body, nullptr, false);
+  if (!b.is_object()) return false;
+  if (b.contains("n") && !(b["n"].is_number_integer() && b["n"].get<int64_t>() == 1)) return false;
+  if (c.chat) return b.contains("messages") && b["messages"].is_array();
+  return c.content.empty() || (b.contains("prompt") && b["prompt"].is_string());
+}
+
+}  // namespace
+
 void Gateway::Impl::Dispatch(const std::shared_ptr<Call>& c) {
   if (c->client_gone) {
     Finish(c, 499, false);
@@ -561,21 +671,23 @@ void Gateway::Impl::Dispatch(const std::shared_ptr<Call>& c) {
   c->status = 0;
   c->up_headers.clear();
   c->buffer.clear();
-  c->streaming = false;
   c->sse = http::SseParser();
-  c->content.clear();
-  c->finish_reason.clear();
   c->usage = nullptr;
   c->saw_done = false;
-  c->sent_any = false;
-  c->tail.clear();
+  c->pending.clear();
+  if (!c->continuing) {
+    c->streaming = false;
+    c->content.clear();
+    c->finish_reason.clear();
+    c->sent_any = false;
+  }
   http::ClientRequest r;
   r.host = lease.host();
   r.port = lease.port();
   r.method = "POST";
   r.target = c->path;
   r.headers = {{"Content-Type", "application/json"}};
-  r.body = c->body;
+  r.body = c->continuing ? ContinuedBody(*c) : c->body;
   // What is left of the request's own time, not a fresh allowance per attempt.
   r.response_timeout =
       std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(left));
@@ -598,49 +710,53 @@ void Gateway::Impl::Dispatch(const std::shared_ptr<Call>& c) {
 void Gateway::Impl::OnHeaders(const std::shared_ptr<Call>& c, int status, const http::Headers& h) {
   c->status = status;
   c->up_headers = h;
-  if (status == 200 && c->stream) {
-    // From here on the client has bytes: this attempt is the one.
+  if (status == 200 && c->stream && !c->streaming) {
+    // From here on the client has bytes: its stream is this one, continued if its worker breaks.
     c->streaming = true;
     c->out->StartStream(200, "text/event-stream", MissHeaders(c));
   }
 }
 
 void Gateway::Impl::OnData(const std::shared_ptr<Call>& c, std::string_view data) {
-  if (!c->streaming) {
+  if (!c->streaming || c->status != 200) {
     c->buffer.append(data);
     return;
   }
-  if (!c->sent_any && !data.empty()) {
+  std::string out;
+  if (c->continuing) {
+    c->sse.Feed(data, [&](const http::SseEvent& ev) {
+      if (ev.data == "[DONE]") {
+        c->saw_done = true;
+        out += "data: [DONE]\n\n";
+        return;
+      }
+      json j = json::parse(ev.data, nullptr, false);
+      if (!j.is_object() || !RewriteContinued(*c, j)) return;
+      NoteChunk(*c, j);
+      out += SseData(j);
+    });
+  } else {
+    // The worker's bytes as they are, an event at a time: what the client has is always whole
+    // events, so a stream that breaks can be continued (or closed) cleanly.
+    c->pending.append(data);
+    const size_t end = EventsEnd(c->pending);
+    out = c->pending.substr(0, end);
+    c->pending.erase(0, end);
+    c->sse.Feed(data, [&](const http::SseEvent& ev) {
+      if (ev.data == "[DONE]") {
+        c->saw_done = true;
+        return;
+      }
+      json j = json::parse(ev.data, nullptr, false);
+      if (j.is_object()) NoteChunk(*c, j);
+    });
+  }
+  if (out.empty()) return;
+  if (!c->sent_any) {
     c->sent_any = true;
     ttft->Observe(MsSince(c->start) / 1e3);
   }
-  c->out->Write(std::string(data));
-  std::string t = c->tail;
-  t.append(data.substr(data.size() > 2 ? data.size() - 2 : 0));
-  c->tail = t.size() > 2 ? t.substr(t.size() - 2) : t;
-  c->sse.Feed(data, [&](const http::SseEvent& ev) {
-    if (ev.data == "[DONE]") {
-      c->saw_done = true;
-      return;
-    }
-    json j = json::parse(ev.data, nullptr, false);
-    if (!j.is_object()) return;
-    if (j.contains("error")) {
-      c->finish_reason = "error";
-      return;
-    }
-    if (j.contains("usage") && j["usage"].is_object()) c->usage = j["usage"];
-    if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return;
-    const json& ch = j["choices"][0];
-    if (c->chat && ch.contains("delta") && ch["delta"].is_object() &&
-        ch["delta"].contains("content") && ch["delta"]["content"].is_string()) {
-      c->content += ch["delta"]["content"].get<std::string>();
-    } else if (!c->chat && ch.contains("text") && ch["text"].is_string()) {
-      c->content += ch["text"].get<std::string>();
-    }
-    if (ch.contains("finish_reason") && ch["finish_reason"].is_string())
-      c->finish_reason = ch["finish_reason"].get<std::string>();
-  });
+  c->out->Write(std::move(out));
 }
 
 void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, size_t bytes) {
@@ -657,7 +773,7 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
     return;
   }
   if (c->streaming) {
-    if (st.ok() && c->saw_done) {
+    if (st.ok() && c->saw_done && c->status == 200) {
       // Stored before the client hears the end, so asking again at once finds it.
       if (c->cacheable && Complete(c->finish_reason)) Store(c, c->usage);
       c->out->End();
@@ -665,28 +781,47 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
       Finish(c, 200, false);
       return;
     }
-    // Broken midway (or out of time): close any half-written event, then a clean error and
-    // the end marker.
-    const bool timed_out = st.code() == StatusCode::kDeadlineExceeded;
-    const std::string why = st.ok() ? "the worker's stream ended early" : st.message();
-    std::string tailer;
-    if (!c->tail.empty() && c->tail != "\n\n") tailer = c->tail.back() == '\n' ? "\n" : "\n\n";
-    if (timed_out) {
-      // The request's own limit: not the worker's failure.
+    if (st.code() == StatusCode::kDeadlineExceeded) {
+      // The request's own limit: not the worker's failure, and no other worker would be faster.
       json err = json::parse(ErrorBody(504, TimeLimitMessage(), "timeout"));
-      c->out->Write(tailer + SseData(err) + "data: [DONE]\n\n");
+      c->out->Write(SseData(err) + "data: [DONE]\n\n");
       c->out->End();
       timeouts->Add();
       Finish(c, 504, false);
       return;
     }
-    json err =
-        json::parse(ErrorBody(502, "the worker failed while streaming: " + why, "worker_failed"));
-    c->out->Write(tailer + SseData(err) + "data: [DONE]\n\n");
-    c->out->End();
-    stream_errors->Add();
-    pool.ReportRequest(lease, Outcome::kFailure, why);
-    Finish(c, 502, false);
+    // This attempt broke: midway, or (a continuation) before it began.
+    std::string why = !st.ok()           ? st.message()
+                      : c->status == 200 ? "the worker's stream ended early"
+                      : c->status == 503 ? "worker overloaded"
+                                         : "HTTP " + std::to_string(c->status);
+    const bool refused = c->status >= 400 && c->status < 500;  // the engine's own answer
+    pool.ReportRequest(lease,
+                       c->status == 503 ? Outcome::kOverloaded
+                       : refused        ? Outcome::kSuccess
+                                        : Outcome::kFailure,
+                       why);
+    lease = Lease();
+    c->last_error = c->tried.back() + ": " + why;
+    if (!refused && !stopped && c->finish_reason.empty() && c->continuations < cfg.max_retries &&
+        Continuable(*c)) {
+      // Continue the client's stream on another worker from the text it already has.
+      c->continuing = true;
+      ++c->continuations;
+      c->prefix_tokens = c->stream_tokens;
+      continuations->Add();
+      auto timer = std::make_shared<net::steady_timer>(timers, retry.Backoff(c->continuations));
+      timer->async_wait([this, c, timer](const boost::system::error_code& ec) {
+        if (ec) {
+          EndStreamWithError(c, "the gateway is shutting down");
+          return;
+        }
+        Dispatch(c);
+      });
+      return;
+    }
+    if (refused) why = "no worker could continue it (" + why + ")";
+    EndStreamWithError(c, why);
     return;
   }
   if (st.code() == StatusCode::kDeadlineExceeded) {
@@ -769,10 +904,23 @@ void Gateway::Impl::Retry(const std::shared_ptr<Call>& c, AttemptFailure failure
   });
 }
 
+void Gateway::Impl::EndStreamWithError(const std::shared_ptr<Call>& c, const std::string& why) {
+  json err =
+      json::parse(ErrorBody(502, "the worker failed while streaming: " + why, "worker_failed"));
+  c->out->Write(SseData(err) + "data: [DONE]\n\n");
+  c->out->End();
+  stream_errors->Add();
+  Finish(c, 502, false);
+}
+
 void Gateway::Impl::Refuse(const std::shared_ptr<Call>& c, int status, const std::string& message,
                            bool retry_after) {
   if (c->client_gone) {
     Finish(c, 499, false);
+    return;
+  }
+  if (c->streaming) {  // a continuation found no worker: the client's stream is open
+    EndStreamWithError(c, message);
     return;
   }
   http::Headers h = {{"X-Frugal-Cache", "miss"}};
@@ -1210,6 +1358,9 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
   g.stream_errors =
       &g.metrics.AddCounter("frugal_gateway_stream_errors",
                             "streams that broke midway and ended with an SSE error event");
+  g.continuations = &g.metrics.AddCounter(
+      "frugal_gateway_stream_continuations",
+      "streams whose worker broke, continued on another worker from the text already sent");
   g.timeouts = &g.metrics.AddCounter(
       "frugal_gateway_timeouts",
       "requests that ran past request_timeout_s (504; not retried, not a worker failure)");

@@ -422,7 +422,7 @@ void Worker::Impl::Completion(const http::Request& req, const std::shared_ptr<ht
   }
   std::string prompt = p.prompt;
   if (chat) {
-    auto rendered = engine.RenderChat(p.messages);
+    auto rendered = engine.RenderChat(p.messages, p.continue_final_message);
     if (!rendered.ok()) {
       Error(*res, 400, rendered.status().message());
       return;

@@ -45,8 +45,12 @@ StatusOr<ChatTemplate> ChatTemplate::FromTemplateText(const std::string& text) {
 }
 
 StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages,
-                                           bool add_generation_prompt) const {
+                                           bool add_generation_prompt, bool continue_final) const {
   if (messages.empty()) return InvalidArgument("messages must not be empty");
+  if (continue_final && messages.back().role != "assistant")
+    return InvalidArgument("only an assistant's final message can be continued");
+  if (continue_final) add_generation_prompt = false;
+  const size_t open = continue_final ? messages.size() - 1 : messages.size();
   for (const auto& m : messages) {
     if (!ValidRole(m.role)) return InvalidArgument("unknown message role '" + m.role + "'");
   }
@@ -55,13 +59,18 @@ StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messa
     if (messages.front().role != "system" && !default_system_.empty()) {
       out += "<|im_start|>system\n" + default_system_ + "<|im_end|>\n";
     }
-    for (const auto& m : messages)
-      out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+    for (size_t i = 0; i < messages.size(); ++i) {
+      const auto& m = messages[i];
+      out += "<|im_start|>" + m.role + "\n" + m.content;
+      if (i != open) out += "<|im_end|>\n";
+    }
     if (add_generation_prompt) out += "<|im_start|>assistant\n";
   } else {
     out += "<|begin_of_text|>";
-    for (const auto& m : messages) {
-      out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content + "<|eot_id|>";
+    for (size_t i = 0; i < messages.size(); ++i) {
+      const auto& m = messages[i];
+      out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content;
+      if (i != open) out += "<|eot_id|>";
     }
     if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
   }

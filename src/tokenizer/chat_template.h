@@ -25,8 +25,10 @@ class ChatTemplate {
   const std::string& default_system() const { return default_system_; }
 
   // Renders the conversation; special tokens appear as text (encode with parse_special).
-  StatusOr<std::string> Render(const std::vector<ChatMessage>& messages,
-                               bool add_generation_prompt) const;
+  // continue_final: the last message (an assistant's) is left open, without its end marker, so
+  // that generation continues it; add_generation_prompt is then ignored.
+  StatusOr<std::string> Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                               bool continue_final = false) const;
 
  private:
   ChatFormat format_ = ChatFormat::kChatMl;

@@ -11,8 +11,9 @@ Checked, through the official `openai` client and raw HTTP (httpx):
   admin API    401 / 403, list, add (gets traffic), drain (gets none), remove, bad add 400 / 409
   routing      round_robin alternates; a worker with a full queue (503) is retried elsewhere
   failures     a worker SIGKILLed under load: every request answered, the worker ejected, and
-               restored once something listens on its port again; a stream broken midway ends
-               with an SSE error event and [DONE]
+               restored once something listens on its port again; SIGKILLed under streaming
+               load: every stream continued on the other worker, none lost; a stream broken
+               midway with no other worker ends with an SSE error event and [DONE]
   telemetry    /metrics families, /status.json
   CLI          bad flags or config: exit 2 with one `frugal: error:` line
 
@@ -798,6 +799,56 @@ def test_stream_broken_midway(procs, model_id):
         assert "error" not in json.loads(e), e
     m = metrics(g.url)
     assert metric_sum(m, "frugal_gateway_stream_errors_total") == 1
+
+
+def test_worker_killed_under_streaming_load_loses_no_stream(procs, model_id):
+    """SIGKILL of one of two workers while 8 clients stream: every stream ends with [DONE], no
+    error event, and its usage counts exactly the max_tokens asked for (the simulated answer is
+    max_tokens long): the broken streams were continued on the other worker."""
+    a = procs.sim(spec="decode_ms=15,prefill_ms=0.1")
+    b = procs.sim(spec="decode_ms=15,prefill_ms=0.1")
+    g = procs.gateway("--worker", f"a={a.url}", "--worker", f"b={b.url}", "--no-cache",
+                      "--policy", "round_robin")
+    wait_models(g.url, model_id)
+    max_tokens = 40
+    killed = threading.Event()
+
+    def one(i: int) -> dict:
+        body = chat(model_id, f"Tell me story {i}.", max_tokens=max_tokens, stream=True)
+        body["stream_options"] = {"include_usage": True}
+        lines = []
+        with httpx.stream("POST", g.url + "/v1/chat/completions", json=body,
+                          timeout=httpx.Timeout(60, connect=5)) as r:
+            status = r.status_code
+            for line in r.iter_lines():
+                lines.append(line)
+        events = sse_events(lines)
+        chunks = [json.loads(e) for e in events if e != "[DONE]"]
+        usage = [c["usage"] for c in chunks if c.get("usage")]
+        return {"status": status, "done": bool(events) and events[-1] == "[DONE]",
+                "errors": [c for c in chunks if "error" in c],
+                "ids": {c.get("id") for c in chunks},
+                "usage": usage[-1] if usage else None}
+
+    def killer():
+        time.sleep(0.6)  # streams are mid-answer on both workers (40 x 15 ms each)
+        a.kill()
+        killed.set()
+
+    t = threading.Thread(target=killer)
+    t.start()
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(one, range(48)))
+    t.join()
+    assert killed.is_set()
+    bad = [r for r in results if r["status"] != 200 or not r["done"] or r["errors"]]
+    assert not bad, bad[:3]
+    for r in results:
+        assert len(r["ids"]) == 1, r  # one stream id, even when continued
+        assert r["usage"] and r["usage"]["completion_tokens"] == max_tokens, r
+    m = metrics(g.url)
+    assert metric_sum(m, "frugal_gateway_stream_errors_total") == 0
+    assert metric_sum(m, "frugal_gateway_stream_continuations_total") >= 1
 
 
 def test_client_disconnect_cancels_upstream(procs, model_id):

@@ -54,6 +54,29 @@ TEST(ChatTemplateTest, Llama3) {
             "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
+TEST(ChatTemplateTest, ContinueFinalLeavesTheAssistantMessageOpen) {
+  // The answer so far is the start of the assistant's turn, not a finished turn and a new one:
+  // the text ends where that message's content ends.
+  auto chatml = ChatTemplate::FromTemplateText(kSmolTemplate);
+  ASSERT_TRUE(chatml.ok());
+  auto s = chatml->Render({{"system", "S"}, {"user", "Hi"}, {"assistant", "Hello, th"}}, true,
+                          /*continue_final=*/true);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(*s,
+            "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\nHello, th");
+  auto llama = ChatTemplate::FromTemplateText(
+      "{{ bos_token }}{% for m in messages %}{{ '<|start_header_id|>' + m['role'] + "
+      "'<|end_header_id|>\n\n' + m['content'] + '<|eot_id|>' }}{% endfor %}");
+  ASSERT_TRUE(llama.ok());
+  EXPECT_EQ(*llama->Render({{"user", "Hi"}, {"assistant", "Hel"}}, false, true),
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\nHel");
+  // Only an assistant's message can be continued.
+  EXPECT_EQ(chatml->Render({{"user", "Hi"}}, false, true).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST(ChatTemplateTest, BadInput) {
   EXPECT_EQ(ChatTemplate::FromTemplateText("[INST] {{ x }} [/INST]").status().code(),
             StatusCode::kUnimplemented);

@@ -73,6 +73,14 @@ std::string Event(const std::string& content) {
 }
 const std::string kDone = "data: [DONE]\n\n";
 
+// One SSE event of `j`.
+std::string SseLine(const json& j) {
+  std::string out = "data: ";
+  out += j.dump();
+  out += "\n\n";
+  return out;
+}
+
 std::string ChatBody(bool stream = false, const std::string& model = frugal::testing::kFakeModel) {
   json b = {{"model", model},
             {"messages", {{{"role", "user"}, {"content", "Say something."}}}},
@@ -413,14 +421,13 @@ void ExpectStreamEndsWithError(const http::ClientResponse& r, const std::string&
   EXPECT_EQ(err["error"]["code"], "worker_failed");
 }
 
-TEST(GatewayProxyTest, StreamBrokenMidwayEndsWithErrorEventAndDone) {
+TEST(GatewayProxyTest, StreamBrokenMidwayWithNoOtherWorkerEndsWithErrorEventAndDone) {
   const std::string events = Event("Once") + Event(" upon");
   RawWorker cut([&](const RawWorker::RawRequest&) {
     return RawWorker::StreamHead() + RawWorker::Chunk(Event("Once")) +
            RawWorker::Chunk(Event(" upon"));  // and the connection closes: no last chunk
   });
-  FakeWorker spare(FakeWorker::Reply(200, "application/json", kAnswerB));
-  TestGateway g({cut.url(), spare.url()});
+  TestGateway g({cut.url()});
   ASSERT_TRUE(g.ok());
   auto r = g.Chat(/*stream=*/true);
   ExpectStreamEndsWithError(r, events, "the worker failed while streaming");
@@ -428,8 +435,102 @@ TEST(GatewayProxyTest, StreamBrokenMidwayEndsWithErrorEventAndDone) {
   const auto data = SseData(r.body);
   ASSERT_EQ(data.size(), 4u) << r.body;  // the two events, the error, [DONE]
   EXPECT_EQ(cut.hits(), 1);
-  EXPECT_EQ(spare.hits(), 0);  // the client had bytes: no retry elsewhere
   EXPECT_TRUE(Eventually([&] { return g.Metric("frugal_gateway_stream_errors_total") == 1; }));
+}
+
+TEST(GatewayProxyTest, StreamBrokenMidwayIsContinuedOnAnotherWorkerAsOneStream) {
+  // w0 streams two tokens and dies; w1 continues from "Once upon" and finishes. The client sees
+  // one stream: one id, one role, the whole answer, and usage over all of it.
+  RawWorker cut([&](const RawWorker::RawRequest&) {
+    return RawWorker::StreamHead() + RawWorker::Chunk(Event("Once")) +
+           RawWorker::Chunk(Event(" upon"));
+  });
+  auto chunk = [](json delta, json finish) {
+    json j = {{"id", "chatcmpl-other"},
+              {"object", "chat.completion.chunk"},
+              {"model", frugal::testing::kFakeModel},
+              {"choices", {{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}}}};
+    return SseLine(j);
+  };
+  const json usage = {
+      {"id", "chatcmpl-other"},
+      {"object", "chat.completion.chunk"},
+      {"choices", json::array()},
+      {"usage", {{"prompt_tokens", 12}, {"completion_tokens", 3}, {"total_tokens", 15}}}};
+  FakeWorker spare(FakeWorker::Stream({chunk({{"role", "assistant"}, {"content", ""}}, nullptr),
+                                       chunk({{"content", " a"}}, nullptr),
+                                       chunk({{"content", " time"}}, nullptr),
+                                       chunk(json::object(), "stop"), SseLine(usage), kDone}));
+  TestGateway g({cut.url(), spare.url()});
+  ASSERT_TRUE(g.ok());
+  json body = json::parse(ChatBody(/*stream=*/true));
+  body["stream_options"] = {{"include_usage", true}};
+  auto r = g.Send("POST", "/v1/chat/completions", body.dump());
+  EXPECT_EQ(r.status, 200);
+  const auto data = SseData(r.body);
+  ASSERT_FALSE(data.empty()) << r.body;
+  EXPECT_EQ(data.back(), "[DONE]");
+  std::string text;
+  json last_usage;
+  for (size_t i = 0; i + 1 < data.size(); ++i) {
+    json j = json::parse(data[i], nullptr, false);
+    ASSERT_TRUE(j.is_object()) << data[i];
+    EXPECT_FALSE(j.contains("error")) << r.body;
+    EXPECT_EQ(j.value("id", ""), "chatcmpl-s") << data[i];  // the client's stream's id
+    if (j.contains("usage")) last_usage = j["usage"];
+    if (j["choices"].empty()) continue;
+    const json& d = j["choices"][0]["delta"];
+    EXPECT_FALSE(d.contains("role")) << data[i];  // the spare's opening role delta is dropped
+    text += d.value("content", "");
+  }
+  EXPECT_EQ(text, "Once upon a time");
+  // The spare counted the relayed two tokens as prompt; they were answer.
+  EXPECT_EQ(last_usage,
+            json({{"prompt_tokens", 10}, {"completion_tokens", 5}, {"total_tokens", 15}}))
+      << r.body;
+  // What the spare was asked: the answer so far, to continue, and the tokens left.
+  ASSERT_EQ(spare.hits(), 1);
+  json asked = json::parse(spare.requests()[0].body);
+  EXPECT_EQ(asked["messages"].back(), json({{"role", "assistant"}, {"content", "Once upon"}}));
+  EXPECT_EQ(asked["messages"].size(), body["messages"].size() + 1);
+  EXPECT_EQ(asked["continue_final_message"], true);
+  EXPECT_EQ(asked["add_generation_prompt"], false);
+  EXPECT_EQ(asked["max_tokens"], body["max_tokens"].get<int64_t>() - 2);
+  EXPECT_EQ(g.Metric("frugal_gateway_stream_errors_total"), 0);
+  EXPECT_EQ(g.Metric("frugal_gateway_stream_continuations_total"), 1);
+}
+
+TEST(GatewayProxyTest, BrokenCompletionStreamContinuesFromThePromptPlusTheAnswerSoFar) {
+  auto text_event = [](const std::string& t) {
+    json j = {{"id", "cmpl-a"},
+              {"object", "text_completion"},
+              {"choices", {{{"index", 0}, {"text", t}, {"finish_reason", nullptr}}}}};
+    return SseLine(j);
+  };
+  RawWorker cut([&](const RawWorker::RawRequest&) {
+    return RawWorker::StreamHead() + RawWorker::Chunk(text_event(" there"));
+  });
+  FakeWorker spare(FakeWorker::Stream({text_event(" was"), kDone}));
+  TestGateway g({cut.url(), spare.url()});
+  ASSERT_TRUE(g.ok());
+  auto r =
+      g.Send("POST", "/v1/completions",
+             R"({"model":"fake-model","prompt":"Once upon a time","max_tokens":5,"stream":true})");
+  EXPECT_EQ(r.status, 200);
+  std::string text;
+  for (const auto& d : SseData(r.body)) {
+    json j = json::parse(d, nullptr, false);
+    if (j.is_object()) {
+      EXPECT_FALSE(j.contains("error")) << r.body;
+      EXPECT_EQ(j.value("id", ""), "cmpl-a");
+      text += j["choices"][0].value("text", "");
+    }
+  }
+  EXPECT_EQ(text, " there was");
+  ASSERT_EQ(spare.hits(), 1);
+  json asked = json::parse(spare.requests()[0].body);
+  EXPECT_EQ(asked["prompt"], "Once upon a time there");
+  EXPECT_EQ(asked["max_tokens"], 4);
 }
 
 TEST(GatewayProxyTest, StreamCutInsideAnEventStillEndsWithErrorEventAndDone) {
@@ -441,9 +542,9 @@ TEST(GatewayProxyTest, StreamCutInsideAnEventStillEndsWithErrorEventAndDone) {
   TestGateway g({cut.url()});
   ASSERT_TRUE(g.ok());
   auto r = g.Chat(/*stream=*/true);
-  // The half-written event is closed first, so the error is an event of its own.
-  ExpectStreamEndsWithError(r, whole + half + "\n\n" + R"(data: {"error")",
-                            "the worker failed while streaming");
+  // Only whole events reach the client: the half one is not sent, the error follows the whole.
+  ExpectStreamEndsWithError(r, whole + R"(data: {"error")", "the worker failed while streaming");
+  EXPECT_EQ(SseData(r.body).size(), 3u) << r.body;  // the whole event, the error, [DONE]
 }
 
 TEST(GatewayProxyTest, StreamEndingWithoutDoneGetsErrorEventAndDone) {

@@ -68,6 +68,9 @@ TEST(OpenAiRequestTest, WorkerRefusesWithTheFieldNamed) {
       {{{"max_tokens", 0}}, "'max_tokens' must be between 1 and"},
       {{{"messages", json::array()}}, "'messages' must not be empty"},
       {{{"messages", {{{"role", "tool"}, {"content", "x"}}}}}, "'messages[0].role' must be"},
+      {{{"continue_final_message", true}}, "'continue_final_message' needs a final message"},
+      {{{"continue_final_message", 1}}, "'continue_final_message' must be a boolean"},
+      {{{"add_generation_prompt", false}}, "'add_generation_prompt' false needs continue"},
   };
   for (const auto& [extra, message] : bad) {
     auto p = ParseCompletionRequest(ChatBody(extra), true);
@@ -78,6 +81,21 @@ TEST(OpenAiRequestTest, WorkerRefusesWithTheFieldNamed) {
   }
   auto prompt = ParseCompletionRequest(R"({"prompt":["a","b"]})", false);
   EXPECT_FALSE(prompt.ok());
+}
+
+TEST(OpenAiRequestTest, WorkerReadsAContinuationOfTheFinalAssistantMessage) {
+  const json body = {
+      {"messages",
+       {{{"role", "user"}, {"content", "Hi"}}, {{"role", "assistant"}, {"content", "Hel"}}}},
+      {"continue_final_message", true},
+      {"add_generation_prompt", false}};
+  auto p = ParseCompletionRequest(body.dump(), true);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_TRUE(p->continue_final_message);
+  EXPECT_EQ(p->messages.back().content, "Hel");
+  auto plain = ParseCompletionRequest(ChatBody({}), true);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->continue_final_message);
 }
 
 TEST(OpenAiRequestTest, SharedFieldsAreRefusedAlikeByWorkerAndProxy) {

@@ -115,8 +115,10 @@ class FakeWorker {
       {
         std::lock_guard<std::mutex> lock(mu_);
         for (size_t i = 0; i < models_.size(); ++i) {
-          list += (i ? "," : "") + std::string(R"({"id":")") + models_[i] +
-                  R"(","object":"model","owned_by":"test"})";
+          if (i > 0) list += ",";
+          list += R"({"id":")";
+          list += models_[i];
+          list += R"(","object":"model","owned_by":"test"})";
         }
       }
       out->Send(200, "application/json", list + "]}");
