@@ -38,10 +38,11 @@ no_weak_symbols build-asan/CMakeFiles/frugal_kernels.dir/src/kernels/x86/avx512*
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -L unit --output-on-failure -j2
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan -R '^RedisCacheTest\.' --output-on-failure -j2
 
-echo "== fuzz the GGUF, safetensors and E5S1 parsers, the cache verifier's text reading and the gateway request parsing (libFuzzer, 30 s each)"
+echo "== fuzz the GGUF, safetensors and E5S1 parsers, the cache verifier's text reading, the gateway request parsing and the engines' /metrics reading (libFuzzer, 30 s each)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFRUGAL_FUZZ=ON -DFRUGAL_BUILD_TESTS=OFF >/dev/null
-ninja -C build-fuzz -j"$(nproc)" gguf_fuzz safetensors_fuzz e5_fuzz text_signals_fuzz fuzz_gateway_request
+ninja -C build-fuzz -j"$(nproc)" gguf_fuzz safetensors_fuzz e5_fuzz text_signals_fuzz fuzz_gateway_request \
+  prometheus_fuzz
 mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-st
 build-fuzz/fuzz/gguf_fuzz -max_total_time=30 -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus-gguf fuzz/seeds/gguf
 build-fuzz/fuzz/safetensors_fuzz -max_total_time=30 -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus-st fuzz/seeds/safetensors
@@ -50,4 +51,6 @@ build-fuzz/fuzz/e5_fuzz -max_total_time=30 -max_len=8192 -rss_limit_mb=2048 buil
 build-fuzz/fuzz/text_signals_fuzz -max_total_time=30 -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus-text fuzz/seeds/text_signals
 mkdir -p build-fuzz/corpus-gateway
 build-fuzz/fuzz/fuzz_gateway_request -max_total_time=30 -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus-gateway
+mkdir -p build-fuzz/corpus-prometheus
+build-fuzz/fuzz/prometheus_fuzz -max_total_time=30 -max_len=8192 -rss_limit_mb=2048 build-fuzz/corpus-prometheus fuzz/seeds/prometheus
 echo "all tests passed"
