@@ -113,7 +113,7 @@ std::shared_ptr<Lease::Worker> WorkerPool::FindLocked(std::string_view name) con
   return nullptr;
 }
 
-Status WorkerPool::Add(std::string name, std::string url, double weight) {
+Status WorkerPool::Add(std::string name, std::string url, double weight, WorkerKind kind) {
   // Names appear in metrics labels, URLs and the status page: keep them plain.
   if (name.empty() || name.size() > 64 || !std::all_of(name.begin(), name.end(), [](char ch) {
         return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
@@ -130,6 +130,7 @@ Status WorkerPool::Add(std::string name, std::string url, double weight) {
   w->info.host = hp->first;
   w->info.port = hp->second;
   w->info.weight = weight;
+  w->info.kind = kind;
   MutexLock lock(mu_);
   if (FindLocked(w->info.name))
     return InvalidArgument("a worker named '" + w->info.name + "' exists");
@@ -285,7 +286,8 @@ void WorkerPool::ReportCheck(std::string_view name, const StatusOr<WorkerLoad>& 
 std::vector<WorkerAddress> WorkerPool::Targets() const {
   MutexLock lock(mu_);
   std::vector<WorkerAddress> out;
-  for (const auto& w : workers_) out.push_back({w->info.name, w->info.host, w->info.port});
+  for (const auto& w : workers_)
+    out.push_back({w->info.name, w->info.host, w->info.port, w->info.kind});
   return out;
 }
 

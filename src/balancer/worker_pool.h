@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "balancer/load_adapters.h"
 #include "balancer/load_report.h"
 #include "balancer/policy.h"
 #include "common/thread_annotations.h"
@@ -51,12 +52,14 @@ struct HealthOptions {
 struct WorkerAddress {
   std::string name, host;
   uint16_t port = 0;
+  WorkerKind kind = WorkerKind::kAuto;  // as configured; kAuto: detected at the first poll
 };
 
 struct WorkerInfo {
   std::string name, url, host;
   uint16_t port = 0;
   double weight = 1;
+  WorkerKind kind = WorkerKind::kAuto;
   WorkerState state = WorkerState::kHealthy;
   std::string last_error;
   WorkerLoad load;          // last poll
@@ -100,7 +103,8 @@ class WorkerPool {
   explicit WorkerPool(HealthOptions health);
 
   // name must be unique and url "http://host:port".
-  Status Add(std::string name, std::string url, double weight = 1);
+  Status Add(std::string name, std::string url, double weight = 1,
+             WorkerKind kind = WorkerKind::kAuto);
   Status Remove(std::string_view name);
   Status SetDraining(std::string_view name, bool draining);
   std::vector<WorkerInfo> List() const;

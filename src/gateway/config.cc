@@ -53,11 +53,16 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
     if (const auto ws = root["workers"]) {
       if (!ws.IsSequence()) return InvalidArgument("workers must be a list");
       for (const auto& w : ws) {
-        FRUGAL_RETURN_IF_ERROR(CheckKeys(w, "a worker", {"name", "url", "weight"}));
+        FRUGAL_RETURN_IF_ERROR(CheckKeys(w, "a worker", {"name", "url", "weight", "kind"}));
         WorkerConfig wc;
         Get(w, "name", wc.name);
         Get(w, "url", wc.url);
         Get(w, "weight", wc.weight);
+        std::string kind = "auto";
+        Get(w, "kind", kind);
+        auto k = ParseWorkerKind(kind);
+        if (!k.ok()) return InvalidArgument("worker '" + wc.name + "': " + k.status().message());
+        wc.kind = *k;
         if (wc.name.empty()) wc.name = "w" + std::to_string(c.workers.size());
         c.workers.push_back(wc);
       }

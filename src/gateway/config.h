@@ -16,6 +16,7 @@ namespace frugal::gateway {
 struct WorkerConfig {
   std::string name, url;
   double weight = 1;
+  WorkerKind kind = WorkerKind::kAuto;  // frugal | vllm | sglang | llamacpp | tgi | openai | auto
 };
 
 struct ApiKeyConfig {

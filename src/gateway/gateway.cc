@@ -145,34 +145,127 @@ struct Call {
   int64_t prefix_tokens = 0;  // of them, relayed before the current attempt
 };
 
-// Health checks over HTTP: GET /queue_depth, a Frugal worker's load report.
+// Health checks over HTTP, by worker kind (balancer/load_adapters.h): a Frugal worker's
+// /queue_depth, an engine's Prometheus /metrics through its adapter, or, for an OpenAI-compatible
+// server with no load endpoint, /v1/models (healthy, load unknown). A worker configured as
+// `auto` is asked /queue_depth, then /metrics, then /v1/models at its first successful poll,
+// and the kind found is kept.
 class HttpLoadProbe final : public LoadProbe {
  public:
   explicit HttpLoadProbe(const std::unique_ptr<http::Client>& client) : client_(client) {}
   void Probe(const WorkerAddress& worker, std::function<void(StatusOr<WorkerLoad>)> done) override {
+    WorkerKind kind = worker.kind;
+    if (kind == WorkerKind::kAuto) {
+      MutexLock lock(mu_);
+      if (auto it = detected_.find(worker.name); it != detected_.end()) kind = it->second;
+    }
+    switch (kind) {
+      case WorkerKind::kAuto:
+      case WorkerKind::kFrugal:
+        QueueDepth(worker, kind == WorkerKind::kAuto, std::move(done));
+        return;
+      case WorkerKind::kOpenAi:
+        Models(worker, kind == worker.kind, std::move(done));
+        return;
+      default:
+        Metrics(worker, kind, std::move(done));
+        return;
+    }
+  }
+
+ private:
+  using Done = std::function<void(StatusOr<WorkerLoad>)>;
+  using Got = std::function<void(const Status& st, int code, const std::string& body)>;
+
+  void Get(const WorkerAddress& w, const char* target, const char* accept, Got got) {
     http::ClientRequest r;
-    r.host = worker.host;
-    r.port = worker.port;
-    r.target = "/queue_depth";
-    r.headers = {{"Accept", "application/json"}};
+    r.host = w.host;
+    r.port = w.port;
+    r.target = target;
+    r.headers = {{"Accept", accept}};
     auto body = std::make_shared<std::string>();
     auto code = std::make_shared<int>(0);
     http::ClientCallbacks cb;
     cb.on_headers = [code](int s, const http::Headers&) { *code = s; };
     cb.on_data = [body](std::string_view d) { body->append(d); };
-    cb.on_done = [body, code, done = std::move(done)](const Status& st, size_t) {
-      // A StatusOr is never made from an OK status: the poll's own failure, the worker's 5xx
-      // (only the worker's own failures count; a 4xx would be ours, and is not expected), or
-      // the parsed report.
-      done(!st.ok()       ? StatusOr<WorkerLoad>(st)
-           : *code >= 500 ? StatusOr<WorkerLoad>(IoError("HTTP " + std::to_string(*code)))
-                          : ParseWorkerLoad(*body));
+    cb.on_done = [body, code, got = std::move(got)](const Status& st, size_t) {
+      got(st, *code, *body);
     };
     client_->Send(std::move(r), std::move(cb));
   }
+  // The poll's own failure or the worker's 5xx (only the worker's own failures count).
+  static std::optional<Status> Failed(const Status& st, int code) {
+    if (!st.ok()) return st;
+    if (code >= 500) return IoError("HTTP " + std::to_string(code));
+    return std::nullopt;
+  }
+  void Remember(const std::string& name, WorkerKind kind) {
+    MutexLock lock(mu_);
+    detected_[name] = kind;
+  }
 
- private:
+  void QueueDepth(const WorkerAddress& w, bool detecting, Done done) {
+    Get(w, "/queue_depth", "application/json",
+        [this, w, detecting, done = std::move(done)](const Status& st, int code,
+                                                     const std::string& body) {
+          if (auto f = Failed(st, code)) return done(*f);
+          auto load = code == 200 ? ParseWorkerLoad(body)
+                                  : StatusOr<WorkerLoad>(NotFound("HTTP " + std::to_string(code)));
+          if (load.ok() || !detecting) {
+            if (load.ok() && detecting) Remember(w.name, WorkerKind::kFrugal);
+            return done(load);
+          }
+          Metrics(w, WorkerKind::kAuto, done);  // not a Frugal worker: an engine's /metrics?
+        });
+  }
+
+  void Metrics(const WorkerAddress& w, WorkerKind kind, Done done) {
+    Get(w, "/metrics", "text/plain",
+        [this, w, kind, done = std::move(done)](const Status& st, int code,
+                                                const std::string& body) {
+          if (auto f = Failed(st, code)) return done(*f);
+          WorkerKind k = kind;
+          if (k == WorkerKind::kAuto) {
+            k = code == 200 ? DetectKind(body) : WorkerKind::kAuto;
+            if (k == WorkerKind::kAuto) return Models(w, /*configured=*/false, done);
+            Remember(w.name, k);
+          } else if (code != 200) {
+            return done(InvalidArgument("GET /metrics of a " + std::string(WorkerKindName(k)) +
+                                        " worker answered HTTP " + std::to_string(code)));
+          }
+          const double now_s =
+              std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+          MutexLock lock(mu_);
+          auto& a = adapters_[w.name];
+          if (!a || a->first != k)
+            a = std::make_unique<std::pair<WorkerKind, MetricsLoadAdapter>>(k,
+                                                                            MetricsLoadAdapter(k));
+          done(a->second.Update(body, now_s));
+        });
+  }
+
+  // No load endpoint: healthy when it lists its models; every load signal unknown.
+  void Models(const WorkerAddress& w, bool configured, Done done) {
+    Get(w, "/v1/models", "application/json",
+        [this, w, configured, done = std::move(done)](const Status& st, int code,
+                                                      const std::string&) {
+          if (auto f = Failed(st, code)) return done(*f);
+          if (code != 200) {
+            return done(InvalidArgument("GET /v1/models answered HTTP " + std::to_string(code) +
+                                        ": not an OpenAI-compatible server"));
+          }
+          if (!configured) Remember(w.name, WorkerKind::kOpenAi);
+          WorkerLoad l;
+          l.source = "none: an openai worker has no load endpoint (the gateway's own books)";
+          done(l);
+        });
+  }
+
   const std::unique_ptr<http::Client>& client_;  // the gateway's health-check client
+  Mutex mu_;
+  std::map<std::string, WorkerKind> detected_ FRUGAL_GUARDED_BY(mu_);  // of `auto` workers
+  std::map<std::string, std::unique_ptr<std::pair<WorkerKind, MetricsLoadAdapter>>> adapters_
+      FRUGAL_GUARDED_BY(mu_);
 };
 
 struct Gateway::Impl {
@@ -1012,19 +1105,32 @@ void Gateway::Impl::OnHealthy(const WorkerAddress& w, bool refresh) {
 json Gateway::Impl::WorkerJson(const WorkerInfo& w,
                                const std::map<std::string, double>& shares) const {
   auto s = shares.find(w.name);
+  // A signal the worker does not give is null, never a made-up 0.
+  const auto& l = w.load;
+  auto sig = [&](LoadSignal bit, const json& v) { return l.Has(bit) ? v : json(nullptr); };
+  // The kind as configured, else as detected (the report's source names it).
+  std::string kind(WorkerKindName(w.kind));
+  if (w.kind == WorkerKind::kAuto && !l.source.empty()) {
+    kind = l.source.starts_with("none") ? "openai" : l.source.substr(0, l.source.find(' '));
+  }
   return {{"name", w.name},
           {"url", w.url},
+          {"kind", kind},
+          {"load_source", l.source},
+          {"load_known", l.Has(kSignalWaiting) || l.Has(kSignalRunning)},
+          {"missing_metrics", l.missing},
           {"state", std::string(StateName(w.state))},
           {"weight", w.weight},
           {"queue", static_cast<int64_t>(std::llround(w.est_queue))},
           {"in_flight", w.in_flight},
           {"backlog_ms", w.est_backlog_ms},
           {"reported",
-           {{"waiting", w.load.waiting},
-            {"running", w.load.running},
-            {"backlog_ms", w.load.backlog_ms},
-            {"prefill_ms_per_token", w.load.prefill_ms_per_token},
-            {"decode_ms_per_token", w.load.decode_ms_per_token}}},
+           {{"waiting", sig(kSignalWaiting, l.waiting)},
+            {"running", sig(kSignalRunning, l.running)},
+            {"backlog_ms", sig(kSignalBacklog, l.backlog_ms)},
+            {"prefill_ms_per_token", sig(kSignalPrefill, l.prefill_ms_per_token)},
+            {"decode_ms_per_token", sig(kSignalDecode, l.decode_ms_per_token)},
+            {"kv_usage", sig(kSignalKvUsage, l.kv_usage)}}},
           {"share", s == shares.end() ? 0.0 : s->second},
           {"chosen", w.chosen},
           {"ejections", w.ejections},
@@ -1089,7 +1195,11 @@ void Gateway::Impl::HandleAdmin(const http::Request& req,
     }
     const double weight =
         j.contains("weight") && j["weight"].is_number() ? j["weight"].get<double>() : 1.0;
-    Status st = pool.Add(name, j["url"].get<std::string>(), weight);
+    StatusOr<WorkerKind> kind = WorkerKind::kAuto;
+    if (j.contains("kind") && j["kind"].is_string())
+      kind = ParseWorkerKind(j["kind"].get<std::string>());
+    Status st =
+        kind.ok() ? pool.Add(name, j["url"].get<std::string>(), weight, *kind) : kind.status();
     reply(st, 201, {{"added", name}});
     if (st.ok()) net::post(timers, [this] { PollAll(); });  // know its load and models at once
   } else if (p.starts_with(prefix) && req.method == "DELETE") {
@@ -1332,7 +1442,8 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
   auto policy = MakePolicy(g.cfg.policy);
   if (!policy.ok()) return policy.status();
   g.policy = std::move(policy).value();
-  for (const auto& w : g.cfg.workers) FRUGAL_RETURN_IF_ERROR(g.pool.Add(w.name, w.url, w.weight));
+  for (const auto& w : g.cfg.workers)
+    FRUGAL_RETURN_IF_ERROR(g.pool.Add(w.name, w.url, w.weight, w.kind));
   for (const auto& k : g.cfg.api_keys)
     g.keys[k.key] = {k, std::make_unique<TokenBucket>(k.rate_per_s, k.burst)};
   if (g.cfg.cache.enabled && embedder) {

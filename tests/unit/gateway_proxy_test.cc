@@ -732,6 +732,48 @@ TEST(GatewayProxyTest, ModelNeverServedIs404AndModelWhoseWorkersAreDownIs503) {
   EXPECT_EQ(g.Chat().status, 200);  // fake-model is still served
 }
 
+// ---- worker kinds ----
+
+TEST(GatewayProxyTest, WorkerKindIsDetectedAndUnknownLoadIsShownAsUnknown) {
+  // A vLLM-like worker (its /metrics), and an OpenAI-compatible one with no load endpoint.
+  FakeWorker vllm(FakeWorker::Reply(200, "application/json", kAnswerA));
+  vllm.set_foreign(
+      "# TYPE vllm:num_requests_waiting gauge\n"
+      "vllm:num_requests_waiting{model_name=\"m\"} 7\n"
+      "# TYPE vllm:num_requests_running gauge\n"
+      "vllm:num_requests_running{model_name=\"m\"} 3\n");
+  FakeWorker plain(FakeWorker::Reply(200, "application/json", kAnswerB));
+  plain.set_foreign("");
+  TestGateway g({vllm.url(), plain.url()});
+  ASSERT_TRUE(g.ok());
+  auto worker = [&](const std::string& name) {
+    json st = g.StatusJson();
+    for (const auto& w : st["workers"]) {
+      if (w.value("name", "") == name) return w;
+    }
+    return json();
+  };
+  ASSERT_TRUE(Eventually([&] { return worker("w0").value("kind", "") == "vllm"; }))
+      << worker("w0").dump();
+  json w0 = worker("w0");
+  EXPECT_EQ(w0["reported"]["waiting"], 7) << w0.dump();
+  EXPECT_EQ(w0["reported"]["running"], 3);
+  EXPECT_TRUE(w0["reported"]["kv_usage"].is_null());  // not in its text: unknown, not 0
+  EXPECT_FALSE(w0["missing_metrics"].empty());
+  EXPECT_EQ(w0["state"], "healthy");
+  ASSERT_TRUE(Eventually([&] { return worker("w1").value("kind", "") == "openai"; }))
+      << worker("w1").dump();
+  json w1 = worker("w1");
+  EXPECT_EQ(w1["load_known"], false);
+  EXPECT_TRUE(w1["reported"]["waiting"].is_null()) << w1.dump();
+  EXPECT_EQ(w1["state"], "healthy");
+  // Both take traffic.
+  EXPECT_EQ(g.Chat().status, 200);
+  EXPECT_EQ(g.Chat().status, 200);
+  EXPECT_EQ(vllm.hits(), 1);
+  EXPECT_EQ(plain.hits(), 1);
+}
+
 // ---- a request out of its own time ----
 
 TEST(GatewayProxyTest, RequestOutOfItsTimeIs504NotRetriedNorHeldAgainstTheWorker) {

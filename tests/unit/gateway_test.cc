@@ -762,6 +762,19 @@ api_keys:
   EXPECT_DOUBLE_EQ(c->api_keys[1].rate_per_s, 0);
 }
 
+TEST(ConfigTest, WorkerKindParsesAndABadOneIsRefusedByName) {
+  auto c = ParseGatewayConfig(
+      "workers:\n  - {name: a, url: \"http://10.0.0.1:8000\", kind: vllm}\n"
+      "  - {name: b, url: \"http://10.0.0.2:8000\"}\n");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->workers[0].kind, WorkerKind::kVllm);
+  EXPECT_EQ(c->workers[1].kind, WorkerKind::kAuto);  // detected at the first poll
+  auto bad = ParseGatewayConfig("workers:\n  - {name: a, url: \"http://h:1\", kind: trt}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("worker 'a'"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("vllm"), std::string::npos) << bad.status().message();
+}
+
 TEST(ConfigTest, RedisCacheParses) {
   auto c = ParseGatewayConfig(
       "cache:\n  redis: redis://10.0.0.9:6380\n  redis_prefix: shop:cache\n  redis_timeout_ms: "

@@ -94,6 +94,13 @@ class FakeWorker {
     std::lock_guard<std::mutex> lock(mu_);
     models_ = std::move(ids);
   }
+  // Another engine: /queue_depth answers 404 and /metrics `text` ("": 404 too, an OpenAI-
+  // compatible server with no load endpoint at all).
+  void set_foreign(std::string metrics_text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    foreign_ = true;
+    metrics_ = std::move(metrics_text);
+  }
   // false: /queue_depth answers 500, as a worker that is failing does.
   void set_healthy(bool healthy) { healthy_ = healthy; }
   // Closes the port: from now on connections are refused, as a worker that died.
@@ -103,7 +110,21 @@ class FakeWorker {
 
  private:
   void Handle(const http::Request& r, std::shared_ptr<http::Responder> out) {
-    if (r.path == "/queue_depth") {
+    bool foreign = false;
+    std::string metrics;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      foreign = foreign_;
+      metrics = metrics_;
+    }
+    if (foreign && (r.path == "/queue_depth" || r.path == "/metrics")) {
+      ++polls_;
+      if (r.path == "/metrics" && !metrics.empty()) {
+        out->Send(200, "text/plain; version=0.0.4", metrics);
+      } else {
+        out->Send(404, "application/json", http::OpenAiErrorBody(404, "unknown path"));
+      }
+    } else if (r.path == "/queue_depth") {
       ++polls_;
       if (healthy_) {
         out->Send(200, "application/json", kIdleLoad);
@@ -142,6 +163,8 @@ class FakeWorker {
   mutable std::mutex mu_;
   std::vector<http::Request> requests_;             // guarded by mu_
   std::vector<std::string> models_ = {kFakeModel};  // guarded by mu_
+  bool foreign_ = false;                            // guarded by mu_
+  std::string metrics_;                             // guarded by mu_
 };
 
 class RawWorker {
