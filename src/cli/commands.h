@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/strings.h"
 #include "frugal/status.h"
 
 namespace frugal::cli {
@@ -36,13 +37,6 @@ inline sigset_t BlockStopSignals() {
   pthread_sigmask(SIG_BLOCK, &s, nullptr);
   signal(SIGPIPE, SIG_IGN);
   return s;
-}
-
-// A default value for a help text, as short as printf's %g writes it (0.92, not 0.920000).
-inline std::string ShortNumber(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
 }
 
 // A default value for a help text: integers as they are, others as ShortNumber writes them.

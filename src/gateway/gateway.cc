@@ -24,6 +24,7 @@
 #include "balancer/retry_policy.h"
 #include "cache/cache.h"
 #include "common/metrics.h"
+#include "common/strings.h"
 #include "gateway/rate_limit.h"
 #include "gateway/request.h"
 #include "gateway/stats.h"
@@ -90,13 +91,6 @@ bool Complete(const std::string& finish_reason) {
 
 // SSE framing of one JSON event.
 std::string SseData(const json& j) { return "data: " + j.dump() + "\n\n"; }
-
-// 600, 0.5: as %g writes it.
-std::string ShortNum(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 }  // namespace
 
@@ -360,7 +354,7 @@ struct Gateway::Impl {
 
   http::Headers MissHeaders(const std::shared_ptr<Call>& c) const;
   std::string TimeLimitMessage() const {
-    return "the request ran past its time limit (" + ShortNum(cfg.request_timeout_s) + " s)";
+    return "the request ran past its time limit (" + ShortNumber(cfg.request_timeout_s) + " s)";
   }
 };
 

@@ -9,20 +9,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "testing/test_data.h"
 
 namespace frugal::gateway {
 namespace {
 
 std::string ReadData(const std::string& name) {
-  std::ifstream in(std::string(FRUGAL_TEST_DATA_DIR) + "/metrics/" + name);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return frugal::testing::ReadTestData("metrics/" + name);
 }
 
 WorkerLoad Update(MetricsLoadAdapter& a, const std::string& text, double now) {

@@ -6,19 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "testing/test_data.h"
 
 namespace frugal::gateway {
 namespace {
 
 std::string ReadData(const std::string& name) {
-  std::ifstream in(std::string(FRUGAL_TEST_DATA_DIR) + "/metrics/" + name);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return frugal::testing::ReadTestData("metrics/" + name);
 }
 
 MetricSet Parse(std::string_view text) {
