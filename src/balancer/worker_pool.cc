@@ -27,9 +27,19 @@ struct Lease::Worker {
     return static_cast<double>(info.in_flight) +
            (reported ? std::max(0.0, polled - static_cast<double>(in_flight_at_poll)) : 0);
   }
-  double BacklogMs() const {
-    if (!info.load.Has(kSignalBacklog)) return info.in_flight_ms;
-    return info.in_flight_ms + std::max(0.0, info.load.backlog_ms - in_flight_ms_at_poll);
+  // The gateway's own in-flight cost plus what the worker holds beyond it. An engine that
+  // gives its queue but no per-request time (llama.cpp's server while busy) has its requests
+  // that are not this gateway's costed as `typical` ones (the shape of the requests the gateway
+  // routes) at the worker's own speeds, served `running` at a time.
+  double BacklogMs(const RequestCost& typical) const {
+    const auto& l = info.load;
+    if (l.Has(kSignalBacklog))
+      return info.in_flight_ms + std::max(0.0, l.backlog_ms - in_flight_ms_at_poll);
+    if (!l.Has(kSignalWaiting) || !l.Has(kSignalRunning)) return info.in_flight_ms;
+    const double foreign = std::max(
+        0.0, static_cast<double>(l.waiting + l.running) - static_cast<double>(in_flight_at_poll));
+    const double slots = static_cast<double>(std::max<int64_t>(l.running, 1));
+    return info.in_flight_ms + foreign * CostMs(typical) / slots;
   }
   double CostMs(const RequestCost& c) const {
     const auto& l = info.load;
@@ -170,7 +180,7 @@ std::vector<WorkerInfo> WorkerPool::List() const {
   for (const auto& w : workers_) {
     out.push_back(w->info);
     out.back().est_queue = w->Queue();
-    out.back().est_backlog_ms = w->BacklogMs();
+    out.back().est_backlog_ms = w->BacklogMs(TypicalLocked());
   }
   return out;
 }
@@ -183,6 +193,17 @@ size_t WorkerPool::size() const {
 Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost,
                        const std::vector<std::string>& exclude) {
   MutexLock lock(mu_);
+  // The typical request, this one included: an exponential average over the last ~20.
+  constexpr double kAlpha = 0.05;
+  if (!typical_known_) {
+    typical_prompt_ = static_cast<double>(cost.prompt_tokens);
+    typical_max_ = static_cast<double>(cost.max_tokens);
+    typical_known_ = true;
+  } else {
+    typical_prompt_ += kAlpha * (static_cast<double>(cost.prompt_tokens) - typical_prompt_);
+    typical_max_ += kAlpha * (static_cast<double>(cost.max_tokens) - typical_max_);
+  }
+  const RequestCost typical = TypicalLocked();
   std::vector<Candidate> c;
   for (size_t i = 0; i < workers_.size(); ++i) {
     const Lease::Worker& w = *workers_[i];
@@ -191,7 +212,7 @@ Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost,
         (w.info.state == WorkerState::kHalfOpen && w.info.in_flight == 0);  // one trial at a time
     if (!open) continue;
     if (std::find(exclude.begin(), exclude.end(), w.info.name) != exclude.end()) continue;
-    c.push_back({i, w.Queue(), w.BacklogMs(), w.CostMs(cost), w.info.weight});
+    c.push_back({i, w.Queue(), w.BacklogMs(typical), w.CostMs(cost), w.info.weight});
   }
   Lease lease;
   if (c.empty()) return lease;
@@ -204,6 +225,11 @@ Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost,
   w->info.in_flight_ms += lease.cost_ms_;
   ++w->info.chosen;
   return lease;
+}
+
+RequestCost WorkerPool::TypicalLocked() const {
+  return {static_cast<int64_t>(std::llround(typical_prompt_)),
+          static_cast<int64_t>(std::llround(typical_max_))};
 }
 
 void WorkerPool::Release(Lease::Worker& w, double cost_ms) {

@@ -129,11 +129,16 @@ class WorkerPool {
   void Release(Lease::Worker& w, double cost_ms);
   std::shared_ptr<Lease::Worker> FindLocked(std::string_view name) const FRUGAL_REQUIRES(mu_);
   void EjectLocked(Lease::Worker& w, std::string why) FRUGAL_REQUIRES(mu_);
+  RequestCost TypicalLocked() const FRUGAL_REQUIRES(mu_);
 
   const HealthOptions health_;
   mutable Mutex mu_;
   std::vector<std::shared_ptr<Lease::Worker>> workers_ FRUGAL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ FRUGAL_GUARDED_BY(mu_){0x5eed};
+  // The shape of the requests routed (an average), which costs the requests a worker holds for
+  // others when its engine reports their number but not their time.
+  bool typical_known_ FRUGAL_GUARDED_BY(mu_) = false;
+  double typical_prompt_ FRUGAL_GUARDED_BY(mu_) = 0, typical_max_ FRUGAL_GUARDED_BY(mu_) = 0;
   std::atomic<int64_t> ejections_{0};
 };
 

@@ -670,6 +670,42 @@ TEST(WorkerPoolLoadTest, OwnInFlightIsNotCountedTwiceAfterAPoll) {
   EXPECT_DOUBLE_EQ(info.est_backlog_ms, 200);
 }
 
+// llama.cpp's server while busy: its queue is known, the time its requests take is not.
+TEST(WorkerPoolLoadTest, AQueueWithoutABacklogIsCostedAsTypicalRequests) {
+  WorkerPool pool(TestHealth());
+  ASSERT_TRUE(pool.Add("busy", Url(9001)).ok());
+  ASSERT_TRUE(pool.Add("idle", Url(9002)).ok());
+  WorkerLoad busy = Load(4, 2, 0, 1, 10);
+  busy.known &= ~kSignalBacklog;
+  WorkerLoad idle = Load(0, 0, 0, 1, 10);
+  idle.known &= ~kSignalBacklog;
+  pool.ReportCheck("busy", busy);
+  pool.ReportCheck("idle", idle);
+  auto p2c = Make("p2c");
+  const RequestCost cost{20, 30};  // 20 * 1 + 30 * 10 = 320 ms on either
+  {
+    Lease l = pool.Pick(*p2c, cost, {});
+    ASSERT_TRUE(l);
+    EXPECT_EQ(l.name(), "idle");
+  }
+  // 6 requests that are not the gateway's, 2 at a time, each costed like this one.
+  EXPECT_DOUBLE_EQ(InfoOf(pool, "busy").est_backlog_ms, 6 * 320.0 / 2);
+  EXPECT_DOUBLE_EQ(InfoOf(pool, "idle").est_backlog_ms, 0);
+  // The busy one gets traffic again only once the idle one holds as much of the gateway's
+  // (3 x 320 ms; at the tie, the shorter queue wins).
+  std::vector<Lease> held;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(pool.Pick(*p2c, cost, {}));
+    EXPECT_EQ(held.back().name(), "idle") << "pick " << i;
+  }
+  held.push_back(pool.Pick(*p2c, cost, {}));
+  EXPECT_EQ(held.back().name(), "busy");
+  // Without a queue either, nothing is assumed: only the gateway's own books.
+  WorkerLoad none;
+  pool.ReportCheck("busy", none);
+  EXPECT_DOUBLE_EQ(InfoOf(pool, "busy").est_backlog_ms, 320);
+}
+
 // ---- ParseGatewayConfig ----
 
 TEST(ConfigTest, FullYamlParses) {
