@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every test: install, build, fetch models, ctest (unit, model, Redis, pytest black-box), then the
-# unit and Redis tests under ASan+UBSan and a short fuzz of the file parsers.
+# Every test: install, build, fetch models, build llama-server, ctest (unit, model, Redis, pytest
+# black-box, the gateway over real llama-servers), then the unit and Redis tests under
+# ASan+UBSan and a short fuzz of the file parsers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -9,6 +10,9 @@ echo "== clang-format over every tracked C++ file"
 ./scripts/check-format.sh
 ./scripts/build.sh
 ./scripts/get-models.sh
+# llama.cpp's own llama-server, from the llama-cpp-python sdist's vendored source (cached): the
+# real engine of the gateway's fleet test (tests/python/test_fleet_llamacpp.py).
+./scripts/build-llama-cpp.sh llama-server
 
 echo "== ctest (unit, model, integration)"
 ctest --test-dir build --output-on-failure -j2

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's own C++ tools (llama-server, llama-bench, llama-cli, llama-quantize,
+# llama-perplexity, llama-imatrix) from the llama.cpp source that the llama-cpp-python sdist on
+# PyPI vendors: the speed anchor of docs/benchmarks.md and the real engine of the gateway's fleet
+# tests (tests/python/test_fleet_llamacpp.py). Release, native CPU flags (GGML_NATIVE), no
+# network at build time (no prebuilt web UI, no libcurl, no OpenSSL).
+#
+#   scripts/build-llama-cpp.sh            # all six -> third_party/llama.cpp/bin/llama-server, ...
+#   scripts/build-llama-cpp.sh llama-server  # only these (scripts/test.sh: the fleet tests)
+#   scripts/build-llama-cpp.sh --print-bin   # the folder of the binaries (builds when needed)
+#   FRUGAL_LLAMA_CPP_DIR=/x scripts/build-llama-cpp.sh   # another place (default: <repo>/third_party/llama.cpp)
+#
+# Cached: the sdist is pinned by SHA-256 (kept under <dir>/cache), and the binaries are stamped
+# with the sdist's hash, the compiler and the CPU's flags; when the stamp matches and the asked
+# tools are there, nothing is downloaded or rebuilt (a tool not built yet is added to the build). Another CPU (native flags) or another version means a
+# rebuild. The folder is git-ignored; nothing of llama.cpp is committed.
+#
+# Exit status: 0 the tools are there; 1 a download, hash check or build failed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DIR="${FRUGAL_LLAMA_CPP_DIR:-$ROOT/third_party/llama.cpp}"
+VERSION=0.3.36
+SDIST="llama_cpp_python-$VERSION.tar.gz"
+SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+log() { echo "build-llama-cpp: $*" >&2; }
+die() { echo "build-llama-cpp: error: $*" >&2; exit 1; }
+
+ALL_TARGETS=(llama-server llama-bench llama-cli llama-quantize llama-perplexity llama-imatrix)
+print_bin=0
+TARGETS=()
+for a in "$@"; do
+  case "$a" in
+    --print-bin) print_bin=1 ;;
+    llama-*)
+      [[ " ${ALL_TARGETS[*]} " == *" $a "* ]] || die "unknown tool $a (one of: ${ALL_TARGETS[*]})"
+      TARGETS+=("$a")
+      ;;
+    *) die "unknown argument $a (usage: scripts/build-llama-cpp.sh [--print-bin] [TOOL...])" ;;
+  esac
+done
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL_TARGETS[@]}")
+
+PY=""
+for cand in "$ROOT/.venv/bin/python" python3; do
+  if command -v "$cand" >/dev/null 2>&1 && "$cand" -m pip --version >/dev/null 2>&1; then
+    PY="$cand"
+    break
+  fi
+done
+[ -n "$PY" ] || die "no Python with pip (run scripts/install-deps.sh)"
+command -v cmake >/dev/null || die "cmake not found (run scripts/install-deps.sh)"
+
+# What a build depends on besides the source: the compiler and the CPU (GGML_NATIVE).
+cpu_flags="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|f16c|fma|sse|bmi)' | sort | tr '\n' ' ')"
+stamp_text="sdist=$SDIST_SHA256 cxx=$(c++ --version | head -n1) cpu=$cpu_flags"
+stamp_file="$DIR/bin/.stamp"
+
+if [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$stamp_text" ]; then
+  ok=1
+  for t in "${TARGETS[@]}"; do [ -x "$DIR/bin/$t" ] || ok=0; done
+  if [ "$ok" = 1 ]; then
+    log "cached: $DIR/bin (llama-cpp-python $VERSION's llama.cpp)"
+    [ "$print_bin" = 1 ] && echo "$DIR/bin"
+    exit 0
+  fi
+fi
+
+mkdir -p "$DIR/cache"
+if [ ! -f "$DIR/cache/$SDIST" ] || [ "$(sha256sum "$DIR/cache/$SDIST" | cut -d' ' -f1)" != "$SDIST_SHA256" ]; then
+  log "downloading $SDIST from PyPI ..."
+  tmp="$(mktemp -d "$DIR/cache/dl.XXXXXX")"
+  # --no-build-isolation: pip must not build the package to read its metadata (that would pull
+  # scikit-build-core and compile); only the tarball is wanted.
+  if ! "$PY" -m pip download --no-deps --no-binary :all: --no-build-isolation --disable-pip-version-check \
+      -q -d "$tmp" "llama-cpp-python==$VERSION" >&2 2>/dev/null; then
+    # Older pips insist on preparing metadata; let it, with isolation.
+    "$PY" -m pip download --no-deps --no-binary :all: --disable-pip-version-check -q -d "$tmp" \
+      "llama-cpp-python==$VERSION" >&2 || { rm -rf "$tmp"; die "pip download llama-cpp-python==$VERSION failed"; }
+  fi
+  [ -f "$tmp/$SDIST" ] || { rm -rf "$tmp"; die "pip download did not produce $SDIST"; }
+  got="$(sha256sum "$tmp/$SDIST" | cut -d' ' -f1)"
+  [ "$got" = "$SDIST_SHA256" ] || { rm -rf "$tmp"; die "SHA-256 mismatch for $SDIST: expected $SDIST_SHA256, got $got"; }
+  mv -f "$tmp/$SDIST" "$DIR/cache/$SDIST"
+  rm -rf "$tmp"
+fi
+
+SRC="$DIR/src"
+if [ ! -f "$SRC/.sdist-$SDIST_SHA256" ]; then
+  log "extracting vendor/llama.cpp ..."
+  rm -rf "$SRC" "$SRC.tmp"
+  mkdir -p "$SRC.tmp"
+  tar -xzf "$DIR/cache/$SDIST" -C "$SRC.tmp" --strip-components=3 "llama_cpp_python-$VERSION/vendor/llama.cpp"
+  touch "$SRC.tmp/.sdist-$SDIST_SHA256"
+  mv "$SRC.tmp" "$SRC"
+fi
+
+log "building ${TARGETS[*]} (Release, GGML_NATIVE) ..."
+start=$(date +%s)
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+cmake -S "$SRC" -B "$DIR/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+  -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+  -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+  -DLLAMA_BUILD_NUMBER=0 >"$DIR/cmake.log" 2>&1 || { tail -n 30 "$DIR/cmake.log" >&2; die "cmake configure failed (log: $DIR/cmake.log)"; }
+cmake --build "$DIR/build" --config Release -j"$(nproc)" --target "${TARGETS[@]}" >"$DIR/build.log" 2>&1 ||
+  { tail -n 40 "$DIR/build.log" >&2; die "build failed (log: $DIR/build.log)"; }
+
+mkdir -p "$DIR/bin"
+# Binaries of another stamp (version, compiler, CPU) must not sit beside the new ones.
+if [ ! -f "$stamp_file" ] || [ "$(cat "$stamp_file")" != "$stamp_text" ]; then
+  rm -f "$DIR"/bin/llama-*
+fi
+for t in "${TARGETS[@]}"; do
+  [ -x "$DIR/build/bin/$t" ] || die "$t was not built"
+  cp -f "$DIR/build/bin/$t" "$DIR/bin/$t"
+done
+echo "$stamp_text" >"$stamp_file"
+log "built in $(($(date +%s) - start)) s: $DIR/bin"
+[ "$print_bin" = 1 ] && echo "$DIR/bin"
+exit 0
