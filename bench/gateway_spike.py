@@ -4,9 +4,10 @@
   spike     the same 6x spike profile (frugal loadgen) through the gateway with each policy:
             round_robin, queue_weighted, least_cost, p2c; over 8 simulated GPU-like workers of
             mixed speed (--setup sim) and/or 3 real CPU workers, one made slow (--setup real)
-  kill      p2c over simulated workers; one worker is SIGKILLed at the start of the spike and
-            started again on the same port 10 s later: lost requests, time to ejection and to
-            restoration (from the admin API, polled every 50 ms)
+  kill      p2c over simulated workers, every request streamed; one worker is SIGKILLed at the
+            start of the spike and started again on the same port 10 s later: lost and truncated
+            streams (each answer's token count against max_tokens), streams continued on another
+            worker, time to ejection and to restoration (from the admin API, polled every 50 ms)
   cache     p2c with the embedded cache and 35% repeated/paraphrased questions: hit rate and the
             worker-seconds the hits saved
   overhead  added latency of the gateway on a cache miss against calling the worker directly
@@ -20,6 +21,7 @@ Everything runs on this machine; simulated workers are a test instrument (frugal
 from __future__ import annotations
 
 import argparse
+import csv as csv_module
 import http.client
 import json
 import os
@@ -28,6 +30,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -81,6 +84,18 @@ def get_json(url, path, headers=None, timeout=5):
     return r.status, json.loads(body) if body else None
 
 
+def metric_value(url, name):
+    """The sum of a counter's samples in /metrics (Prometheus text)."""
+    u = url.replace("http://", "")
+    host, port = u.split(":")
+    c = http.client.HTTPConnection(host, int(port), timeout=5)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    c.close()
+    return sum(float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith(name) and (len(line) == len(name) or line[len(name)] in " {"))
+
+
 def wait_models(gw_url, timeout=20):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -131,12 +146,14 @@ def start_gateway(frugal, workers, policy, cache=False, extra=()):
     return Proc(args + list(extra), f"gateway-{policy}")
 
 
-def loadgen(frugal, target, a, seed=1, repeat_share=0.0, plot=None):
+def loadgen(frugal, target, a, seed=1, repeat_share=0.0, plot=None, csv=None):
     args = [frugal, "loadgen", "--target", target, "--rate", a.rate, "--spike-factor", a.spike_factor,
             "--steady-seconds", a.steady, "--spike-seconds", a.spike, "--after-seconds", a.after,
             "--max-tokens", a.max_tokens, "--repeat-share", repeat_share, "--seed", seed, "--json", "--quiet"]
     if plot:
         args += ["--plot", plot]
+    if csv:
+        args += ["--csv", csv]
     out = subprocess.run([str(x) for x in args], capture_output=True, text=True, timeout=3600)
     if out.returncode != 0:
         raise RuntimeError(f"loadgen failed: {out.stderr.strip()}")
@@ -187,13 +204,25 @@ def run_kill(frugal, a):
         victim = workers[0]
         result = {}
 
+        # Every request streams (frugal loadgen); its CSV row says how many tokens it got.
+        csv_path = Path(tempfile.mkdtemp()) / "kill.csv"
+
         def drive():
-            result["report"] = loadgen(frugal, gw.url, a, seed=7)
+            result["report"] = loadgen(frugal, gw.url, a, seed=7, csv=str(csv_path))
 
         t = threading.Thread(target=drive)
         t.start()
         t0 = time.time()
         time.sleep(a.steady)  # the spike starts now
+        # Killed while streams are in flight on it (the gateway's own count), so that some
+        # streams break mid-answer; at most 5 s later whatever it holds.
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            _, st = get_json(gw.url, "/admin/workers", {"Authorization": f"Bearer {ADMIN}"})
+            events["in_flight_at_kill"] = next(w["in_flight"] for w in st["workers"] if w["name"] == "w0")
+            if events["in_flight_at_kill"] >= 2:
+                break
+            time.sleep(0.005)
         victim.stop(signal.SIGKILL)
         killed = time.time()
         events["killed_at_s"] = killed - t0
@@ -224,6 +253,17 @@ def run_kill(frugal, a):
         events["total"] = rep["total"]
         _, m = get_json(gw.url, "/status.json")
         events["retries"] = m["totals"]["retries"]
+        # Lost: no answer or a stream that ended in an error event or without [DONE]. Truncated: a
+        # stream that ended cleanly but short; a simulated answer is exactly max_tokens long
+        # (3x for a long prompt), so any other count is a truncation.
+        rows = list(csv_module.DictReader(csv_path.open()))
+        lost = [r for r in rows if r["status"] != "200" or r["error"]]
+        truncated = [r for r in rows if r not in lost and int(r["completion_tokens"] or -1) !=
+                     (3 if r["long"] == "1" else 1) * a.max_tokens]
+        events["streams"] = {"requests": len(rows), "lost": len(lost), "truncated": len(truncated),
+                             "examples": (lost + truncated)[:3]}
+        events["continuations"] = metric_value(gw.url, "frugal_gateway_stream_continuations_total")
+        events["stream_errors"] = metric_value(gw.url, "frugal_gateway_stream_errors_total")
     finally:
         gw.stop()
         for w in workers:
@@ -386,6 +426,8 @@ def main():
     if a.all or a.kill:
         out["kill"] = k = run_kill(a.frugal, a)
         print(f"kill: requests {k['total']['requests']}, errors {k['total']['errors']}, retries {k['retries']}, "
+              f"streams lost {k['streams']['lost']}, truncated {k['streams']['truncated']}, "
+              f"continued {k['continuations']:.0f} (w0 had {k['in_flight_at_kill']} in flight), "
               f"ejected after {k.get('ejected_after_s', float('nan')):.2f} s (interval {k['health_interval_ms']} ms), "
               f"restored {k.get('restored_after_s', float('nan')):.2f} s after restart\n")
     if a.all or a.cache:
