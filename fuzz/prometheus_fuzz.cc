@@ -1,8 +1,8 @@
 // libFuzzer target for what the gateway reads from other engines' /metrics
 // (balancer/prometheus.h, balancer/load_adapters.h): any bytes, split at the first NUL into two
 // scrapes, are parsed, given to DetectKind and to every kind's adapter one after the other (so
-// the rates between scrapes run too), and must yield a value or a Status, never a crash or a
-// sanitizer report; a report holds only finite, non-negative fields, counts and a KV share in
+// the rates between scrapes run too), the second also as llama.cpp's /slots JSON over the
+// llamacpp report, and must yield a value or a Status, never a crash or a sanitizer report; a report holds only finite, non-negative fields, counts and a KV share in
 // 0..1.
 #include <cmath>
 #include <cstdint>
@@ -45,8 +45,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                              WorkerKind::kTgi, WorkerKind::kOpenAi}) {
     frugal::gateway::MetricsLoadAdapter adapter(k);
     for (const auto& [text, now] : {std::pair{a, 1.0}, std::pair{b, 2.0}}) {
-      const auto l = adapter.Update(text, now);
-      if (l.ok()) CheckLoad(*l);
+      auto l = adapter.Update(text, now);
+      if (!l.ok()) continue;
+      CheckLoad(*l);
+      if (k == WorkerKind::kLlamaCpp) {  // the second part as llama.cpp's /slots too
+        (void)frugal::gateway::ApplyLlamaCppSlots(b, *l);
+        CheckLoad(*l);
+      }
     }
   }
   return 0;

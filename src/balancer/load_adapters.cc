@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
 
 #include "balancer/prometheus.h"
+#include "http/json_limits.h"
 
 namespace frugal::gateway {
 namespace {
@@ -336,6 +338,66 @@ StatusOr<WorkerLoad> MetricsLoadAdapter::Update(std::string_view metrics_text, d
   prev_ = std::move(next);
   last_now_s_ = now_s;
   return l;
+}
+
+Status ApplyLlamaCppSlots(std::string_view slots_json, WorkerLoad& load) {
+  if (!http::JsonDepthWithin(slots_json)) return InvalidArgument("/slots nests too deeply");
+  const auto j = nlohmann::json::parse(slots_json, nullptr, false);
+  if (j.is_discarded() || !j.is_array() || j.empty())
+    return InvalidArgument("/slots is not a non-empty JSON array");
+  // A token count, when present a finite integer; -1 (unbounded) stays as it is.
+  auto tokens = [](const nlohmann::json& o, const char* k) -> std::optional<double> {
+    if (!o.is_object() || !o.contains(k) || !o[k].is_number_integer()) return std::nullopt;
+    const auto v = o[k].get<int64_t>();
+    if (v < -1 || v > static_cast<int64_t>(kMaxCount)) return std::nullopt;
+    return static_cast<double>(v);
+  };
+  int processing = 0;
+  bool bounded = true;
+  double remaining_tokens_ms = 0, full_ms = 0;
+  const bool timed = load.Has(kSignalPrefill) && load.Has(kSignalDecode);
+  for (const auto& slot : j) {
+    if (!slot.is_object() || !slot.contains("is_processing") || !slot["is_processing"].is_boolean())
+      return InvalidArgument("/slots: a slot without a boolean is_processing");
+    if (!slot["is_processing"].get<bool>()) continue;
+    ++processing;
+    const auto prompt = tokens(slot, "n_prompt_tokens");
+    const nlohmann::json next =
+        slot.contains("next_token") && slot["next_token"].is_array() && !slot["next_token"].empty()
+            ? slot["next_token"][0]
+            : nlohmann::json();
+    const auto remain = tokens(next, "n_remain"), decoded = tokens(next, "n_decoded");
+    if (!prompt || !remain || !decoded || *remain < 0 || *prompt < 0 || *decoded < 0) {
+      bounded = false;
+      continue;
+    }
+    // The prompt is done once the answer has begun; before, what it has not evaluated yet
+    // (n_prompt_tokens_processed counts the evaluated ones, n_prompt_tokens_cache the reused).
+    double prompt_left = 0;
+    if (*decoded == 0) {
+      prompt_left = *prompt - std::max(0.0, tokens(slot, "n_prompt_tokens_processed").value_or(0)) -
+                    std::max(0.0, tokens(slot, "n_prompt_tokens_cache").value_or(0));
+      prompt_left = std::max(0.0, prompt_left);
+    }
+    remaining_tokens_ms +=
+        prompt_left * load.prefill_ms_per_token + *remain * load.decode_ms_per_token;
+    full_ms +=
+        *prompt * load.prefill_ms_per_token + (*decoded + *remain) * load.decode_ms_per_token;
+  }
+  const auto slots = static_cast<int64_t>(j.size());
+  const int64_t waiting = load.Has(kSignalWaiting) ? load.waiting : 0;
+  if (processing < slots && waiting == 0) {
+    load.backlog_ms = 0;  // a new request starts at once
+  } else if (!timed || !bounded || processing == 0) {
+    return Status::Ok();  // what the busy slots have left is not known
+  } else {
+    load.backlog_ms =
+        (remaining_tokens_ms + static_cast<double>(waiting) * full_ms / processing) / processing;
+    if (!std::isfinite(load.backlog_ms)) return Status::Ok();
+  }
+  load.known |= kSignalBacklog;
+  load.source += " + /slots";
+  return Status::Ok();
 }
 
 }  // namespace frugal::gateway

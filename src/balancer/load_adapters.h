@@ -50,4 +50,14 @@ class MetricsLoadAdapter {
   std::map<std::string, std::pair<double, double>> prev_;
 };
 
+// llama.cpp's server /slots (on unless --no-slots): what each slot has left, which /metrics does
+// not say. Fills `load.backlog_ms` of a llamacpp report (read from /metrics just before, with its
+// per-token latencies and deferred count): 0 when a slot is free and nothing is deferred; else
+// (the processing slots' remaining prompt and answer tokens at those latencies, plus each
+// deferred request as the mean full request of the processing slots) / the processing slots.
+// Leaves the backlog unknown where a slot's remaining answer is unbounded (n_predict -1) or the
+// latencies are unknown. InvalidArgument for a body that is not a list of slot objects of the
+// documented shape; `load` is then unchanged.
+Status ApplyLlamaCppSlots(std::string_view slots_json, WorkerLoad& load);
+
 }  // namespace frugal::gateway

@@ -229,12 +229,34 @@ class HttpLoadProbe final : public LoadProbe {
           }
           const double now_s =
               std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-          MutexLock lock(mu_);
-          auto& a = adapters_[w.name];
-          if (!a || a->first != k)
-            a = std::make_unique<std::pair<WorkerKind, MetricsLoadAdapter>>(k,
-                                                                            MetricsLoadAdapter(k));
-          done(a->second.Update(body, now_s));
+          StatusOr<WorkerLoad> load = WorkerLoad();
+          {
+            MutexLock lock(mu_);
+            auto& a = adapters_[w.name];
+            if (!a || a->first != k) {
+              a = std::make_unique<std::pair<WorkerKind, MetricsLoadAdapter>>(
+                  k, MetricsLoadAdapter(k));
+            }
+            load = a->second.Update(body, now_s);
+          }
+          if (k == WorkerKind::kLlamaCpp && load.ok() && !load->Has(kSignalBacklog))
+            return Slots(w, *std::move(load), done);
+          done(std::move(load));
+        });
+  }
+
+  // llama.cpp's /slots, for the backlog /metrics lacks while the server is busy. Its absence
+  // (--no-slots) or failure costs only that estimate: the load from /metrics stands.
+  void Slots(const WorkerAddress& w, WorkerLoad load, Done done) {
+    Get(w, "/slots", "application/json",
+        [load = std::move(load), done = std::move(done)](const Status& st, int code,
+                                                         const std::string& body) mutable {
+          const Status applied =
+              st.ok() && code == 200
+                  ? ApplyLlamaCppSlots(body, load)
+                  : InvalidArgument(st.ok() ? "HTTP " + std::to_string(code) : st.message());
+          if (!applied.ok()) load.missing.push_back("/slots (" + applied.message() + ")");
+          done(std::move(load));
         });
   }
 

@@ -265,6 +265,9 @@ def test_a_saturated_llama_server_gets_less_traffic(fleet):
         f.result()
     assert all(r["status"] == 200 and r["done"] and not r["errors"] for r in results), results[:2]
     workers = [r["worker"] for r in results]
+    # Busy, l2's backlog comes from its /slots (what each slot has left), which /metrics lacks.
+    assert st["l2"]["load_source"] == "llamacpp /metrics + /slots", st["l2"]
+    assert st["l2"]["reported"]["backlog_ms"] > 0, st["l2"]
     assert workers.count("l2") <= 3, (workers, st["l2"]["backlog_ms"], st["l2"]["reported"])
     assert workers.count("l1") >= 13, workers
 

@@ -156,6 +156,79 @@ TEST(MetricsLoadAdapterTest, LlamaCppThroughputGaugesWhenTheCountersAreAbsent) {
   EXPECT_FALSE(idle.Has(kSignalDecode));
 }
 
+// A busy llama-server's backlog from its /slots (a real capture: both slots answering, one request
+// deferred), with the per-token latencies its /metrics gave.
+WorkerLoad BusyLlamaCpp(int64_t waiting) {
+  WorkerLoad l;
+  l.waiting = waiting;
+  l.running = 2;
+  l.prefill_ms_per_token = 1;
+  l.decode_ms_per_token = 10;
+  l.known = kSignalWaiting | kSignalRunning | kSignalPrefill | kSignalDecode;
+  l.source = "llamacpp /metrics";
+  return l;
+}
+
+TEST(LlamaCppSlotsTest, BusySlotsGiveTheBacklogMetricsLack) {
+  const std::string slots = ReadData("llamacpp_slots.json");
+  WorkerLoad l = BusyLlamaCpp(1);
+  ASSERT_TRUE(ApplyLlamaCppSlots(slots, l).ok());
+  ASSERT_TRUE(l.Has(kSignalBacklog));
+  EXPECT_EQ(l.source, "llamacpp /metrics + /slots");
+  // Slot 0: 49 prompt tokens, 6 decoded, 58 left; slot 1: 51, 7 decoded, 93 left. Both answers
+  // have begun, so their prompts are done. Left: 58 x 10 + 93 x 10 ms. A full request: 49 x 1 +
+  // (6 + 58) x 10 = 689 and 51 x 1 + (7 + 93) x 10 = 1051 ms; the deferred one counts as their
+  // mean. All of it over the 2 processing slots.
+  EXPECT_DOUBLE_EQ(l.backlog_ms, (580.0 + 930.0 + 1 * (689.0 + 1051.0) / 2) / 2);
+  WorkerLoad none_deferred = BusyLlamaCpp(0);
+  ASSERT_TRUE(ApplyLlamaCppSlots(slots, none_deferred).ok());
+  EXPECT_DOUBLE_EQ(none_deferred.backlog_ms, (580.0 + 930.0) / 2);  // every slot busy
+}
+
+TEST(LlamaCppSlotsTest, AFreeSlotMeansNoWaitAndAnUnboundedAnswerIsUnknown) {
+  // Slot 1 free, nothing deferred: a new request starts at once, whatever slot 0 has left.
+  const std::string one_busy =
+      R"([{"id":0,"is_processing":true,"n_prompt_tokens":100,"n_prompt_tokens_processed":40,)"
+      R"("n_prompt_tokens_cache":20,"next_token":[{"n_remain":50,"n_decoded":0}]},)"
+      R"({"id":1,"is_processing":false}])";
+  WorkerLoad l = BusyLlamaCpp(0);
+  l.running = 1;
+  ASSERT_TRUE(ApplyLlamaCppSlots(one_busy, l).ok());
+  EXPECT_TRUE(l.Has(kSignalBacklog));
+  EXPECT_EQ(l.backlog_ms, 0);
+  // With one deferred, slot 0 (prompt 100 - 40 evaluated - 20 reused = 40 left, then 50 tokens)
+  // and the deferred one as a full request (100 x 1 + 50 x 10) go through the one busy slot.
+  WorkerLoad deferred = BusyLlamaCpp(1);
+  deferred.running = 1;
+  ASSERT_TRUE(ApplyLlamaCppSlots(one_busy, deferred).ok());
+  EXPECT_DOUBLE_EQ(deferred.backlog_ms, (40.0 * 1 + 50 * 10) + (100.0 * 1 + 50 * 10));
+  // n_predict -1: the answer has no bound, so no estimate.
+  const std::string unbounded =
+      R"([{"id":0,"is_processing":true,"n_prompt_tokens":10,"next_token":[{"n_remain":-1,"n_decoded":3}]}])";
+  WorkerLoad u = BusyLlamaCpp(2);
+  ASSERT_TRUE(ApplyLlamaCppSlots(unbounded, u).ok());
+  EXPECT_FALSE(u.Has(kSignalBacklog));
+  EXPECT_EQ(u.source, "llamacpp /metrics");
+  // Latencies unknown (nothing decoded yet): no estimate either.
+  WorkerLoad untimed = BusyLlamaCpp(1);
+  untimed.known &= ~kSignalDecode;
+  ASSERT_TRUE(ApplyLlamaCppSlots(ReadData("llamacpp_slots.json"), untimed).ok());
+  EXPECT_FALSE(untimed.Has(kSignalBacklog));
+}
+
+TEST(LlamaCppSlotsTest, MalformedBodiesAreRefusedAndChangeNothing) {
+  const std::string deep = std::string(10000, '[') + std::string(10000, ']');
+  for (const std::string& bad :
+       {std::string(), std::string("{}"), std::string("[]"), std::string("[1]"),
+        std::string(R"([{"id":0}])"), std::string(R"([{"is_processing":"yes"}])"), deep}) {
+    WorkerLoad l = BusyLlamaCpp(1);
+    const Status st = ApplyLlamaCppSlots(bad, l);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_FALSE(l.Has(kSignalBacklog)) << bad;
+    EXPECT_EQ(l.source, "llamacpp /metrics") << bad;
+  }
+}
+
 TEST(MetricsLoadAdapterTest, TgiQueueBatchAndDurations) {
   MetricsLoadAdapter a(WorkerKind::kTgi);
   const std::string text = ReadData("tgi.prom");
