@@ -147,11 +147,20 @@ struct Call {
 class HttpLoadProbe final : public LoadProbe {
  public:
   explicit HttpLoadProbe(const std::unique_ptr<http::Client>& client) : client_(client) {}
+  // A removed worker's detected kind and rate baselines go with it. They are kept per name and
+  // address, so a poll still in flight for it cannot hand them to a worker added later under the
+  // same name elsewhere.
+  void Forget(const std::string& name) {
+    MutexLock lock(mu_);
+    const std::string prefix = name + "@";
+    std::erase_if(detected_, [&](const auto& e) { return e.first.starts_with(prefix); });
+    std::erase_if(adapters_, [&](const auto& e) { return e.first.starts_with(prefix); });
+  }
   void Probe(const WorkerAddress& worker, std::function<void(StatusOr<WorkerLoad>)> done) override {
     WorkerKind kind = worker.kind;
     if (kind == WorkerKind::kAuto) {
       MutexLock lock(mu_);
-      if (auto it = detected_.find(worker.name); it != detected_.end()) kind = it->second;
+      if (auto it = detected_.find(Key(worker)); it != detected_.end()) kind = it->second;
     }
     switch (kind) {
       case WorkerKind::kAuto:
@@ -193,9 +202,12 @@ class HttpLoadProbe final : public LoadProbe {
     if (code >= 500) return IoError("HTTP " + std::to_string(code));
     return std::nullopt;
   }
-  void Remember(const std::string& name, WorkerKind kind) {
+  static std::string Key(const WorkerAddress& w) {
+    return w.name + "@" + w.host + ":" + std::to_string(w.port);
+  }
+  void Remember(const WorkerAddress& w, WorkerKind kind) {
     MutexLock lock(mu_);
-    detected_[name] = kind;
+    detected_[Key(w)] = kind;
   }
 
   void QueueDepth(const WorkerAddress& w, bool detecting, Done done) {
@@ -206,7 +218,7 @@ class HttpLoadProbe final : public LoadProbe {
           auto load = code == 200 ? ParseWorkerLoad(body)
                                   : StatusOr<WorkerLoad>(NotFound("HTTP " + std::to_string(code)));
           if (load.ok() || !detecting) {
-            if (load.ok() && detecting) Remember(w.name, WorkerKind::kFrugal);
+            if (load.ok() && detecting) Remember(w, WorkerKind::kFrugal);
             return done(load);
           }
           Metrics(w, WorkerKind::kAuto, done);  // not a Frugal worker: an engine's /metrics?
@@ -222,7 +234,7 @@ class HttpLoadProbe final : public LoadProbe {
           if (k == WorkerKind::kAuto) {
             k = code == 200 ? DetectKind(body) : WorkerKind::kAuto;
             if (k == WorkerKind::kAuto) return Models(w, /*configured=*/false, done);
-            Remember(w.name, k);
+            Remember(w, k);
           } else if (code != 200) {
             return done(InvalidArgument("GET /metrics of a " + std::string(WorkerKindName(k)) +
                                         " worker answered HTTP " + std::to_string(code)));
@@ -232,7 +244,7 @@ class HttpLoadProbe final : public LoadProbe {
           StatusOr<WorkerLoad> load = WorkerLoad();
           {
             MutexLock lock(mu_);
-            auto& a = adapters_[w.name];
+            auto& a = adapters_[Key(w)];
             if (!a || a->first != k) {
               a = std::make_unique<std::pair<WorkerKind, MetricsLoadAdapter>>(
                   k, MetricsLoadAdapter(k));
@@ -270,7 +282,7 @@ class HttpLoadProbe final : public LoadProbe {
             return done(InvalidArgument("GET /v1/models answered HTTP " + std::to_string(code) +
                                         ": not an OpenAI-compatible server"));
           }
-          if (!configured) Remember(w.name, WorkerKind::kOpenAi);
+          if (!configured) Remember(w, WorkerKind::kOpenAi);
           WorkerLoad l;
           l.source = "none: an openai worker has no load endpoint (the gateway's own books)";
           done(l);
@@ -279,7 +291,9 @@ class HttpLoadProbe final : public LoadProbe {
 
   const std::unique_ptr<http::Client>& client_;  // the gateway's health-check client
   Mutex mu_;
-  std::map<std::string, WorkerKind> detected_ FRUGAL_GUARDED_BY(mu_);  // of `auto` workers
+  // The kinds found for `auto` workers, and each /metrics worker's adapter (its rate
+  // baselines); both keyed by Key(), name@host:port.
+  std::map<std::string, WorkerKind> detected_ FRUGAL_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<std::pair<WorkerKind, MetricsLoadAdapter>>> adapters_
       FRUGAL_GUARDED_BY(mu_);
 };
@@ -1220,7 +1234,9 @@ void Gateway::Impl::HandleAdmin(const http::Request& req,
     if (st.ok()) net::post(timers, [this] { PollAll(); });  // know its load and models at once
   } else if (p.starts_with(prefix) && req.method == "DELETE") {
     const std::string name = p.substr(prefix.size());
-    reply(pool.Remove(name), 200, {{"removed", name}});
+    const Status st = pool.Remove(name);
+    if (st.ok()) probe.Forget(name);
+    reply(st, 200, {{"removed", name}});
   } else if (p.starts_with(prefix) && req.method == "POST" &&
              (p.ends_with("/drain") || p.ends_with("/undrain"))) {
     const bool drain = p.ends_with("/drain");

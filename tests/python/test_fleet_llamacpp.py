@@ -34,7 +34,8 @@ import httpx
 import pytest
 
 from conftest import ROOT
-from test_gateway import HTTP, Procs, metric_sum, metrics, sse_events, wait_for, wait_models
+from test_gateway import (ADMIN_TOKEN, HTTP, Procs, admin, metric_sum, metrics, sse_events,
+                          wait_for, wait_models)
 
 LLAMA_SERVER = Path(os.environ.get("FRUGAL_LLAMA_SERVER",
                                    ROOT / "third_party" / "llama.cpp" / "bin" / "llama-server"))
@@ -119,7 +120,8 @@ class Fleet:
         # No kinds given: the gateway finds them at the first poll.
         self.gateway = self.procs.gateway(
             "--worker", f"l1={self.llama['l1'].url}", "--worker", f"l2={self.llama['l2'].url}",
-            "--worker", f"f={self.frugal.url}", "--no-cache", "--health-interval-ms", "100")
+            "--worker", f"f={self.frugal.url}", "--no-cache", "--health-interval-ms", "100",
+            "--admin-token", ADMIN_TOKEN)
         wait_models(self.gateway.url, LLAMA_MODEL, timeout=20)
         wait_models(self.gateway.url, FRUGAL_MODEL, timeout=20)
         return self
@@ -270,6 +272,19 @@ def test_a_saturated_llama_server_gets_less_traffic(fleet):
     assert st["l2"]["reported"]["backlog_ms"] > 0, st["l2"]
     assert workers.count("l2") <= 3, (workers, st["l2"]["backlog_ms"], st["l2"]["reported"])
     assert workers.count("l1") >= 13, workers
+
+
+def test_a_name_reused_for_another_engine_is_detected_afresh(fleet):
+    def kind_of(name):
+        w = fleet.status().get(name)
+        return w and w["load_known"] and w["kind"]
+
+    for url, kind in ((fleet.llama["l2"].url, "llamacpp"), (fleet.frugal.url, "frugal")):
+        r = admin(fleet.url, "POST", "/admin/workers", body={"name": "x", "url": url})
+        assert r.status_code == 201, r.text
+        wait_for(lambda: kind_of("x") == kind, 10, f"x detected as {kind}")
+        r = admin(fleet.url, "DELETE", "/admin/workers/x")
+        assert r.status_code == 200, r.text
 
 
 def test_sigkill_of_a_llama_server_under_streaming_load_loses_nothing(fleet):
