@@ -2,8 +2,8 @@
 // (balancer/prometheus.h, balancer/load_adapters.h): any bytes, split at the first NUL into two
 // scrapes, are parsed, given to DetectKind and to every kind's adapter one after the other (so
 // the rates between scrapes run too), the second also as llama.cpp's /slots JSON over the
-// llamacpp report, and must yield a value or a Status, never a crash or a sanitizer report; a report holds only finite, non-negative fields, counts and a KV share in
-// 0..1.
+// llamacpp report, and must yield a value or a Status, never a crash or a sanitizer report; a
+// report holds only finite, non-negative fields, counts and a KV share in 0..1.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
