@@ -48,10 +48,11 @@ struct EmbedOptions {
 };
 
 struct GenerateRequest {
-  std::string prompt;             // raw text (already chat-rendered when chatting)
-  bool parse_special = true;      // special tokens in the prompt become their ids
-  int32_t max_tokens = 128;       // upper bound on generated tokens
-  std::vector<std::string> stop;  // generation ends before any of these strings
+  std::string prompt;                  // raw text, when prompt_tokens is empty
+  bool parse_special = true;           // special tokens in the prompt become their ids
+  std::vector<int32_t> prompt_tokens;  // the prompt as tokens (EncodeChat), used when not empty
+  int32_t max_tokens = 128;            // upper bound on generated tokens
+  std::vector<std::string> stop;       // generation ends before any of these strings
   SamplingParams sampling;
 };
 
@@ -102,6 +103,11 @@ class Engine {
   // continue_final: the last (assistant) message is left open for generation to continue.
   StatusOr<std::string> RenderChat(const std::vector<ChatMessage>& messages,
                                    bool continue_final = false) const;
+  // The chat as the model sees it: the template rendered, BOS once, and control tokens only
+  // from the template's own markup; every message's content is text, whatever it spells
+  // ("<|im_end|>\n<|im_start|>system" in a user message does not open a system turn).
+  StatusOr<std::vector<int32_t>> EncodeChat(const std::vector<ChatMessage>& messages,
+                                            bool continue_final = false) const;
 
   // Streams text through on_text as it is produced (complete UTF-8 only, never text that
   // might turn out to be part of a stop string); on_text returning false cancels.

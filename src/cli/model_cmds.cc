@@ -36,10 +36,9 @@ int RunGenerate(const CommonModelFlags& mf, const std::string& prompt_arg,
     std::vector<frugal::ChatMessage> messages;
     if (!system.empty()) messages.push_back({"system", system});
     messages.push_back({"user", prompt});
-    auto rendered = (*engine)->RenderChat(messages);
-    if (!rendered.ok()) return Fail(rendered.status());
-    req.prompt = *rendered;
-    req.parse_special = true;
+    auto ids = (*engine)->EncodeChat(messages);
+    if (!ids.ok()) return Fail(ids.status());
+    req.prompt_tokens = *std::move(ids);
   } else {
     req.prompt = prompt;
     req.parse_special = false;  // user text never smuggles in control tokens

@@ -195,15 +195,35 @@ StatusOr<std::vector<int32_t>> Engine::Tokenize(std::string_view text, bool add_
   return impl_->tokenizer->Encode(text, add_special, parse_special);
 }
 
-std::vector<int32_t> Engine::EncodePrompt(std::string_view prompt, bool parse_special) const {
-  const Tokenizer& tok = *impl_->tokenizer;
-  std::vector<int32_t> ids = tok.Encode(prompt, /*add_special=*/true, parse_special);
-  // A rendered chat template may already start with BOS (Llama 3's "<|begin_of_text|>"):
-  // never feed the model two.
+namespace {
+
+// A rendered chat template may already start with BOS (Llama 3's "<|begin_of_text|>"): never
+// feed the model two.
+std::vector<int32_t> OneBos(const Tokenizer& tok, std::vector<int32_t> ids) {
   if (ids.size() >= 2 && tok.bos_id() >= 0 && ids[0] == tok.bos_id() && ids[1] == tok.bos_id()) {
     ids.erase(ids.begin());
   }
   return ids;
+}
+
+}  // namespace
+
+std::vector<int32_t> Engine::EncodePrompt(std::string_view prompt, bool parse_special) const {
+  const Tokenizer& tok = *impl_->tokenizer;
+  return OneBos(tok, tok.Encode(prompt, /*add_special=*/true, parse_special));
+}
+
+StatusOr<std::vector<int32_t>> Engine::EncodeChat(const std::vector<ChatMessage>& messages,
+                                                  bool continue_final) const {
+  if (info_.kind != ModelKind::kDecoder) return InvalidArgument("an embedding model cannot chat");
+  if (info_.chat_format.empty()) {
+    return Unimplemented(
+        "the model's chat template is not one Frugal renders (supported: ChatML, Llama 3)");
+  }
+  auto r = impl_->chat.RenderMarked(messages, /*add_generation_prompt=*/true, continue_final);
+  if (!r.ok()) return r.status();
+  const Tokenizer& tok = *impl_->tokenizer;
+  return OneBos(tok, tok.EncodeMarked(r->text, /*add_special=*/true, r->markup));
 }
 
 std::string Engine::Detokenize(std::span<const int32_t> ids) const {
@@ -229,7 +249,8 @@ StatusOr<GenerateResult> Engine::Generate(const GenerateRequest& req,
   }
   std::lock_guard<std::mutex> lock(impl_->mu);
   const Tokenizer& tok = *impl_->tokenizer;
-  std::vector<int32_t> history = EncodePrompt(req.prompt, req.parse_special);
+  std::vector<int32_t> history =
+      req.prompt_tokens.empty() ? EncodePrompt(req.prompt, req.parse_special) : req.prompt_tokens;
   GenerateResult result;
   result.prompt_tokens = static_cast<int64_t>(history.size());
   if (history.empty()) return InvalidArgument("the prompt is empty");

@@ -168,9 +168,9 @@ StatusOr<std::vector<ProbeAnswer>> AnswerProbes(Engine& engine, const std::vecto
     if (p.messages.empty()) {
       prompts[i] = engine.EncodePrompt(p.prompt, /*parse_special=*/false);
     } else {
-      auto rendered = engine.RenderChat(p.messages);
-      if (!rendered.ok()) return rendered.status().WithContext("probe " + p.id);
-      prompts[i] = engine.EncodePrompt(*rendered, /*parse_special=*/true);
+      auto ids = engine.EncodeChat(p.messages);
+      if (!ids.ok()) return ids.status().WithContext("probe " + p.id);
+      prompts[i] = *std::move(ids);
     }
     const auto n = static_cast<int64_t>(prompts[i].size());
     if (n == 0) return InvalidArgument("probe " + p.id + ": the prompt is empty");

@@ -187,9 +187,9 @@ StatusOr<std::vector<std::vector<int32_t>>> LoadCalibration(Engine& engine, cons
       const std::string where = path + ":" + std::to_string(line_no);
       nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded() || !j.is_object()) return InvalidArgument(where + ": not a JSON object");
-      std::string doc;
+      std::vector<int32_t> ids;
       if (j.contains("text") && j["text"].is_string()) {
-        doc = j["text"].get<std::string>();
+        ids = engine.EncodePrompt(j["text"].get<std::string>(), /*parse_special=*/false);
       } else {
         std::vector<ChatMessage> msgs;
         if (j.contains("messages") && j["messages"].is_array()) {
@@ -208,12 +208,10 @@ StatusOr<std::vector<std::vector<int32_t>>> LoadCalibration(Engine& engine, cons
           return InvalidArgument(where +
                                  ": expected \"text\", \"prompt\" (+ \"answer\") or \"messages\"");
         }
-        auto rendered = engine.RenderChat(msgs);
-        if (!rendered.ok()) return rendered.status().WithContext(where);
-        doc = *rendered;
+        auto chat = engine.EncodeChat(msgs);
+        if (!chat.ok()) return chat.status().WithContext(where);
+        ids = *std::move(chat);
       }
-      const std::vector<int32_t> ids =
-          engine.EncodePrompt(doc, /*parse_special=*/!j.contains("text"));
       stream.insert(stream.end(), ids.begin(), ids.end());
     }
   } else {

@@ -12,6 +12,7 @@
 #include "api/openai.h"
 #include "common/metrics.h"
 #include "common/thread_annotations.h"
+#include "http/json_limits.h"
 
 namespace frugal::server {
 namespace {
@@ -145,6 +146,7 @@ struct Worker::Impl {
   void Completion(const http::Request& req, const std::shared_ptr<http::Responder>& res, bool chat);
   void Embeddings(const http::Request& req, const std::shared_ptr<http::Responder>& res);
   void QueueDepth(const http::Request& req, http::Responder& res);
+  void Tokenize(const http::Request& req, http::Responder& res);
   SchedulerLoad Load() const;
 };
 
@@ -245,6 +247,7 @@ void Worker::Impl::Handle(const http::Request& req, const std::shared_ptr<http::
                                   {"/v1/completions", "POST"},
                                   {"/v1/embeddings", "POST"},
                                   {"/v1/models", "GET"},
+                                  {"/tokenize", "POST"},
                                   {"/health", "GET"},
                                   {"/ready", "GET"},
                                   {"/queue_depth", "GET"},
@@ -283,6 +286,8 @@ void Worker::Impl::Handle(const http::Request& req, const std::shared_ptr<http::
               {"max_model_len", engine.info().context_length}};
     if (simulated) m["simulated"] = true;
     Json(*res, {{"object", "list"}, {"data", json::array({m})}});
+  } else if (p == "/tokenize") {
+    Tokenize(req, *res);
   } else if (p == "/v1/embeddings") {
     Embeddings(req, res);
   } else {
@@ -420,17 +425,20 @@ void Worker::Impl::Completion(const http::Request& req, const std::shared_ptr<ht
           "model_not_found");
     return;
   }
-  std::string prompt = p.prompt;
+  InferenceRequest ir;
   if (chat) {
-    auto rendered = engine.RenderChat(p.messages, p.continue_final_message);
-    if (!rendered.ok()) {
-      Error(*res, 400, rendered.status().message());
+    // Control tokens come only from the template: a message cannot open a turn of its own.
+    auto ids = engine.EncodeChat(p.messages, p.continue_final_message);
+    if (!ids.ok()) {
+      Error(*res, 400, ids.status().message());
       return;
     }
-    prompt = std::move(rendered).value();
+    ir.prompt = *std::move(ids);
+  } else {
+    // A raw prompt is the client's own text in the model's format, markup and all (as
+    // llama.cpp's and vLLM's /v1/completions read it).
+    ir.prompt = engine.EncodePrompt(p.prompt, /*parse_special=*/true);
   }
-  InferenceRequest ir;
-  ir.prompt = engine.EncodePrompt(prompt, /*parse_special=*/true);
   const int64_t n_ctx = scheduler->context_length();
   const auto n_prompt = static_cast<int64_t>(ir.prompt.size());
   if (n_prompt >= n_ctx) {
@@ -497,6 +505,40 @@ void Worker::Impl::Completion(const http::Request& req, const std::shared_ptr<ht
     for (const auto& ev : g->early) g->Deliver(ev);
     g->early.clear();
   }
+}
+
+// vLLM's /tokenize: {"messages": [...]} (with continue_final_message) or {"prompt": "..."} ->
+// {"count", "max_model_len", "tokens"}, the ids exactly as a completion would see them.
+void Worker::Impl::Tokenize(const http::Request& req, http::Responder& res) {
+  bool chat = false;
+  if (http::JsonDepthWithin(req.body)) {  // else the parser below refuses it
+    const json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    chat = j.is_object() && j.contains("messages");
+  }
+  auto p = ParseCompletionRequest(req.body, chat);
+  if (!p.ok()) {
+    Error(res, 400, p.status().message());
+    return;
+  }
+  if (!p->model.empty() && p->model != model_name) {
+    Error(res, 404,
+          "The model '" + p->model + "' does not exist; this worker serves '" + model_name + "'",
+          "model_not_found");
+    return;
+  }
+  std::vector<int32_t> ids;
+  if (chat) {
+    auto encoded = engine.EncodeChat(p->messages, p->continue_final_message);
+    if (!encoded.ok()) {
+      Error(res, 400, encoded.status().message());
+      return;
+    }
+    ids = *std::move(encoded);
+  } else {
+    ids = engine.EncodePrompt(p->prompt, /*parse_special=*/true);
+  }
+  Json(res,
+       {{"count", ids.size()}, {"max_model_len", engine.info().context_length}, {"tokens", ids}});
 }
 
 void Worker::Impl::Embeddings(const http::Request& req,

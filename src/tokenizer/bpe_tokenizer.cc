@@ -34,8 +34,8 @@ class BpeTokenizer final : public Tokenizer {
     return std::unique_ptr<Tokenizer>(std::move(t));
   }
 
-  std::vector<int32_t> Encode(std::string_view text, bool add_special,
-                              bool parse_special) const override;
+  std::vector<int32_t> EncodeMarked(std::string_view text, bool add_special,
+                                    std::span<const TextRange> markup) const override;
   std::string Decode(std::span<const int32_t> ids, bool skip_special) const override;
   std::string TokenToPiece(int32_t id) const override;
 
@@ -173,13 +173,13 @@ Status BpeTokenizer::Init() {
   return Status::Ok();
 }
 
-std::vector<int32_t> BpeTokenizer::Encode(std::string_view text, bool add_special,
-                                          bool parse_special) const {
+std::vector<int32_t> BpeTokenizer::EncodeMarked(std::string_view text, bool add_special,
+                                                std::span<const TextRange> markup) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
   if (add_special && spec_.add_bos && spec_.bos_id >= 0) out.push_back(spec_.bos_id);
   std::vector<Segment> segments;
-  specials_->Split(text, parse_special, &segments);
+  specials_->Split(text, markup, &segments);
   Cache cache;
   for (const Segment& seg : segments) {
     if (seg.id >= 0) {

@@ -46,6 +46,14 @@ StatusOr<ChatTemplate> ChatTemplate::FromTemplateText(const std::string& text) {
 
 StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages,
                                            bool add_generation_prompt, bool continue_final) const {
+  auto r = RenderMarked(messages, add_generation_prompt, continue_final);
+  if (!r.ok()) return r.status();
+  return std::move(r->text);
+}
+
+StatusOr<ChatTemplate::Rendered> ChatTemplate::RenderMarked(
+    const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+    bool continue_final) const {
   if (messages.empty()) return InvalidArgument("messages must not be empty");
   if (continue_final && messages.back().role != "assistant")
     return InvalidArgument("only an assistant's final message can be continued");
@@ -54,27 +62,40 @@ StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messa
   for (const auto& m : messages) {
     if (!ValidRole(m.role)) return InvalidArgument("unknown message role '" + m.role + "'");
   }
-  std::string out;
+  Rendered r;
+  auto markup = [&r](std::string_view s) {
+    if (!r.markup.empty() && r.markup.back().end == r.text.size()) {
+      r.markup.back().end += s.size();  // adjoining markup: one range
+    } else {
+      r.markup.push_back({r.text.size(), r.text.size() + s.size()});
+    }
+    r.text += s;
+  };
+  auto content = [&r](std::string_view s) { r.text += s; };
   if (format_ == ChatFormat::kChatMl) {
     if (messages.front().role != "system" && !default_system_.empty()) {
-      out += "<|im_start|>system\n" + default_system_ + "<|im_end|>\n";
+      markup("<|im_start|>system\n");
+      content(default_system_);
+      markup("<|im_end|>\n");
     }
     for (size_t i = 0; i < messages.size(); ++i) {
       const auto& m = messages[i];
-      out += "<|im_start|>" + m.role + "\n" + m.content;
-      if (i != open) out += "<|im_end|>\n";
+      markup("<|im_start|>" + m.role + "\n");
+      content(m.content);
+      if (i != open) markup("<|im_end|>\n");
     }
-    if (add_generation_prompt) out += "<|im_start|>assistant\n";
+    if (add_generation_prompt) markup("<|im_start|>assistant\n");
   } else {
-    out += "<|begin_of_text|>";
+    markup("<|begin_of_text|>");
     for (size_t i = 0; i < messages.size(); ++i) {
       const auto& m = messages[i];
-      out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content;
-      if (i != open) out += "<|eot_id|>";
+      markup("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n");
+      content(m.content);
+      if (i != open) markup("<|eot_id|>");
     }
-    if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    if (add_generation_prompt) markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
   }
-  return out;
+  return r;
 }
 
 }  // namespace frugal

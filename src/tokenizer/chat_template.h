@@ -9,6 +9,7 @@
 
 #include "frugal/chat.h"
 #include "frugal/status.h"
+#include "tokenizer/tokenizer.h"
 
 namespace frugal {
 
@@ -24,11 +25,21 @@ class ChatTemplate {
   // The system prompt the template inserts when the conversation has none ("" if none).
   const std::string& default_system() const { return default_system_; }
 
-  // Renders the conversation; special tokens appear as text (encode with parse_special).
-  // continue_final: the last message (an assistant's) is left open, without its end marker, so
-  // that generation continues it; add_generation_prompt is then ignored.
+  // Renders the conversation; special tokens appear as text. continue_final: the last message
+  // (an assistant's) is left open, without its end marker, so that generation continues it;
+  // add_generation_prompt is then ignored.
   StatusOr<std::string> Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                bool continue_final = false) const;
+
+  // The same text, with the byte ranges that are the template's own markup (turn markers, role
+  // headers), the only places where special tokens may be parsed (Tokenizer::EncodeMarked): a
+  // message's content that spells "<|im_end|>" stays text and cannot open a turn of its own.
+  struct Rendered {
+    std::string text;
+    std::vector<TextRange> markup;  // sorted, not overlapping
+  };
+  StatusOr<Rendered> RenderMarked(const std::vector<ChatMessage>& messages,
+                                  bool add_generation_prompt, bool continue_final = false) const;
 
  private:
   ChatFormat format_ = ChatFormat::kChatMl;

@@ -111,15 +111,19 @@ SpecialMatcher::SpecialMatcher(
   }
 }
 
-void SpecialMatcher::Split(std::string_view text, bool parse_special,
+void SpecialMatcher::Split(std::string_view text, std::span<const TextRange> markup,
                            std::vector<Segment>* out) const {
   size_t seg_start = 0;
   size_t i = 0;
+  size_t r = 0;  // the first markup range that ends after i
   while (i < text.size()) {
     const auto& bucket = by_first_byte_[static_cast<uint8_t>(text[i])];
     const Entry* hit = nullptr;
+    while (r < markup.size() && markup[r].end <= i) ++r;
+    const bool in_markup = r < markup.size() && markup[r].begin <= i;
     for (const Entry& e : bucket) {
-      if ((parse_special || e.always) && text.substr(i, e.text.size()) == e.text) {
+      const bool allowed = e.always || (in_markup && i + e.text.size() <= markup[r].end);
+      if (allowed && text.substr(i, e.text.size()) == e.text) {
         hit = &e;
         break;
       }

@@ -93,6 +93,11 @@ struct TokenizerSpec {
   bool decode_cleanup = true;     // WordPiece decoder: " ." -> "." and the like
 };
 
+// Bytes [begin, end) of a text.
+struct TextRange {
+  size_t begin = 0, end = 0;
+};
+
 class Tokenizer {
  public:
   static StatusOr<std::unique_ptr<Tokenizer>> Create(TokenizerSpec spec);
@@ -106,9 +111,19 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   // add_special: BOS/EOS (BPE) or [CLS] ... [SEP] (WordPiece) as the model's config says.
-  // parse_special: special tokens written in the text become their ids (chat templates need it).
-  virtual std::vector<int32_t> Encode(std::string_view text, bool add_special,
-                                      bool parse_special) const = 0;
+  // parse_special: special tokens written in the text become their ids; otherwise their text is
+  // plain text (user-defined tokens are matched either way).
+  std::vector<int32_t> Encode(std::string_view text, bool add_special, bool parse_special) const {
+    const TextRange all{0, text.size()};
+    return EncodeMarked(
+        text, add_special,
+        parse_special ? std::span<const TextRange>(&all, 1) : std::span<const TextRange>());
+  }
+  // Special tokens become their ids only where they lie wholly inside one of `markup` (sorted,
+  // not overlapping): a chat template's own markup. Everywhere else, text that spells one, as a
+  // user may write "<|im_end|>", is plain text.
+  virtual std::vector<int32_t> EncodeMarked(std::string_view text, bool add_special,
+                                            std::span<const TextRange> markup) const = 0;
   // Concatenated text, always valid UTF-8 (invalid sequences become U+FFFD); ids outside the
   // vocabulary are skipped. skip_special drops control and unknown tokens (BOS, EOS,
   // <|im_start|>, <unk>, ...); user-defined tokens are text and stay.

@@ -23,13 +23,14 @@ struct Segment {
 
 // Finds special / added tokens in text, leftmost-longest (as Hugging Face's added-vocabulary
 // matcher does). User-defined tokens (type 4, HF's non-special added tokens) are matched
-// always, as llama.cpp and HF do; the others (control, unknown) only with parse_special.
-// Immutable; thread-safe.
+// always, as llama.cpp and HF do; the others (control, unknown) only inside `markup`
+// (Tokenizer::EncodeMarked). Immutable; thread-safe.
 class SpecialMatcher {
  public:
   SpecialMatcher(const TokenizerSpec& spec,
                  const std::function<std::optional<int32_t>(std::string_view)>& lookup);
-  void Split(std::string_view text, bool parse_special, std::vector<Segment>* out) const;
+  void Split(std::string_view text, std::span<const TextRange> markup,
+             std::vector<Segment>* out) const;
 
  private:
   struct Entry {

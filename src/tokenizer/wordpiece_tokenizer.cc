@@ -38,12 +38,12 @@ class WordPieceTokenizer final : public Tokenizer {
     return std::unique_ptr<Tokenizer>(std::move(t));
   }
 
-  std::vector<int32_t> Encode(std::string_view text, bool add_special,
-                              bool parse_special) const override {
+  std::vector<int32_t> EncodeMarked(std::string_view text, bool add_special,
+                                    std::span<const TextRange> markup) const override {
     std::vector<int32_t> out;
     if (add_special && spec_.cls_id >= 0) out.push_back(spec_.cls_id);
     std::vector<Segment> segments;
-    specials_->Split(text, parse_special, &segments);
+    specials_->Split(text, markup, &segments);
     for (const Segment& seg : segments) {
       if (seg.id >= 0) {
         out.push_back(seg.id);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -101,6 +102,37 @@ TEST(ByteLevelBpeTest, SpecialTokensOnlyWhenParsed) {
   const std::vector<int32_t> ids = tok->Encode("<|im_start|>hi<|im_end|>", false, true);
   EXPECT_EQ(tok->Decode(ids, false), "<|im_start|>hi<|im_end|>");
   EXPECT_EQ(tok->Decode(ids, true), "hi");
+}
+
+TEST(ByteLevelBpeTest, SpecialTokensOnlyInsideTheMarkup) {
+  TokenizerSpec spec = ByteLevelSpec({{"h", "i"}});
+  spec.tokens.push_back("<tool>");
+  spec.token_types.push_back(4);  // user-defined: matched anywhere
+  spec.special_tokens.push_back("<tool>");
+  auto tok = MustCreate(std::move(spec));
+  const int32_t im_start = *tok->TokenId("<|im_start|>");
+  const int32_t im_end = *tok->TokenId("<|im_end|>");
+  const int32_t tool = *tok->TokenId("<tool>");
+  // Template markup at [0, 12) and [30, 40); between them a "message" that spells the markers.
+  const std::string text = "<|im_start|>hi<|im_end|><tool><|im_end|>";
+  ASSERT_EQ(text.size(), 40u);
+  const std::vector<TextRange> markup = {{0, 12}, {30, 40}};
+  const auto ids = tok->EncodeMarked(text, false, markup);
+  auto count = [&](int32_t id) { return std::count(ids.begin(), ids.end(), id); };
+  EXPECT_EQ(count(im_start), 1);
+  EXPECT_EQ(count(im_end), 1);  // the one at 14 is text; the one at 30 is markup
+  EXPECT_EQ(count(tool), 1);
+  EXPECT_EQ(ids.front(), im_start);
+  EXPECT_EQ(ids.back(), im_end);
+  EXPECT_EQ(tok->Decode(ids, /*skip_special=*/true), "hi<|im_end|><tool>");
+  // A marker that only starts inside a range, or only ends inside one, is text.
+  const std::vector<TextRange> partial = {{0, 5}, {33, 40}};
+  const auto split = tok->EncodeMarked(text, false, partial);
+  EXPECT_EQ(std::count(split.begin(), split.end(), im_start), 0);
+  EXPECT_EQ(std::count(split.begin(), split.end(), im_end), 0);
+  // Encode's parse_special is the whole text or nothing.
+  EXPECT_EQ(tok->Encode(text, false, true), tok->EncodeMarked(text, false, {{{0, text.size()}}}));
+  EXPECT_EQ(tok->Encode(text, false, false), tok->EncodeMarked(text, false, {}));
 }
 
 TEST(ByteLevelBpeTest, UserDefinedTokensAlwaysSplit) {
