@@ -1,5 +1,12 @@
 #include "http/server.h"
 
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
@@ -70,7 +77,7 @@ class Session;
 struct Server::Impl {
   // Declared first, destroyed last: handlers destroyed with the io_context unregister sessions.
   Mutex mu;
-  std::unordered_map<uint64_t, std::weak_ptr<Session>> sessions FRUGAL_GUARDED_BY(mu);
+  std::map<uint64_t, std::weak_ptr<Session>> sessions FRUGAL_GUARDED_BY(mu);  // by age
   uint64_t next_id FRUGAL_GUARDED_BY(mu) = 0;
   ServerOptions opt;
   Handler handler;
@@ -81,9 +88,25 @@ struct Server::Impl {
   std::atomic<int64_t> pending{0};  // responses not yet complete
   uint16_t port = 0;
   std::once_flag shutdown_once;
+  // Connection limits and what they refused (ServerOptions, ConnectionStats).
+  int64_t max_connections = 0;
+  std::atomic<int64_t> over_limit{0}, shed{0}, accept_failures{0}, evicted_idle{0};
+  int64_t closing FRUGAL_GUARDED_BY(mu) = 0;  // evicted sessions not yet gone from `sessions`
+  // Touched only by the accept loop (one accept outstanding at a time).
+  net::steady_timer accept_timer{ioc};
+  std::chrono::milliseconds accept_pause{0};
+  int spare_fd = -1;  // given up to accept and shed one connection when descriptors run out
 
   explicit Impl(int n_threads) : ioc(n_threads) {}
+  ~Impl() {
+    if (spare_fd >= 0) ::close(spare_fd);
+  }
   void Accept();
+  void AcceptFailed(const boost::system::error_code& ec);
+  bool Reserved(const std::string& path) const {
+    return std::find(opt.reserved_paths.begin(), opt.reserved_paths.end(), path) !=
+           opt.reserved_paths.end();
+  }
   std::string ErrorBody(int status, std::string_view msg) const {
     return opt.error_body ? opt.error_body(status, msg) : OpenAiErrorBody(status, msg);
   }
@@ -92,12 +115,20 @@ struct Server::Impl {
 // One connection. All members are touched only on the connection's strand.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, Server::Impl& srv, uint64_t id)
-      : stream_(std::move(socket)), srv_(srv), id_(id) {}
+  // overflow: accepted past the connection limit, for one request to a reserved path.
+  Session(tcp::socket&& socket, Server::Impl& srv, uint64_t id, bool overflow)
+      : stream_(std::move(socket)),
+        srv_(srv),
+        id_(id),
+        overflow_(overflow),
+        probe_timer_(stream_.get_executor()) {}
   ~Session() {
     MutexLock lock(srv_.mu);
     srv_.sessions.erase(id_);
+    if (evicted) --srv_.closing;
   }
+
+  bool evicted = false;  // chosen to make room (guarded by the server's mu)
 
   void Start() {
     beast::error_code ec;
@@ -155,22 +186,30 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   bool closed() const { return closed_flag_.load(); }
 
+  // Waiting for a request (none in progress): may be closed to make room (Impl::Accept).
+  bool idle() const { return idle_.load(); }
+  bool overflow() const { return overflow_; }
+
  private:
   void Read() {
     if (srv_.draining || closed_) {
       Close();
       return;
     }
+    idle_ = true;
     parser_.emplace();
     parser_->body_limit(srv_.opt.max_body_bytes);
     parser_->header_limit(kMaxHeaderBytes);
-    stream_.expires_after(requests_ == 0 ? srv_.opt.read_timeout : srv_.opt.idle_timeout);
+    auto timeout = requests_ == 0 ? srv_.opt.read_timeout : srv_.opt.idle_timeout;
+    if (overflow_) timeout = std::min<std::chrono::milliseconds>(timeout, kOverflowReadTimeout);
+    stream_.expires_after(timeout);
     bhttp::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
+    idle_ = false;
     if (ec == bhttp::error::body_limit) {
       BeginResponse(false);
       DoSend(413, "application/json",
@@ -207,8 +246,18 @@ class Session : public std::enable_shared_from_this<Session> {
     for (const auto& f : m)
       req.headers[Lower(std::string(f.name_string()))] = std::string(f.value());
     req.body = std::move(m.body());
-    BeginResponse(m.keep_alive());
+    BeginResponse(m.keep_alive() && !overflow_);
     version_ = m.version();
+    if (overflow_) {
+      srv_.over_limit.fetch_add(1);
+      if (!srv_.Reserved(req.path)) {
+        DoSend(503, "application/json",
+               srv_.ErrorBody(503, "the server has too many open connections (limit " +
+                                       std::to_string(srv_.max_connections) + "); retry later"),
+               {{"Retry-After", "1"}});
+        return;
+      }
+    }
     WatchClose();
     auto responder = std::make_shared<SessionResponder>(shared_from_this());
     try {
@@ -249,13 +298,56 @@ class Session : public std::enable_shared_from_this<Session> {
                                                               tcp::socket::message_peek, peek_ec);
               if (peek_ec == net::error::would_block || peek_ec == net::error::try_again) {
                 self->WatchClose();
-              } else if (peek_ec || n == 0) {
+              } else if (peek_ec == net::error::eof || (!peek_ec && n == 0)) {
+                self->PeerEnded();
+              } else if (peek_ec) {
                 self->ClientGone();
                 self->Close();
               }
               // Otherwise the client sent more (a pipelined request): it is read after this
               // response.
             }));
+  }
+
+  // The client's side ended (FIN) while its response is pending. It may have gone, or only
+  // half-closed after sending its request (shutdown(SHUT_WR)) and still be reading. An HTTP/1.1
+  // client must accept an interim 1xx response at any time before the final one: one is sent,
+  // and a reset in return within a few round trips means it has gone. A started stream needs
+  // no probe: its next writes fail if the client has gone. HTTP/1.0 cannot take a 1xx: gone.
+  void PeerEnded() {
+    if (version_ < 11) {
+      ClientGone();
+      Close();
+      return;
+    }
+    if (responded_ || probed_) return;  // writes (or the probe's) will tell
+    probed_ = true;
+    Enqueue("HTTP/1.1 100 Continue\r\n\r\n");
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    std::chrono::milliseconds wait{50};
+    if (::getsockopt(stream_.socket().native_handle(), IPPROTO_TCP, TCP_INFO, &info, &len) == 0) {
+      wait = std::max(wait, std::chrono::milliseconds(4 * info.tcpi_rtt / 1000));
+    }
+    probe_timer_.expires_after(std::min<std::chrono::milliseconds>(wait, kMaxProbeWait));
+    probe_timer_.async_wait([self = shared_from_this(), gen = watch_gen_](beast::error_code ec) {
+      if (ec || gen != self->watch_gen_ || !self->busy_ || self->closed_) return;
+      // After the FIN, reads only ever say "end of stream"; a reset shows in the connection's
+      // state (closed) and its pending error.
+      const int fd = self->stream_.socket().native_handle();
+      tcp_info ti{};
+      socklen_t ti_len = sizeof ti;
+      int err = 0;
+      socklen_t err_len = sizeof err;
+      const bool reset = (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &ti_len) == 0 &&
+                          ti.tcpi_state == TCP_CLOSE) ||
+                         (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) == 0 && err != 0);
+      if (reset) {
+        self->ClientGone();  // nobody reads any more
+        self->Close();
+      }
+      // Else half-closed and still there: the response goes out when ready.
+    });
   }
 
   void ClientGone() {
@@ -364,9 +456,15 @@ class Session : public std::enable_shared_from_this<Session> {
     std::shared_ptr<Session> s_;
   };
 
+  static constexpr std::chrono::milliseconds kOverflowReadTimeout{5'000};
+  static constexpr std::chrono::milliseconds kMaxProbeWait{2'000};
+
   beast::tcp_stream stream_;
   Server::Impl& srv_;
   const uint64_t id_;
+  const bool overflow_;
+  net::steady_timer probe_timer_;
+  bool probed_ = false;  // a 100 Continue went out to tell a half-closed client from a gone one
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   unsigned version_ = 11;
@@ -383,23 +481,78 @@ class Session : public std::enable_shared_from_this<Session> {
   Mutex on_close_mu_;
   std::function<void()> on_close_ FRUGAL_GUARDED_BY(on_close_mu_);
   std::atomic<bool> closed_flag_{false};
+  std::atomic<bool> idle_{false};
 };
 
 void Server::Impl::Accept() {
   acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-    } else if (!draining) {
-      std::shared_ptr<Session> s;
+      AcceptFailed(ec);
+      return;
+    }
+    accept_pause = std::chrono::milliseconds(0);
+    if (!draining) {
+      std::shared_ptr<Session> s, victim;
       {
         MutexLock lock(mu);
-        const uint64_t id = next_id++;
-        s = std::make_shared<Session>(std::move(socket), *this, id);
-        sessions[id] = s;
+        const auto open = static_cast<int64_t>(sessions.size()) - closing;
+        bool overflow = false;
+        if (open >= max_connections) {
+          // At the limit, a connection waiting for a request (kept alive, or never used) makes
+          // room, the oldest first: idle connections cannot lock new clients out. (An overflow
+          // connection frees no place within the limit; its short read timeout ends it.)
+          for (auto& [id, w] : sessions) {
+            auto p = w.lock();
+            if (p && p->idle() && !p->evicted && !p->overflow()) {
+              victim = std::move(p);
+              victim->evicted = true;
+              ++closing;
+              break;
+            }
+          }
+          overflow = victim == nullptr;
+        }
+        if (overflow && open >= max_connections + opt.overflow_connections) {
+          shed.fetch_add(1);  // closed with the socket, at the end of this block
+        } else {
+          const uint64_t id = next_id++;
+          s = std::make_shared<Session>(std::move(socket), *this, id, overflow);
+          sessions[id] = s;
+        }
       }
-      s->Start();
+      if (victim) {
+        evicted_idle.fetch_add(1);
+        victim->CloseIfIdle();
+      }
+      if (s) s->Start();
     }
     if (!draining) Accept();
+  });
+}
+
+// accept() failed. Out of descriptors (EMFILE/ENFILE), the pending connection would make every
+// new accept fail at once: the spare descriptor is given up to accept it and close it (shed),
+// then taken back. Any failure pauses the loop (10 ms, doubling to 1 s while failures go on)
+// instead of retrying at once, which spun a core and starved the connections already open.
+void Server::Impl::AcceptFailed(const boost::system::error_code& ec) {
+  accept_failures.fetch_add(1);
+  const bool no_fds = ec == net::error::no_descriptors ||
+                      (ec.category() == boost::system::system_category() && ec.value() == ENFILE);
+  if (no_fds && spare_fd >= 0) {
+    ::close(spare_fd);
+    const int fd = ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      ::close(fd);
+      shed.fetch_add(1);
+    }
+    spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  accept_pause =
+      std::clamp(accept_pause * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+  accept_timer.expires_after(accept_pause);
+  accept_timer.async_wait([this](beast::error_code wec) {
+    if (!wec && !draining && acceptor.is_open()) Accept();
   });
 }
 
@@ -425,6 +578,17 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options, Handler h
                    ": " + ec.message());
   }
   impl->port = impl->acceptor.local_endpoint().port();
+  // The spare descriptor's accept must not block when no connection waits.
+  impl->acceptor.non_blocking(true, ec);
+  impl->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  impl->max_connections = impl->opt.max_connections;
+  if (impl->max_connections <= 0) {
+    rlimit nofile{};
+    const int64_t fds = ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY
+                            ? static_cast<int64_t>(nofile.rlim_cur)
+                            : 65536;
+    impl->max_connections = std::max<int64_t>(16, fds / 2);
+  }
   impl->Accept();
   Impl* p = impl.get();
   for (int i = 0; i < impl->opt.io_threads; ++i) impl->threads.emplace_back([p] { p->ioc.run(); });
@@ -436,6 +600,17 @@ uint16_t Server::port() const { return impl_->port; }
 int64_t Server::open_connections() const {
   MutexLock lock(impl_->mu);
   return static_cast<int64_t>(impl_->sessions.size());
+}
+
+ConnectionStats Server::connection_stats() const {
+  ConnectionStats st;
+  st.open = open_connections();
+  st.limit = impl_->max_connections;
+  st.over_limit = impl_->over_limit.load();
+  st.shed = impl_->shed.load();
+  st.accept_failures = impl_->accept_failures.load();
+  st.evicted_idle = impl_->evicted_idle.load();
+  return st;
 }
 
 void Server::Shutdown(std::chrono::milliseconds grace) {
@@ -450,6 +625,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
     net::post(s.ioc, [&s] {
       beast::error_code ec;
       s.acceptor.close(ec);
+      s.accept_timer.cancel();
     });
     auto each_session = [&s](auto f) {
       std::vector<std::shared_ptr<Session>> live;

@@ -9,6 +9,12 @@
 //   which carries Server-Sent Events when the content type is text/event-stream.
 // - A client that goes away is noticed while its response is pending (a watch on the socket),
 //   not only at the next write: OnClose handlers run then, so generation can be cancelled.
+// - A client that half-closes (shuts its sending side after the request) still gets its answer:
+//   an end of stream while a response is pending is told from a client that has gone by an
+//   interim "100 Continue" the client must accept; only a reset after it means gone.
+// - A connection limit (503 beyond it, a reserved /health still answered) and, when the process
+//   runs out of descriptors (EMFILE), a pause before the next accept instead of a busy loop; a
+//   spare descriptor lets the server shed the connection it cannot take.
 // - Graceful shutdown: stop accepting, let in-flight responses finish (up to a grace period),
 //   then close.
 //
@@ -45,6 +51,27 @@ struct ServerOptions {
   std::function<std::string(int status, std::string_view message)> error_body;
   // Sent with every response, the server's own errors included (e.g. a simulated worker's label).
   Headers default_headers;
+  // Open connections served normally; 0 = half of the process's open-file limit (at least 16),
+  // so that upstream connections, files and the overflow below keep descriptors to spare. At
+  // the limit, a connection that waits for a request (idle keep-alive, or never used) is closed
+  // to make room for the new one; only when none is idle does the overflow below apply.
+  int max_connections = 0;
+  // Connections past max_connections still accepted, each for one request: a reserved path is
+  // answered, anything else gets 503 (`connection_limit`) and the connection closes. Past this
+  // too, a connection is closed as soon as it is accepted.
+  int overflow_connections = 64;
+  // Paths answered even over the connection limit (a load balancer's health check).
+  std::vector<std::string> reserved_paths = {"/health"};
+};
+
+// What the server refused, for /metrics.
+struct ConnectionStats {
+  int64_t open = 0;             // connections open now
+  int64_t limit = 0;            // max_connections in effect
+  int64_t over_limit = 0;       // answered 503 (or only a reserved path) over the limit
+  int64_t shed = 0;             // closed at once: over the limit and the overflow
+  int64_t accept_failures = 0;  // accept() errors (EMFILE, ENFILE, ...), each followed by a pause
+  int64_t evicted_idle = 0;     // idle connections closed to make room at the limit
 };
 
 struct Request {
@@ -94,6 +121,7 @@ class Server {
   void Shutdown(std::chrono::milliseconds grace);
   // Connections open now and responses still pending (for tests and metrics).
   int64_t open_connections() const;
+  ConnectionStats connection_stats() const;
 
   struct Impl;
 

@@ -298,5 +298,123 @@ TEST(HttpServerTest, ManyConcurrentOpenStreamsNeedNoThreadEach) {
   open.clear();  // a Responder must not outlive its Server
 }
 
+// A client that shuts its sending side after the request (as `nc -N` does) still reads the
+// answer: a half-close is not a departure. The server tells them apart with an interim 100.
+TEST(HttpServerTest, HalfClosedClientStillGetsItsAnswer) {
+  std::atomic<bool> closed{false};
+  std::shared_ptr<Responder> held;
+  std::mutex mu;
+  auto server = StartServer([&](const Request&, std::shared_ptr<Responder> res) {
+    res->OnClose([&] { closed = true; });
+    std::lock_guard<std::mutex> lock(mu);
+    held = res;
+  });
+  Client c(server->port());
+  c.Send("POST", "/slow", "{}", /*keep_alive=*/false);
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return held != nullptr;
+  }));
+  c.sock.shutdown(tcp::socket::shutdown_send);
+  std::this_thread::sleep_for(300ms);  // the server has seen the FIN and probed
+  EXPECT_FALSE(closed.load()) << "a half-closed client was taken for gone";
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_FALSE(held->closed());
+    held->Send(200, "text/plain", "answer");
+  }
+  auto first = c.Read();
+  if (first.result_int() == 100) first = c.Read();  // the interim response, then the answer
+  EXPECT_EQ(first.result_int(), 200);
+  EXPECT_EQ(first.body(), "answer");
+  EXPECT_FALSE(closed.load());
+  std::lock_guard<std::mutex> lock(mu);
+  held.reset();
+}
+
+// At the limit, idle connections make room for new ones; with every connection busy, a new one
+// may still reach a reserved path (a health check) and gets 503 for anything else; past the
+// overflow too, it is closed at once.
+TEST(HttpServerTest, ConnectionLimitEvictsIdleThenServesOnlyReservedPaths) {
+  std::mutex mu;
+  std::vector<std::shared_ptr<Responder>> held;
+  ServerOptions o;
+  o.max_connections = 2;
+  o.overflow_connections = 1;
+  auto server = StartServer(
+      [&](const Request& req, std::shared_ptr<Responder> res) {
+        if (req.path == "/health" || req.path == "/fast") {
+          res->Send(200, "text/plain", "ok");
+          return;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        held.push_back(res);  // busy until the test ends
+      },
+      o);
+  EXPECT_EQ(server->connection_stats().limit, 2);
+  // Two idle connections; a third evicts the oldest of them and is served normally.
+  auto idle1 = std::make_unique<Client>(server->port());
+  auto idle2 = std::make_unique<Client>(server->port());
+  ASSERT_TRUE(WaitFor([&] { return server->open_connections() == 2; }));
+  {
+    Client c(server->port());
+    c.Send("GET", "/fast");
+    EXPECT_EQ(c.Read().result_int(), 200);
+  }
+  EXPECT_EQ(server->connection_stats().evicted_idle, 1);
+  char b;
+  beast::error_code ec;
+  idle1->sock.read_some(net::buffer(&b, 1), ec);  // the oldest was closed
+  EXPECT_TRUE(ec == net::error::eof || ec == net::error::connection_reset) << ec.message();
+  idle1.reset();
+  idle2.reset();
+  ASSERT_TRUE(WaitFor([&] { return server->open_connections() == 0; }));
+
+  // Two busy connections: nothing idle to evict.
+  std::vector<std::unique_ptr<Client>> busy;
+  for (int i = 0; i < 2; ++i) {
+    busy.push_back(std::make_unique<Client>(server->port()));
+    busy.back()->Send("POST", "/slow", "{}");
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return held.size() == 2;
+  }));
+  {
+    Client c(server->port());  // overflow: a health check is answered
+    c.Send("GET", "/health");
+    auto r = c.Read();
+    EXPECT_EQ(r.result_int(), 200);
+    EXPECT_FALSE(r.keep_alive());
+  }
+  ASSERT_TRUE(WaitFor([&] { return server->open_connections() == 2; }));
+  {
+    Client c(server->port());  // overflow: anything else is refused, with a JSON error
+    c.Send("POST", "/slow", "{}");
+    auto r = c.Read();
+    EXPECT_EQ(r.result_int(), 503);
+    EXPECT_EQ(r[bhttp::field::retry_after], "1");
+    const auto j = nlohmann::json::parse(r.body());
+    EXPECT_NE(j["error"]["message"].get<std::string>().find("too many open connections"),
+              std::string::npos);
+  }
+  ASSERT_TRUE(WaitFor([&] { return server->open_connections() == 2; }));
+  Client overflow(server->port());  // holds the one overflow place
+  ASSERT_TRUE(WaitFor([&] { return server->open_connections() == 3; }));
+  {
+    Client shed(server->port());  // past the overflow: closed at once
+    shed.Send("GET", "/health");
+    beast::error_code rec;
+    shed.sock.read_some(net::buffer(&b, 1), rec);
+    EXPECT_TRUE(rec == net::error::eof || rec == net::error::connection_reset) << rec.message();
+  }
+  const auto st = server->connection_stats();
+  EXPECT_EQ(st.shed, 1);
+  EXPECT_EQ(st.over_limit, 2);
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto& r : held) r->Send(200, "text/plain", "done");
+  held.clear();
+}
+
 }  // namespace
 }  // namespace frugal::http
