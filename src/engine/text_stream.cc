@@ -1,26 +1,25 @@
 #include "engine/text_stream.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace frugal {
-namespace {
 
-// Length of the longest suffix of `text` (starting at or after `from`) that is a proper prefix
-// of some stop string: that much must be held back until the next token decides.
-size_t StopHoldback(const std::string& text, size_t from, const std::vector<std::string>& stops) {
-  size_t hold = 0;
-  for (const auto& s : stops) {
-    for (size_t len = std::min(s.size() - 1, text.size() - from); len > hold; --len) {
-      if (text.compare(text.size() - len, len, s, 0, len) == 0) {
-        hold = len;
-        break;
-      }
+TextStream::TextStream(const Tokenizer& tokenizer, std::vector<std::string> stop)
+    : tok_(tokenizer) {
+  for (auto& s : stop) {
+    if (s.empty()) continue;
+    StopMatcher m;
+    m.fail.assign(s.size(), 0);
+    for (size_t i = 1, k = 0; i < s.size(); ++i) {
+      while (k > 0 && s[i] != s[k]) k = m.fail[k - 1];
+      if (s[i] == s[k]) ++k;
+      m.fail[i] = k;
     }
+    m.s = std::move(s);
+    stop_.push_back(std::move(m));
   }
-  return hold;
 }
-
-}  // namespace
 
 std::string TextStream::TakeUpTo(size_t end) {
   if (end <= emitted_) return {};
@@ -32,19 +31,30 @@ std::string TextStream::TakeUpTo(size_t end) {
 std::string TextStream::Push(int32_t token, bool* stopped) {
   *stopped = stopped_;
   if (stopped_) return {};
+  const size_t from = text_.size();
   if (!tok_.IsSpecial(token)) text_ += utf8_.Push(tok_.TokenToPiece(token));
-  // The earliest stop string ends the text; it can only start in text not yet shown.
-  size_t cut = std::string::npos;
-  for (const auto& s : stop_) {
-    const size_t search_from = emitted_ >= s.size() ? emitted_ - s.size() + 1 : 0;
-    cut = std::min(cut, text_.find(s, search_from));
+  // Each matcher reads the new bytes; the earliest-starting stop string completed ends the text.
+  size_t cut = std::string::npos, hold = 0;
+  for (auto& m : stop_) {
+    for (size_t i = from; i < text_.size(); ++i) {
+      const char c = text_[i];
+      while (m.state > 0 && m.s[m.state] != c) m.state = m.fail[m.state - 1];
+      if (m.s[m.state] == c) ++m.state;
+      if (m.state == m.s.size()) {
+        cut = std::min(cut, i + 1 - m.s.size());
+        break;  // this one's first completion; later ones start later
+      }
+    }
+    hold = std::max(hold, m.state);
   }
   if (cut != std::string::npos) {
     text_.resize(cut);
     stopped_ = *stopped = true;
     return TakeUpTo(text_.size());
   }
-  return TakeUpTo(text_.size() - StopHoldback(text_, emitted_, stop_));
+  // The longest partial stop string that ends the text is held back until the next token
+  // decides; it never reaches into text already shown.
+  return TakeUpTo(text_.size() - std::min(hold, text_.size() - emitted_));
 }
 
 std::string TextStream::Finish() {

@@ -13,8 +13,8 @@ namespace frugal {
 
 class TextStream {
  public:
-  TextStream(const Tokenizer& tokenizer, std::vector<std::string> stop)
-      : tok_(tokenizer), stop_(std::move(stop)) {}
+  // Empty stop strings are ignored.
+  TextStream(const Tokenizer& tokenizer, std::vector<std::string> stop);
 
   // Adds one generated token; returns the text that became safe to show. Sets *stopped when a
   // stop string completed: the text ends before it and nothing more will be shown.
@@ -26,8 +26,17 @@ class TextStream {
  private:
   std::string TakeUpTo(size_t end);
 
+  // One matcher per stop string (Knuth-Morris-Pratt): the longest prefix of the stop string that
+  // ends the text so far, updated byte by byte as text arrives, so a token costs time linear in
+  // its own bytes whatever the stop strings' lengths.
+  struct StopMatcher {
+    std::string s;
+    std::vector<size_t> fail;  // fail[i]: the longest proper border of s[0..i]
+    size_t state = 0;          // s[0..state) ends the text
+  };
+
   const Tokenizer& tok_;
-  std::vector<std::string> stop_;
+  std::vector<StopMatcher> stop_;
   Utf8StreamDecoder utf8_;
   std::string text_;
   size_t emitted_ = 0;
