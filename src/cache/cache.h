@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cache/embedder.h"
+#include "cache/redis_client.h"
 #include "cache/vector_index.h"
 #include "cache/verifier.h"
 #include "common/metrics.h"
@@ -52,6 +53,17 @@ struct CacheConfig {
   std::string redis;
   std::string redis_prefix = "frugal:cache";
   int64_t redis_timeout_ms = 1000;  // per Redis command; a slower one is a miss
+  // Redis credentials (AUTH). The password is the first line of redis_password_file, else the
+  // address's (redis://user:password@host), else the environment's FRUGAL_REDIS_PASSWORD; it is
+  // never logged nor shown.
+  std::string redis_user;  // Redis 6 ACL user; "" = the address's, or Redis's default user
+  std::string redis_password_file;
+  // TLS to Redis (also on with a rediss:// address); the server's certificate is verified.
+  bool redis_tls = false;
+  std::string redis_tls_ca_file;      // PEM CA to verify the server with; "" = the system store
+  std::string redis_tls_cert_file;    // PEM client certificate, with redis_tls_key_file; optional
+  std::string redis_tls_key_file;     // its unencrypted PEM key
+  std::string redis_tls_server_name;  // SNI and the name the certificate must carry; "" = host
 };
 
 struct CacheOptions {
@@ -164,7 +176,7 @@ struct CacheMetrics {
   MetricsRegistry::Counter *lookups = nullptr, *hits = nullptr, *misses = nullptr,
                            *rejected = nullptr, *insertions = nullptr, *evictions = nullptr,
                            *rotations_total = nullptr, *exact_hits = nullptr, *refusals = nullptr,
-                           *too_long = nullptr;
+                           *too_long = nullptr, *scope_mismatches = nullptr, *bad_entries = nullptr;
   MetricsRegistry::Histogram *embed_s = nullptr, *search_s = nullptr, *rotation_s = nullptr;
   std::atomic<int64_t> lookups_seen{0}, hits_seen{0};  // for the hit-ratio gauge
 
@@ -177,6 +189,14 @@ struct CacheMetrics {
 
 // 128 bits of FNV-1a as 32 hex digits: scope keys and entry ids.
 std::string HashHex(std::string_view s);
+
+// The Redis connection of config (config.redis set): the address, the credentials (reading
+// redis_password_file, or FRUGAL_REDIS_PASSWORD) and TLS. InvalidArgument names the key at fault
+// in one line, and never holds the password.
+StatusOr<RedisOptions> RedisOptionsFor(const CacheConfig& config);
+// RedisOptionsFor's verdict when config.redis is set; without it, a redis_* credential or TLS
+// setting is refused (it would be ignored).
+Status ValidateRedisConfig(const CacheConfig& config);
 
 // The configured backend on `embedder`: RedisCache when config.redis is set, else SemanticCache.
 // (config.enabled, model, threads, context_turns and nondeterministic are the caller's: which

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <unordered_map>
@@ -36,6 +39,27 @@ std::string Blob(const std::vector<float>& v) {
 // 10k entries), so a batch must stay well inside the command timeout.
 constexpr size_t kUnlinkBatch = 100;
 constexpr std::chrono::seconds kEntriesGaugeMaxAge{5};
+
+bool IsString(const RedisReply* r) { return r != nullptr && r->type == RedisReply::Type::kString; }
+
+bool IsWrongType(const Status& st) {
+  return st.code() == StatusCode::kInternal && st.message().find("WRONGTYPE") != std::string::npos;
+}
+
+// A KNN or range result's cosine distance: a number in [0, 2]; nullopt for anything else.
+std::optional<float> CosineDistance(const RedisReply& d) {
+  if (d.type != RedisReply::Type::kString && d.type != RedisReply::Type::kStatus)
+    return std::nullopt;
+  const std::string& t = d.str;
+  double v = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  // RediSearch rounds: a distance a hair outside [0, 2] is still a distance.
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !std::isfinite(v) ||
+      v < -1e-3 || v > 2.001) {
+    return std::nullopt;
+  }
+  return static_cast<float>(v);
+}
 
 // RediSearch's error for a name that is neither an index nor an alias.
 bool IsUnknownIndex(const Status& st) {
@@ -300,8 +324,18 @@ struct RedisCache::Impl {
     return n;
   }
 
+  // The scope's nearest entries and the verifier's choice. Entries it skips: `foreign` (another
+  // scope or namespace stored in them) and `bad` (malformed) are set.
   StatusOr<LookupResult> Search(const Model& md, const std::string& scope, std::string_view ns,
-                                std::string_view query, LookupResult r);
+                                std::string_view query, LookupResult r, bool& foreign, bool& bad);
+
+  // Counts a lookup's outcome, and once each whether it met an entry of another scope or a
+  // malformed one.
+  void Counted(const LookupResult& r, bool foreign, bool bad) {
+    if (foreign) cm.scope_mismatches->Add(1);
+    if (bad) cm.bad_entries->Add(1);
+    cm.Counted(r);
+  }
 
   // Gives every entry under the prefix that lacks md.field its vector by md's embedder (the
   // entry's query embedded again), in pages of SCAN; never recreates a key removed meanwhile.
@@ -386,6 +420,8 @@ StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder>
         "the Redis cache prefix must be non-empty, without spaces, braces or glob characters");
   }
   auto impl = std::make_unique<Impl>(std::move(options));
+  // TLS files that cannot be used are a configuration error.
+  FRUGAL_RETURN_IF_ERROR(impl->redis.setup());
   {
     MutexLock l(impl->model_mu);  // nobody else has it yet; the lock is for the analysis
     impl->model.embedder = std::move(embedder);
@@ -420,7 +456,7 @@ StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder>
 
 StatusOr<LookupResult> RedisCache::Impl::Search(const Model& md, const std::string& scope,
                                                 std::string_view ns, std::string_view query,
-                                                LookupResult r) {
+                                                LookupResult r, bool& foreign, bool& bad) {
   const float threshold = ThresholdFor(opt.cache, ns, *md.embedder);
   char radius[32];
   std::snprintf(radius, sizeof radius, "%.9g", 1.0 - static_cast<double>(threshold));
@@ -438,23 +474,40 @@ StatusOr<LookupResult> RedisCache::Impl::Search(const Model& md, const std::stri
                 {"(@sh:{" + HashHex(scope) + "})=>[KNN " + k + " @" + md.field + " $vec AS d]",
                  "PARAMS", "2", "vec", Blob(r.embedding)});
   }
-  argv.insert(argv.end(), {"SORTBY", "d", "ASC", "LIMIT", "0", k, "RETURN", "3", "query",
-                           "response", "d", "DIALECT", "2"});
+  argv.insert(argv.end(), {"SORTBY", "d", "ASC", "LIMIT", "0", k, "RETURN", "5", "query",
+                           "response", "scope", "ns", "d", "DIALECT", "2"});
   const auto t0 = SteadyClock::now();
   auto found = OnIndex(argv);
   r.search_ms = MsSince(t0);
   cm.search_s->Observe(r.search_ms / 1e3);
   FRUGAL_RETURN_IF_ERROR(found.status());
+  if (found->type != RedisReply::Type::kArray)
+    return Internal("Redis cache: FT.SEARCH answered no array");
+  // Every field is checked before use: a malformed entry (written by hand, another program, a
+  // bug) or one of another scope (the sh TAG is a hash) is skipped and counted, never used.
   std::vector<HitCandidate> cands;  // views into the reply
   for (size_t i = 2; i < found->elements.size(); i += 2) {
     const RedisReply& f = found->elements[i];
+    const RedisReply* d = f.Field("d");
+    const std::optional<float> distance = d ? CosineDistance(*d) : std::nullopt;
+    if (!distance) {
+      bad = true;
+      continue;
+    }
+    const float similarity = 1.0f - *distance;
+    if (similarity < threshold) break;  // KNN: nearest first, the rest are farther
     const RedisReply* cq = f.Field("query");
     const RedisReply* cr = f.Field("response");
-    const RedisReply* d = f.Field("d");
-    if (!cq || !cr || !d) continue;
-    const float similarity = 1.0f - std::strtof(d->Text().c_str(), nullptr);
-    if (similarity < threshold) break;  // KNN: nearest first, the rest are farther
-    if (cq->type != RedisReply::Type::kString || cr->type != RedisReply::Type::kString) continue;
+    const RedisReply* cs = f.Field("scope");
+    const RedisReply* cn = f.Field("ns");
+    if (!IsString(cq) || !IsString(cr) || !IsString(cs) || !IsString(cn)) {
+      bad = true;
+      continue;
+    }
+    if (cs->str != scope || cn->str != ns) {
+      foreign = true;
+      continue;
+    }
     cands.push_back({similarity, cq->str, cr->str});
   }
   const bool opaque = opt.cache.guard && !cands.empty() &&
@@ -476,22 +529,48 @@ StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_
     m.cm.Counted(r);
     return r;
   }
+  bool foreign = false, bad = false;  // met an entry of another scope, a malformed one
   if (m.opt.cache.exact_match) {
-    // The very same text in the same scope is its own key: one HMGET, no embedding.
-    auto same = m.redis.Command({"HMGET", m.Key(scope, query), "query", "response"});
+    // The very same text in the same scope is its own key: one round trip, no embedding. The
+    // entry answers only if it is well-formed and holds this very scope, namespace and query
+    // (the key is a hash of them); otherwise the vectors are asked.
+    const Impl::Model md = m.Current();
+    const std::string key = m.Key(scope, query);
+    auto same = m.redis.Pipeline(
+        {{"HMGET", key, "query", "response", "scope", "ns"}, {"HSTRLEN", key, md.field}});
+    if (!same.ok() && IsWrongType(same.status())) {
+      // Something else than a hash under the entry's key: not an entry, and the index (ON
+      // HASH) never returns it either.
+      same = std::vector<RedisReply>{RedisReply{}, RedisReply{}};
+    }
     if (!same.ok()) {
       m.Failed("lookup", same.status());  // Redis down: a miss, never a failed request
       m.cm.misses->Add(1);
       return r;
     }
-    if (same->elements.size() == 2 && same->elements[0].type == RedisReply::Type::kString &&
-        same->elements[0].str == query && same->elements[1].type == RedisReply::Type::kString) {
-      r.hit = r.exact = true;
-      r.similarity = 1.0f;
-      r.cached_query = std::move(same->elements[0].str);
-      r.response = std::move(same->elements[1].str);
-      m.cm.Counted(r);
-      return r;
+    const RedisReply& fields = (*same)[0];
+    const RedisReply& vector_bytes = (*same)[1];
+    const bool shaped = fields.type == RedisReply::Type::kArray && fields.elements.size() == 4 &&
+                        vector_bytes.type == RedisReply::Type::kInteger;
+    const bool absent = shaped && std::all_of(fields.elements.begin(), fields.elements.end(),
+                                              [](const RedisReply& e) { return e.is_nil(); });
+    if (!absent) {
+      const auto& e = fields.elements;
+      // A vector, when the entry has one in this model's field, is the model's size.
+      const int64_t dim_bytes = static_cast<int64_t>(md.embedder->dim() * sizeof(float));
+      if (!shaped || !IsString(&e[0]) || !IsString(&e[1]) || !IsString(&e[2]) || !IsString(&e[3]) ||
+          (vector_bytes.integer != 0 && vector_bytes.integer != dim_bytes)) {
+        bad = true;
+      } else if (e[2].str != scope || e[3].str != ns || e[0].str != query) {
+        foreign = true;
+      } else {
+        r.hit = r.exact = true;
+        r.similarity = 1.0f;
+        r.cached_query = e[0].str;
+        r.response = e[1].str;
+        m.Counted(r, foreign, bad);
+        return r;
+      }
     }
   }
   SwitchGate::Pass pass(m.gate);
@@ -499,6 +578,8 @@ StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_
   auto t0 = SteadyClock::now();
   auto q = md.embedder->Embed(query);
   if (!q.ok()) {
+    if (foreign) m.cm.scope_mismatches->Add(1);
+    if (bad) m.cm.bad_entries->Add(1);
     m.cm.misses->Add(1);
     return q.status();
   }
@@ -506,14 +587,16 @@ StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_
   m.cm.embed_s->Observe(r.embed_ms / 1e3);
   r.embedding = std::move(q).value();
   r.embedded_by = md.embedder;
-  auto found = m.Search(md, scope, ns, query, r);
+  auto found = m.Search(md, scope, ns, query, r, foreign, bad);
   if (!found.ok()) {
     // Redis down or failing: a miss, never a failed request.
     m.Failed("lookup", found.status());
+    if (foreign) m.cm.scope_mismatches->Add(1);
+    if (bad) m.cm.bad_entries->Add(1);
     m.cm.misses->Add(1);
     return r;
   }
-  m.cm.Counted(*found);
+  m.Counted(*found, foreign, bad);
   return found;
 }
 

@@ -22,6 +22,11 @@
 //   threshold; or (search = kRange) a range query at the threshold,
 //   `@sh:{..} @v:[VECTOR_RANGE (1 - threshold) $vec]`; the guard then checks the
 //   candidates exactly as the embedded cache does (VerifyHit).
+// - Nothing Redis returns is trusted unchecked: before an entry answers (the exact-text path's
+//   HMGET or a search result), its stored scope and namespace must equal the lookup's (the sh
+//   TAG and the key are hashes), and its fields be well-formed (strings present, a numeric
+//   distance, a vector of the model's size). Otherwise it is a miss for that entry, counted in
+//   frugal_cache_scope_mismatches / frugal_cache_bad_entries.
 // - The same query in the same scope has one key: a newer answer replaces the older, and
 //   invalidation by exact query is one DEL.
 // - Rotation: a new index over the same key prefix (new HNSW parameters, or compaction), which
@@ -73,8 +78,10 @@ struct RedisCacheOptions {
 
 class RedisCache : public Cache {
  public:
-  // Fails only on bad options or on a Redis that answers with a conflict (another embedding
-  // model under the prefix); an unreachable Redis opens and misses until it is back.
+  // Fails only on bad options (TLS files that cannot be used included), on a Redis that answers
+  // with a conflict (another embedding model under the prefix), or on one that refuses this
+  // client (credentials, certificate: RedisClient's InvalidArgument); an unreachable Redis opens
+  // and misses until it is back.
   static StatusOr<std::unique_ptr<RedisCache>> Open(std::shared_ptr<Embedder> embedder,
                                                     RedisCacheOptions options);
   ~RedisCache() override;

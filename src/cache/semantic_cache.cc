@@ -1,8 +1,14 @@
 #include "cache/semantic_cache.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <list>
 #include <mutex>
@@ -209,6 +215,7 @@ struct SemanticCache::Impl {
 
   Status Load(const std::string& path);
   Status Save(const std::string& path) const;
+  mutable std::mutex save_mu;  // one Save at a time
 };
 
 SemanticCache::SemanticCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -279,6 +286,12 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
   m.cm.lookups->Add(1);
   m.cm.lookups_seen.fetch_add(1);
   auto g = m.Current();  // this generation stays alive until the lookup is done
+  // An entry of another scope or namespace met on the way (never used): counted once.
+  bool foreign = false;
+  auto counted = [&m, &foreign](const LookupResult& res) {
+    if (foreign) m.cm.scope_mismatches->Add(1);
+    m.cm.Counted(res);
+  };
   if (query.size() > m.opt.max_semantic_bytes) {
     // Longer than the verifier reads: never embedded, never cached (Insert skips it), so not
     // even the exact-text table is asked (hashing a megabyte under the lock would stall others).
@@ -294,18 +307,29 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
     if (it != m.by_query.end() && !it->second.empty()) {
       auto e = m.entries.find(it->second.back());
       if (e != m.entries.end() && e->second.expires_ms > m.Now()) {
-        r.hit = r.exact = true;
-        r.similarity = 1.0f;
-        r.cached_query = e->second.query;
-        r.response = e->second.response;
-        m.lru.splice(m.lru.begin(), m.lru, e->second.lru);
-        m.cm.Counted(r);
-        return r;
+        // The key joins scope and query with a separator either may contain: the entry must
+        // be this very scope's, namespace's and query's to answer.
+        if (e->second.scope != scope || e->second.ns != ns || e->second.query != query) {
+          foreign = true;  // not an answer here: on to the vectors
+        } else {
+          r.hit = r.exact = true;
+          r.similarity = 1.0f;
+          r.cached_query = e->second.query;
+          r.response = e->second.response;
+          m.lru.splice(m.lru.begin(), m.lru, e->second.lru);
+          m.cm.Counted(r);
+          return r;
+        }
       }
     }
   }
   auto t0 = SteadyClock::now();
-  FRUGAL_ASSIGN_OR_RETURN(std::vector<float> q, g->embedder->Embed(query));
+  auto embedded = g->embedder->Embed(query);
+  if (!embedded.ok()) {
+    if (foreign) m.cm.scope_mismatches->Add(1);
+    return embedded.status();
+  }
+  std::vector<float> q = std::move(embedded).value();
   r.embed_ms = MsSince(t0);
   t0 = SteadyClock::now();
   std::vector<Neighbor> found;
@@ -334,6 +358,11 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
       if (n.similarity < threshold) break;
       auto it = m.entries.find(n.label);
       if (it == m.entries.end() || it->second.expires_ms <= now) continue;
+      // A partition holds its scope's entries only; checked again before an entry answers.
+      if (it->second.scope != scope || it->second.ns != ns) {
+        foreign = true;
+        continue;
+      }
       copies.push_back({n.label, n.similarity, it->second.query, it->second.response});
     }
   }
@@ -350,7 +379,7 @@ StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::stri
     if (it != m.entries.end()) m.lru.splice(m.lru.begin(), m.lru, it->second.lru);
   }
   if (!found.empty() && r.cached_query.empty()) r.similarity = found.front().similarity;
-  m.cm.Counted(r);
+  counted(r);
   return r;
 }
 
@@ -571,15 +600,43 @@ Status SemanticCache::Impl::Save(const std::string& path) const {
                  e.embedding.size() * sizeof(float));
     }
   }
+  // The entries are tenants' questions and answers: the file is the owner's alone (0600,
+  // whatever the umask), and on disk before it replaces the previous snapshot (fsync of the file,
+  // rename, fsync of the directory), so a crash leaves the old or the new one, never a torn one.
+  std::lock_guard<std::mutex> one(save_mu);  // the periodic save and Snapshot() share the .tmp
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return IoError("cannot write " + tmp);
-    f.write(out.data(), static_cast<std::streamsize>(out.size()));
-    if (!f) return IoError("cannot write " + tmp);
+  auto failed = [&tmp](const char* what) {
+    return IoError(std::string("cannot ") + what + " " + tmp + ": " + std::strerror(errno));
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return failed("create");
+  // A .tmp left by an earlier run keeps its mode through O_TRUNC: set it.
+  bool ok = ::fchmod(fd, 0600) == 0;
+  for (size_t off = 0; ok && off < out.size();) {
+    const ssize_t n = ::write(fd, out.data() + off, out.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) off += static_cast<size_t>(n);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return IoError("cannot rename " + tmp + " to " + path);
+  ok = ok && ::fsync(fd) == 0;
+  Status st = ok ? Status::Ok() : failed("write");
+  ::close(fd);
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status why = IoError("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+    ::unlink(tmp.c_str());
+    return why;
+  }
+  // The rename itself is durable once the directory is.
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return IoError("cannot open the directory of " + path + ": " + std::strerror(errno));
+  const bool synced = ::fsync(dfd) == 0;
+  ::close(dfd);
+  if (!synced) return IoError("cannot sync the directory of " + path + ": " + std::strerror(errno));
   return Status::Ok();
 }
 

@@ -17,9 +17,13 @@
 //   compaction after deletions) while the current generation keeps serving; inserts meanwhile go
 //   to both; then the current generation is switched atomically and the old one is freed when
 //   its last reader leaves.
+// - Before an entry answers (exact text or vectors), its stored scope, namespace (and for the
+//   exact text, query) must equal the lookup's; one that does not is skipped and counted in
+//   frugal_cache_scope_mismatches.
 // - Persistence: Snapshot() writes every live entry (with its embedding) to a file, atomically
-//   (temp + rename); Open() reloads it; a background thread snapshots every interval and the
-//   destructor once more.
+//   and owner-only: a temp file of mode 0600, written, fsync'ed, renamed over the snapshot, and
+//   the directory fsync'ed; Open() reloads it; a background thread snapshots every interval and
+//   the destructor once more.
 //
 // Thread safety: every method may be called from any thread.
 #pragma once

@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <thread>
 
 #include "../unit/testing/bow_embedder.h"
@@ -43,6 +46,12 @@ struct Fixture {
   do {                                          \
     const std::string why = (f).server.Start(); \
     ASSERT_TRUE(why.empty()) << why;            \
+  } while (0)
+// With redis-server arguments and how to reach it (a password, TLS).
+#define START_REDIS_WITH(f, args, probe)                     \
+  do {                                                       \
+    const std::string why = (f).server.Start((args), probe); \
+    ASSERT_TRUE(why.empty()) << why;                         \
   } while (0)
 
 // Polls until `pred` holds or `limit` passes; the time it took.
@@ -609,12 +618,294 @@ TEST(RedisCacheTest, RefusesAnotherEmbeddingModelUnderThePrefix) {
   RedisCacheOptions bad = f.Options();
   bad.prefix = "has space";
   EXPECT_FALSE(RedisCache::Open(f.emb, bad).ok());
-  EXPECT_FALSE(ParseRedisAddress("redis://user@host:1").ok());
+  EXPECT_FALSE(ParseRedisAddress("redis://host:1/2").ok());  // no database selection
   EXPECT_FALSE(ParseRedisAddress("host:99999").ok());
   auto ok = ParseRedisAddress("redis://10.0.0.7:6380/");
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->host, "10.0.0.7");
   EXPECT_EQ(ok->port, 6380);
+}
+
+// A metric's value in the exposition text (-1 when absent).
+double MetricValue(const std::string& text, const std::string& name) {
+  const size_t at = text.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::strtod(text.c_str() + at + name.size() + 2, nullptr);
+}
+
+TEST(RedisCacheTest, PasswordAndAclUser) {
+  Fixture f;
+  const std::string password = "default-user-pw-7f3a";
+  RedisOptions admin_opt;
+  admin_opt.password = password;
+  START_REDIS_WITH(f, (std::vector<std::string>{"--requirepass", password}), admin_opt);
+  RedisOptions admin_o = f.server.Options();
+  admin_o.password = password;
+  RedisClient admin(admin_o);
+  // A Redis 6 ACL user with its own password.
+  const std::string app_password = "app-user-pw-91c2";
+  ASSERT_TRUE(
+      admin.Command({"ACL", "SETUSER", "cacheapp", "on", ">" + app_password, "~*", "&*", "+@all"})
+          .ok());
+
+  // No password, a wrong one, or the right one for another user: refused at open, in one line
+  // that names the server and holds no password; never "unreachable".
+  std::vector<std::pair<std::string, std::string>> refused = {
+      {"", ""}, {"", "wrong-pw"}, {"cacheapp", password}, {"nobody", app_password}};
+  for (const auto& [user, pw] : refused) {
+    RedisCacheOptions o = f.Options();
+    o.redis.user = user;
+    o.redis.password = pw;
+    auto c = RedisCache::Open(f.emb, o);
+    ASSERT_FALSE(c.ok()) << user << " / " << pw;
+    const std::string m = c.status().message();
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << m;
+    EXPECT_NE(m.find("127.0.0.1:" + std::to_string(f.server.port())), std::string::npos) << m;
+    EXPECT_EQ(m.find("unreachable"), std::string::npos) << m;
+    for (const std::string& secret : {password, app_password, std::string("wrong-pw")})
+      EXPECT_EQ(m.find(secret), std::string::npos) << m;
+    std::printf("refused (user '%s'): %s\n", user.c_str(), m.c_str());
+  }
+
+  // The default user's password, and the ACL user's.
+  for (const auto& [user, pw] : std::vector<std::pair<std::string, std::string>>{
+           {"", password}, {"cacheapp", app_password}}) {
+    RedisCacheOptions o = f.Options();
+    o.redis.user = user;
+    o.redis.password = pw;
+    auto c = f.Open(o);
+    ASSERT_TRUE(c) << user;
+    ASSERT_TRUE(c->Insert(kScope, "shop", "how is shipping charged " + user, "By weight.").ok());
+    auto r = c->Lookup(kScope, "shop", "how is shipping charged " + user);
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->hit) << user;
+    EXPECT_TRUE(c->reachable());
+    const std::string metrics = c->metrics().Render();
+    EXPECT_EQ(metrics.find(pw), std::string::npos);
+    EXPECT_EQ(MetricValue(metrics, "frugal_cache_backend_up"), 1) << metrics;
+  }
+
+  // Through the gateway's config: the user in the address, the password in a file.
+  const std::string pw_file = (f.server.dir() / "redis-password").string();
+  std::ofstream(pw_file) << app_password << "\n";
+  CacheConfig config;
+  config.redis = "redis://cacheapp@127.0.0.1:" + std::to_string(f.server.port());
+  config.redis_prefix = "test:cache";
+  config.redis_password_file = pw_file;
+  auto opened = OpenCache(f.emb, config);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto hit = (*opened)->Lookup(kScope, "shop", "how is shipping charged cacheapp");
+  ASSERT_TRUE(hit.ok());
+  EXPECT_TRUE(hit->hit && hit->exact);
+}
+
+// A CA, a server certificate for localhost and 127.0.0.1 and a client certificate, both signed
+// by it, and another CA that signed neither: made with the openssl command line in `dir`.
+struct TestPki {
+  explicit TestPki(std::string d) : dir(std::move(d)) {}
+  std::string dir, ca, server_cert, server_key, client_cert, client_key, other_ca;
+  std::string Make() {
+    ca = dir + "/ca.crt";
+    server_cert = dir + "/server.crt";
+    server_key = dir + "/server.key";
+    client_cert = dir + "/client.crt";
+    client_key = dir + "/client.key";
+    other_ca = dir + "/other-ca.crt";
+    const std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    const std::string sh =
+        "set -e; cd '" + dir + "'; exec >openssl.log 2>&1; " +
+        "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > server.ext; " +
+        "openssl req -x509" + ec + " -keyout ca.key -out ca.crt -days 2 -subj /CN=FrugalTestCA; " +
+        "openssl req -x509" + ec +
+        " -keyout other-ca.key -out other-ca.crt -days 2 -subj /CN=SomeOtherCA; " + "openssl req" +
+        ec + " -keyout server.key -out server.csr -subj /CN=localhost; " +
+        "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial " +
+        "-out server.crt -days 2 -extfile server.ext; " + "openssl req" + ec +
+        " -keyout client.key -out client.csr -subj /CN=frugal-gateway; " +
+        "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial " +
+        "-out client.crt -days 2";
+    const int rc = std::system(("sh -c \"" + sh + "\"").c_str());
+    return rc == 0 ? "" : "openssl failed (see " + dir + "/openssl.log)";
+  }
+  RedisOptions Client(int port) const {
+    RedisOptions o;
+    o.port = port;
+    o.tls = true;
+    o.tls_ca_file = ca;
+    o.tls_cert_file = client_cert;
+    o.tls_key_file = client_key;
+    o.connect_timeout = std::chrono::milliseconds(2000);  // handshakes on 2 busy cores
+    return o;
+  }
+};
+
+TEST(RedisCacheTest, Tls) {
+  Fixture f;
+  TestPki pki(f.server.dir().string());
+  const std::string made = pki.Make();
+  ASSERT_TRUE(made.empty()) << made;
+  const std::string port = std::to_string(f.server.port());
+  // TLS only (the plain port off); clients must show a certificate of the CA (Redis's default
+  // tls-auth-clients yes).
+  START_REDIS_WITH(f,
+                   (std::vector<std::string>{"--port", "0", "--tls-port", port, "--tls-cert-file",
+                                             pki.server_cert, "--tls-key-file", pki.server_key,
+                                             "--tls-ca-cert-file", pki.ca}),
+                   pki.Client(0));
+
+  // Verified against the CA, by address (IP SAN) and by name (SNI + DNS SAN).
+  for (const std::string& host : {std::string("127.0.0.1"), std::string("localhost")}) {
+    RedisCacheOptions o = f.Options();
+    o.redis = pki.Client(f.server.port());
+    o.redis.host = host;
+    o.cache.exact_match = host == "localhost";
+    auto c = f.Open(o);
+    ASSERT_TRUE(c) << host;
+    ASSERT_TRUE(c->Insert(kScope, "shop", "how is shipping charged", "By weight.").ok());
+    auto r = c->Lookup(kScope, "shop", "how is shipping charged");
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->hit) << host;
+    EXPECT_EQ(r->exact, host == "localhost");
+  }
+  RedisCacheOptions named = f.Options();
+  named.redis = pki.Client(f.server.port());
+  named.redis.tls_server_name = "localhost";
+  EXPECT_TRUE(f.Open(named));
+
+  // Refused: a CA that did not sign the server's certificate, a name the certificate does not
+  // carry, no client certificate. Each a clear InvalidArgument at open, not an outage.
+  struct Case {
+    const char* what;
+    std::function<void(RedisOptions&)> change;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"another CA", [&](RedisOptions& o) { o.tls_ca_file = pki.other_ca; }, "verification"},
+      {"another name", [](RedisOptions& o) { o.tls_server_name = "redis.example.com"; },
+       "verification"},
+      {"no client certificate",
+       [](RedisOptions& o) {
+         o.tls_cert_file.clear();
+         o.tls_key_file.clear();
+       },
+       "certificate"},
+  };
+  for (const Case& k : cases) {
+    RedisCacheOptions o = f.Options();
+    o.redis = pki.Client(f.server.port());
+    k.change(o.redis);
+    auto c = RedisCache::Open(f.emb, o);
+    ASSERT_FALSE(c.ok()) << k.what;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << c.status().ToString();
+    EXPECT_NE(c.status().message().find(k.says), std::string::npos) << c.status().ToString();
+    std::printf("%s: %s\n", k.what, c.status().message().c_str());
+  }
+  // Plain text to the TLS port: no answer a client could take for Redis's.
+  RedisOptions plain = f.server.Options();
+  RedisClient p(plain);
+  EXPECT_FALSE(p.Command({"PING"}).ok());
+  EXPECT_FALSE(p.reachable());
+
+  // Through the gateway's config: a rediss:// address and the TLS keys.
+  CacheConfig config;
+  config.redis = "rediss://localhost:" + port;
+  config.redis_prefix = "test:cache";
+  config.redis_tls_ca_file = pki.ca;
+  config.redis_tls_cert_file = pki.client_cert;
+  config.redis_tls_key_file = pki.client_key;
+  auto opened = OpenCache(f.emb, config);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto hit = (*opened)->Lookup(kScope, "shop", "how is shipping charged");
+  ASSERT_TRUE(hit.ok());
+  EXPECT_TRUE(hit->hit);
+}
+
+TEST(RedisCacheTest, AnEntryWhoseStoredScopeDiffersIsAMiss) {
+  Fixture f;
+  START_REDIS(f);
+  RedisClient admin(f.server.Options());
+  for (const bool exact : {true, false}) {
+    SCOPED_TRACE(exact ? "exact text" : "vectors");
+    auto o = f.Options();
+    o.cache.exact_match = exact;
+    auto c = f.Open(o);
+    ASSERT_TRUE(c);
+    const std::string q = "how is shipping charged";
+    const std::string key = "test:cache:e:" + HashHex(kScope + '\x1f' + q);
+    // Another scope's entry under this scope's key and TAG (sh untouched): as if written by
+    // another tenant through a hash collision, or by hand.
+    ASSERT_TRUE(c->Insert(kScope, "shop", q, "By weight.").ok());
+    ASSERT_TRUE(
+        admin.Command({"HSET", key, "scope", ScopeKey({"acme", "smollm2", "", "t=0"})}).ok());
+    auto r = c->Lookup(kScope, "shop", q);
+    ASSERT_TRUE(r.ok());
+    EXPECT_FALSE(r->hit) << r->response;
+    EXPECT_EQ(MetricValue(c->metrics().Render(), "frugal_cache_scope_mismatches_total"), 1);
+    // The namespace too.
+    ASSERT_TRUE(c->Insert(kScope, "shop", q, "By weight.").ok());
+    ASSERT_TRUE(admin.Command({"HSET", key, "ns", "acme"}).ok());
+    auto n = c->Lookup(kScope, "shop", q);
+    ASSERT_TRUE(n.ok());
+    EXPECT_FALSE(n->hit);
+    EXPECT_EQ(MetricValue(c->metrics().Render(), "frugal_cache_scope_mismatches_total"), 2);
+    // Written again by the cache: its own scope hits again.
+    ASSERT_TRUE(c->Insert(kScope, "shop", q, "By weight.").ok());
+    auto again = c->Lookup(kScope, "shop", q);
+    ASSERT_TRUE(again.ok());
+    EXPECT_TRUE(again->hit);
+    EXPECT_EQ(again->exact, exact);
+    EXPECT_EQ(c->Clear(), 1u);
+  }
+}
+
+TEST(RedisCacheTest, AMalformedEntryIsAMissNeverACrash) {
+  Fixture f;
+  START_REDIS(f);
+  RedisClient admin(f.server.Options());
+  const std::string q = "how is shipping charged";
+  const std::string key = "test:cache:e:" + HashHex(kScope + '\x1f' + q);
+  struct Damage {
+    const char* what;
+    std::vector<std::vector<std::string>> commands;
+  };
+  const std::vector<Damage> damages = {
+      {"no response", {{"HDEL", key, "response"}}},
+      {"no scope", {{"HDEL", key, "scope"}}},
+      {"no query", {{"HDEL", key, "query"}}},
+      {"a vector of 3 bytes", {{"HSET", key, "v", "abc"}}},
+      {"a vector of twice the size", {{"HSET", key, "v", std::string(2 * 64 * 4, '\x01')}}},
+      {"a string, not a hash", {{"DEL", key}, {"SET", key, "By weight."}}},
+      {"a list, not a hash", {{"DEL", key}, {"RPUSH", key, "a", "b"}}},
+  };
+  for (const bool exact : {true, false}) {
+    auto o = f.Options();
+    o.cache.exact_match = exact;
+    auto c = f.Open(o);
+    ASSERT_TRUE(c);
+    double bad = 0;
+    for (const Damage& d : damages) {
+      SCOPED_TRACE(std::string(d.what) + (exact ? ", exact text" : ", vectors"));
+      ASSERT_TRUE(admin.Command({"DEL", key}).ok());
+      ASSERT_TRUE(c->Insert(kScope, "shop", q, "By weight.").ok());
+      ASSERT_TRUE(c->Lookup(kScope, "shop", q)->hit);  // whole, it answers
+      for (const auto& cmd : d.commands) ASSERT_TRUE(admin.Command(cmd).ok());
+      auto r = c->Lookup(kScope, "shop", q);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_FALSE(r->hit) << r->response;
+      const std::string metrics = c->metrics().Render();
+      const double now_bad = MetricValue(metrics, "frugal_cache_bad_entries_total");
+      // The exact-text path reads the entry itself; the vector search never sees an entry
+      // RediSearch could not index (a wrong-sized vector, not a hash): a plain miss there.
+      const bool seen_by_search = std::string_view(d.what).starts_with("no ");
+      if (exact || seen_by_search) {
+        EXPECT_EQ(now_bad, bad + 1) << metrics;
+      }
+      bad = now_bad;
+      EXPECT_EQ(metrics.find("frugal_cache_backend_errors_total{op=\"lookup\"}"), std::string::npos)
+          << "a malformed entry is not an outage";
+    }
+    ASSERT_TRUE(admin.Command({"DEL", key}).ok());
+  }
 }
 
 }  // namespace

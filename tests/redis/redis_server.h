@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cache/redis_client.h"
 
@@ -48,21 +49,28 @@ class RedisServer {
     std::filesystem::remove_all(dir_, ec);
   }
 
-  // Empty when it runs and answers PING; otherwise why not.
-  std::string Start() {
+  // Empty when it runs and answers PING; otherwise why not. `extra` goes to redis-server after
+  // the port, dir and log file (later ones win: {"--port", "0", "--tls-port", ...} serves TLS
+  // only); `probe` is how to reach it (its port is set here), e.g. with a password or TLS.
+  std::string Start(const std::vector<std::string>& extra = {},
+                    cache::RedisOptions probe = cache::RedisOptions{}) {
     // scripts/redis-stack.sh of this source tree, unless the environment names another.
     const char* launcher = std::getenv("FRUGAL_REDIS_LAUNCHER");
     if (launcher == nullptr || *launcher == '\0') launcher = FRUGAL_REDIS_LAUNCHER;
     const std::string port = std::to_string(port_), dir = dir_.string(),
                       log = (dir_ / "redis.log").string();
+    std::vector<std::string> args = {launcher, "--port", port, "--dir", dir, "--logfile", log};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     pid_ = ::fork();
     if (pid_ == 0) {
-      ::execl(launcher, launcher, "--port", port.c_str(), "--dir", dir.c_str(), "--logfile",
-              log.c_str(), static_cast<char*>(nullptr));
+      ::execv(launcher, argv.data());
       ::_exit(127);
     }
     if (pid_ < 0) return "fork failed";
-    cache::RedisOptions o;
+    cache::RedisOptions o = std::move(probe);
     o.port = port_;
     o.retry_after = std::chrono::milliseconds(0);
     cache::RedisClient c(o);
@@ -87,6 +95,8 @@ class RedisServer {
   }
 
   int port() const { return port_; }
+  // Its own directory (removed with it): for certificates, password files.
+  const std::filesystem::path& dir() const { return dir_; }
   cache::RedisOptions Options() const {
     cache::RedisOptions o;
     o.port = port_;

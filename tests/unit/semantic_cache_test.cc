@@ -4,6 +4,8 @@
 #include "cache/semantic_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -513,6 +515,75 @@ TEST(SemanticCacheTest, SnapshotSurvivesRestartAndDropsExpired) {
   auto bad = SemanticCache::Open(f.emb, o);
   EXPECT_EQ(bad.status().code(), StatusCode::kDataLoss) << bad.status().ToString();
   std::filesystem::remove(path);
+}
+
+TEST(SemanticCacheTest, AnEntryOfAnotherScopeOrNamespaceNeverAnswers) {
+  Fixture f;
+  auto c = f.Open(f.Options());
+  // The exact-text table joins scope and query with a separator either may hold: this entry's
+  // scope + query is, byte for byte, kScope + the lookup's query below.
+  const std::string joined = kScope + '\x1e' + "how is";
+  ASSERT_TRUE(c->Insert(joined, "shop", "shipping charged", "Secret of another scope.").ok());
+  auto r = c->Lookup(kScope, "shop", std::string("how is\x1eshipping charged"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->hit) << r->response;
+  EXPECT_NE(c->metrics().Render().find("frugal_cache_scope_mismatches_total 1"), std::string::npos)
+      << c->metrics().Render();
+
+  // A lookup that names another namespace than the entry's (same scope string): neither the
+  // exact text nor the vectors answer it, and the lookup is counted once.
+  ASSERT_TRUE(c->Insert(kScope, "shop", "how is shipping charged", "By weight.").ok());
+  for (const char* q : {"how is shipping charged", "How is shipping charged?"}) {
+    auto other = c->Lookup(kScope, "acme", q);
+    ASSERT_TRUE(other.ok());
+    EXPECT_FALSE(other->hit) << q;
+  }
+  EXPECT_NE(c->metrics().Render().find("frugal_cache_scope_mismatches_total 3"), std::string::npos)
+      << c->metrics().Render();
+  // Its own scope and namespace still hit, both ways, and count nothing more.
+  EXPECT_TRUE(c->Lookup(kScope, "shop", "how is shipping charged")->hit);
+  EXPECT_TRUE(c->Lookup(kScope, "shop", "How is shipping charged?")->hit);
+  EXPECT_NE(c->metrics().Render().find("frugal_cache_scope_mismatches_total 3"), std::string::npos)
+      << c->metrics().Render();
+  EXPECT_NE(c->metrics().Render().find("frugal_cache_bad_entries_total 0"), std::string::npos);
+}
+
+TEST(SemanticCacheTest, SnapshotIsOwnerOnlyWhateverTheUmask) {
+  Fixture f;
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("frugal_snap_mode_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "cache.snap").string();
+  auto mode = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;
+  };
+  auto o = f.Options();
+  o.snapshot_path = path;
+  o.snapshot_interval = std::chrono::seconds(0);
+  const mode_t old_umask = ::umask(0);  // the most permissive: a plain create would be 0666
+  {
+    // A temp file left world-readable by an earlier run is no way around it either.
+    std::ofstream(path + ".tmp") << "stale";
+    std::filesystem::permissions(path + ".tmp", std::filesystem::perms::all);
+    auto c = f.Open(o);
+    ASSERT_TRUE(c->Insert(kScope, "shop", "how is shipping charged", "By weight.").ok());
+    ASSERT_TRUE(c->Snapshot(path).ok());
+    EXPECT_EQ(mode(path), 0600);
+    EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  }
+  ::umask(old_umask);
+  EXPECT_EQ(mode(path), 0600);  // the save at shutdown too
+
+  // A snapshot written before (world-readable) still loads, and is owner-only once saved again.
+  ::chmod(path.c_str(), 0644);
+  {
+    auto c = f.Open(o);
+    EXPECT_EQ(c->size(), 1u);
+    EXPECT_EQ(c->Lookup(kScope, "shop", "how is shipping charged")->response, "By weight.");
+  }
+  EXPECT_EQ(mode(path), 0600);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
