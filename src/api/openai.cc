@@ -129,7 +129,37 @@ int64_t TextChars(const json& v) {
 
 }  // namespace
 
-StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool chat) {
+namespace {
+
+Status CheckMessageCount(const json& msgs, const RequestLimits& limits) {
+  if (static_cast<int64_t>(msgs.size()) > limits.max_messages) {
+    return FieldError("messages",
+                      "may hold at most " + std::to_string(limits.max_messages) + " messages");
+  }
+  return Status::Ok();
+}
+
+// The stop field's strings, whatever their form (the engine refuses a malformed field).
+Status CheckStopBytes(const json& j, const RequestLimits& limits) {
+  auto it = j.find("stop");
+  if (it == j.end()) return Status::Ok();
+  auto check = [&](const json& s) {
+    if (s.is_string() &&
+        static_cast<int64_t>(s.get_ref<const std::string&>().size()) > limits.max_stop_bytes) {
+      return FieldError("stop", "strings may be at most " + std::to_string(limits.max_stop_bytes) +
+                                    " bytes long");
+    }
+    return Status::Ok();
+  };
+  if (!it->is_array()) return check(*it);
+  for (const auto& s : *it) FRUGAL_RETURN_IF_ERROR(check(s));
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool chat,
+                                                  const RequestLimits& limits) {
   FRUGAL_ASSIGN_OR_RETURN(json j, ParseObject(body));
   CompletionParams p;
   p.chat = chat;
@@ -139,6 +169,7 @@ StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool ch
     if (it == j.end() || !it->is_array())
       return FieldError("messages", "is required and must be an array");
     if (it->empty()) return FieldError("messages", "must not be empty");
+    FRUGAL_RETURN_IF_ERROR(CheckMessageCount(*it, limits));
     auto flag = [&](const char* k, bool& out) -> Status {
       auto f = j.find(k);
       if (f == j.end() || f->is_null()) return Status::Ok();
@@ -209,6 +240,7 @@ StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool ch
   // seed 0 means "random" to the sampler; map the client's 0 to a fixed value instead.
   if (seed) s.seed = *seed == 0 ? 0x9e3779b97f4a7c15ull : static_cast<uint64_t>(*seed);
 
+  FRUGAL_RETURN_IF_ERROR(CheckStopBytes(j, limits));
   if (auto it = j.find("stop"); it != j.end() && !it->is_null()) {
     if (it->is_string()) {
       p.stop.push_back(it->get<std::string>());
@@ -246,6 +278,8 @@ StatusOr<ProxiedCompletion> ParseProxiedCompletion(std::string_view body, bool c
   if (!chat && (!j.contains(field) || (!j[field].is_string() && !j[field].is_array()))) {
     return FieldError("prompt", "must be a string or an array");
   }
+  if (chat) FRUGAL_RETURN_IF_ERROR(CheckMessageCount(j[field], options.limits));
+  FRUGAL_RETURN_IF_ERROR(CheckStopBytes(j, options.limits));
   FRUGAL_RETURN_IF_ERROR(Stream(j, &r.stream, &r.include_usage));
   // A bad max_tokens is the engine's to refuse; for the estimate it is as if absent.
   if (std::optional<int64_t> m; MaxTokens(j, &m).ok()) r.max_tokens = m;

@@ -34,9 +34,17 @@ struct CompletionParams {
   bool continue_final_message = false;
 };
 
+// What one request may ask, for a worker and a gateway alike: beyond these, 400.
+struct RequestLimits {
+  int64_t max_messages = 1024;    // messages in a chat request
+  int64_t max_stop_bytes = 1024;  // bytes in each stop string (of at most 4)
+};
+
 // InvalidArgument naming the field when the body is not valid JSON, a field has the wrong type
-// or an out-of-range value, messages are empty, or n != 1.
-StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool chat);
+// or an out-of-range value, messages are empty or more than the limit, a stop string is longer
+// than the limit, or n != 1.
+StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool chat,
+                                                  const RequestLimits& limits = {});
 
 // A completion request as a proxy in front of any OpenAI-compatible engine reads it. The fields
 // it routes by are checked with the worker's readers; everything else (tools, images, n,
@@ -44,6 +52,7 @@ StatusOr<CompletionParams> ParseCompletionRequest(std::string_view body, bool ch
 struct ProxyOptions {
   int context_turns = -1;  // earlier turns in the cache scope; -1 = all
   bool cache_nondeterministic = false;
+  RequestLimits limits;  // checked here too, so an engine never sees what it would choke on
 };
 struct ProxiedCompletion {
   bool chat = true;

@@ -25,7 +25,8 @@ using gateway::GatewayConfig;
 struct GatewayFlags {
   std::string config;
   std::vector<std::string> workers;  // URL or NAME=URL
-  std::string host, policy, cache_model, cache_snapshot, cache_redis, admin_token;
+  std::string host, policy, cache_model, cache_snapshot, cache_redis, admin_token, admin_token_file,
+      admin_listen;
   int port = -1;
   int64_t health_interval_ms = 0;
   int max_retries = -1;
@@ -65,8 +66,14 @@ struct GatewayFlags {
     cmd->add_option(
         "--cache-redis", cache_redis,
         "share the cache through this Redis with RediSearch (host:port or redis://host:port)");
+    cmd->add_option("--admin-token-file", admin_token_file,
+                    "file whose first line is the admin API's token (also FRUGAL_ADMIN_TOKEN, "
+                    "or the config's admin_token_file; none = admin API off)");
     cmd->add_option("--admin-token", admin_token,
-                    "token of the admin API (default: the config's; none = admin API off)");
+                    "the admin token itself (visible in `ps`: prefer --admin-token-file)");
+    cmd->add_option("--admin-listen", admin_listen,
+                    "HOST:PORT of a separate listener for the admin API, /status and /metrics, "
+                    "which the public one then does not serve");
     cmd->add_option("--shutdown-grace", shutdown_grace_s,
                     "seconds in-flight requests get on SIGINT/SIGTERM (default " +
                         ShortNumber(shutdown_grace_s) + ")")
@@ -103,7 +110,11 @@ struct GatewayFlags {
     if (!cache_snapshot.empty()) c.cache.snapshot = cache_snapshot;
     if (!cache_redis.empty()) c.cache.redis = cache_redis;
     if (!admin_token.empty()) c.admin_token = admin_token;
-    FRUGAL_RETURN_IF_ERROR(gateway::ValidateGatewayConfig(c));
+    if (!admin_token_file.empty()) c.admin_token_file = admin_token_file;
+    if (!admin_listen.empty()) c.admin_listen = admin_listen;
+    std::vector<std::string> warnings;
+    FRUGAL_RETURN_IF_ERROR(gateway::LoadGatewaySecrets(c, &warnings));
+    for (const auto& w : warnings) std::fprintf(stderr, "frugal: warning: %s\n", w.c_str());
     return c;
   }
 };
@@ -121,10 +132,15 @@ StatusOr<std::unique_ptr<gateway::Gateway>> StartGateway(const GatewayConfig& c)
   return gateway::Gateway::Start(c, std::move(embedder));
 }
 
-void PrintListening(const char* who, const GatewayConfig& c, uint16_t port) {
+void PrintListening(const char* who, const GatewayConfig& c, const gateway::Gateway& gw) {
   std::printf("frugal %s: listening on http://%s:%u (policy %s, %zu workers, cache %s)\n", who,
-              c.host.c_str(), static_cast<unsigned>(port), c.policy.c_str(), c.workers.size(),
+              c.host.c_str(), static_cast<unsigned>(gw.port()), c.policy.c_str(), c.workers.size(),
               c.cache.enabled ? "on" : "off");
+  if (gw.admin_port() != 0) {
+    const std::string host = c.admin_listen.substr(0, c.admin_listen.rfind(':'));
+    std::printf("frugal %s: admin API, /status and /metrics on http://%s:%u\n", who, host.c_str(),
+                static_cast<unsigned>(gw.admin_port()));
+  }
   std::fflush(stdout);
 }
 
@@ -134,7 +150,7 @@ int RunGateway(const GatewayFlags& f) {
   if (!cfg.ok()) return Fail(cfg.status());
   auto gw = StartGateway(*cfg);
   if (!gw.ok()) return Fail(gw.status());
-  PrintListening("gateway", *cfg, (*gw)->port());
+  PrintListening("gateway", *cfg, **gw);
   int sig = 0;
   sigwait(&stop, &sig);
   std::fprintf(stderr, "frugal gateway: %s: finishing requests in flight (up to %.0f s)\n",
@@ -210,7 +226,10 @@ int RunUp(const UpFlags& f) {
     }
     std::fprintf(stderr, "frugal up: worker w%d at %s (pid %d, threads %d)\n", i, c->url.c_str(),
                  static_cast<int>(c->pid), threads);
-    cfg->workers.push_back({"w" + std::to_string(i), c->url, 1});
+    gateway::WorkerConfig wc;
+    wc.name = "w" + std::to_string(i);
+    wc.url = c->url;
+    cfg->workers.push_back(std::move(wc));
     kids.push_back(std::move(*c));
   }
   auto gw = StartGateway(*cfg);
@@ -218,7 +237,7 @@ int RunUp(const UpFlags& f) {
     StopWorkers(kids, std::chrono::seconds(5));
     return Fail(gw.status());
   }
-  PrintListening("up: gateway", *cfg, (*gw)->port());
+  PrintListening("up: gateway", *cfg, **gw);
   const std::string model = std::filesystem::path(f.model).stem().string();
   std::printf(
       "frugal up: try  curl -s http://%s:%u/v1/chat/completions -H 'Content-Type: "

@@ -12,6 +12,7 @@
 #include "cli/model_flags.h"
 #include "engine/simulate.h"
 #include "frugal/engine.h"
+#include "http/auth.h"
 #include "server/worker.h"
 
 namespace frugal::cli {
@@ -22,6 +23,7 @@ struct ServeFlags {
   frugal::server::WorkerOptions opt;
   int64_t max_body_bytes = 1 << 20;
   double read_timeout_s = 30, idle_timeout_s = 60, shutdown_grace_s = 30;
+  std::string api_key_file;
   std::string simulate_spec;
   CLI::Option* simulate = nullptr;  // given: a simulated worker (engine/simulate.h)
 };
@@ -49,6 +51,11 @@ int RunServe(ServeFlags f) {
     if (o.served_model_name.empty()) o.served_model_name = (*engine)->info().name;
   }
   o.http.max_body_bytes = static_cast<size_t>(f.max_body_bytes);
+  if (!f.api_key_file.empty()) {
+    auto keys = frugal::http::ReadKeyLines(f.api_key_file);
+    if (!keys.ok()) return Fail(keys.status());
+    o.api_keys = *std::move(keys);
+  }
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1e3)); };
   o.http.read_timeout = ms(f.read_timeout_s);
   o.http.idle_timeout = ms(f.idle_timeout_s);
@@ -145,6 +152,15 @@ void AddServeCommand(CLI::App& app, Commands& out) {
           "--max-body-bytes", sv.max_body_bytes,
           "largest request body; larger get 413 (default " + DefaultText(sv.max_body_bytes) + ")")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
+  serve->add_option("--api-key-file", sv.api_key_file,
+                    "file of API keys, one per line: every path but /health then wants "
+                    "Authorization: Bearer KEY (for a worker on a routable address)");
+  serve
+      ->add_option("--max-connections", sv.opt.http.max_connections,
+                   WithDefault("client connections served; at the limit idle ones make room, "
+                               "then 503 but for /health; 0 = half the open-file limit",
+                               sv.opt.http.max_connections))
+      ->check(CLI::Range(0, 1 << 24));
   serve
       ->add_option("--http-threads", sv.opt.http.io_threads,
                    "event-loop threads (default " + DefaultText(sv.opt.http.io_threads) + ")")

@@ -2,6 +2,9 @@
 
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "common/json_depth.h"
 
 namespace frugal {
 
@@ -31,6 +34,12 @@ Status SafetensorsFile::ParseAll() {
   }
   const uint64_t data_start = 8 + header_len;
   const uint64_t data_size = size - data_start;
+  // A header is a flat object of tensors (and __metadata__ of strings): nesting deeper than a
+  // few levels is not a safetensors header, and deep enough would exhaust the stack later.
+  if (!JsonDepthWithin(
+          std::string_view(reinterpret_cast<const char*>(file_->data()) + 8, header_len),
+          /*max_depth=*/8))
+    return DataLoss("safetensors header nests too deeply (not a safetensors header)");
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(file_->data() + 8, file_->data() + 8 + header_len);

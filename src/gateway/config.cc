@@ -2,11 +2,14 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "cache/redis_client.h"
+#include "http/auth.h"
 
 namespace frugal::gateway {
 namespace {
@@ -31,6 +34,27 @@ void Get(const YAML::Node& n, const char* key, T& out) {
   if (n[key]) out = n[key].as<T>();
 }
 
+// A list of {key, name, rate_per_s, burst}. A key without a name is refused: the name is the
+// tenant, the cache's scope of its answers, and must not depend on the list's order.
+Status ReadApiKeys(const YAML::Node& ks, std::vector<ApiKeyConfig>& out) {
+  if (!ks.IsSequence()) return InvalidArgument("api_keys must be a list");
+  for (const auto& k : ks) {
+    FRUGAL_RETURN_IF_ERROR(CheckKeys(k, "an api key", {"key", "name", "rate_per_s", "burst"}));
+    ApiKeyConfig a;
+    Get(k, "key", a.key);
+    Get(k, "name", a.name);
+    Get(k, "rate_per_s", a.rate_per_s);
+    Get(k, "burst", a.burst);
+    if (a.name.empty()) {
+      return InvalidArgument("api key #" + std::to_string(out.size() + 1) +
+                             " has no name: every key needs its own (the tenant, which scopes "
+                             "its cached answers)");
+    }
+    out.push_back(a);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
@@ -38,9 +62,11 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
   try {
     const YAML::Node root = YAML::Load(text);
     if (root.IsNull()) return c;
-    FRUGAL_RETURN_IF_ERROR(CheckKeys(root, "the config",
-                                     {"listen", "policy", "workers", "health", "retries", "cache",
-                                      "api_keys", "admin_token", "limits", "default_max_tokens"}));
+    FRUGAL_RETURN_IF_ERROR(
+        CheckKeys(root, "the config",
+                  {"listen", "policy", "workers", "health", "retries", "cache", "api_keys",
+                   "api_keys_file", "admin_token", "admin_token_file", "admin_listen",
+                   "status_access", "worker_api_key_file", "limits", "default_max_tokens"}));
     if (const auto l = root["listen"]) {
       FRUGAL_RETURN_IF_ERROR(CheckKeys(l, "listen", {"host", "port", "http_threads"}));
       Get(l, "host", c.host);
@@ -49,15 +75,22 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
     }
     Get(root, "policy", c.policy);
     Get(root, "admin_token", c.admin_token);
+    Get(root, "admin_token_file", c.admin_token_file);
+    Get(root, "api_keys_file", c.api_keys_file);
+    Get(root, "admin_listen", c.admin_listen);
+    Get(root, "status_access", c.status_access);
+    Get(root, "worker_api_key_file", c.worker_api_key_file);
     Get(root, "default_max_tokens", c.default_max_tokens);
     if (const auto ws = root["workers"]) {
       if (!ws.IsSequence()) return InvalidArgument("workers must be a list");
       for (const auto& w : ws) {
-        FRUGAL_RETURN_IF_ERROR(CheckKeys(w, "a worker", {"name", "url", "weight", "kind"}));
+        FRUGAL_RETURN_IF_ERROR(
+            CheckKeys(w, "a worker", {"name", "url", "weight", "kind", "api_key_file"}));
         WorkerConfig wc;
         Get(w, "name", wc.name);
         Get(w, "url", wc.url);
         Get(w, "weight", wc.weight);
+        Get(w, "api_key_file", wc.api_key_file);
         std::string kind = "auto";
         Get(w, "kind", kind);
         auto k = ParseWorkerKind(kind);
@@ -86,17 +119,44 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
       Get(r, "backoff_ms", c.retry_backoff_ms);
     }
     if (const auto l = root["limits"]) {
-      FRUGAL_RETURN_IF_ERROR(CheckKeys(l, "limits", {"max_body_bytes", "request_timeout_s"}));
+      FRUGAL_RETURN_IF_ERROR(
+          CheckKeys(l, "limits",
+                    {"max_body_bytes", "request_timeout_s", "max_connections", "max_messages",
+                     "max_stop_bytes", "auth_failures_per_min"}));
       Get(l, "max_body_bytes", c.max_body_bytes);
       Get(l, "request_timeout_s", c.request_timeout_s);
+      Get(l, "max_connections", c.max_connections);
+      Get(l, "max_messages", c.request_limits.max_messages);
+      Get(l, "max_stop_bytes", c.request_limits.max_stop_bytes);
+      Get(l, "auth_failures_per_min", c.auth_failures_per_min);
     }
     if (const auto k = root["cache"]) {
-      FRUGAL_RETURN_IF_ERROR(
-          CheckKeys(k, "cache",
-                    {"enabled", "model", "threads", "threshold", "namespace_thresholds", "ttl_s",
-                     "capacity", "snapshot", "snapshot_interval_s", "context_turns",
-                     "nondeterministic", "exact_match", "hnsw_m", "hnsw_ef_construction",
-                     "hnsw_ef_search", "redis", "redis_prefix", "redis_timeout_ms"}));
+      FRUGAL_RETURN_IF_ERROR(CheckKeys(k, "cache",
+                                       {"enabled",
+                                        "model",
+                                        "threads",
+                                        "threshold",
+                                        "namespace_thresholds",
+                                        "ttl_s",
+                                        "capacity",
+                                        "snapshot",
+                                        "snapshot_interval_s",
+                                        "context_turns",
+                                        "nondeterministic",
+                                        "exact_match",
+                                        "hnsw_m",
+                                        "hnsw_ef_construction",
+                                        "hnsw_ef_search",
+                                        "redis",
+                                        "redis_prefix",
+                                        "redis_timeout_ms",
+                                        "redis_user",
+                                        "redis_password_file",
+                                        "redis_tls",
+                                        "redis_tls_ca_file",
+                                        "redis_tls_cert_file",
+                                        "redis_tls_key_file",
+                                        "redis_tls_server_name"}));
       Get(k, "enabled", c.cache.enabled);
       Get(k, "model", c.cache.model);
       Get(k, "threads", c.cache.threads);
@@ -114,30 +174,69 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
       Get(k, "redis", c.cache.redis);
       Get(k, "redis_prefix", c.cache.redis_prefix);
       Get(k, "redis_timeout_ms", c.cache.redis_timeout_ms);
+      Get(k, "redis_user", c.cache.redis_user);
+      Get(k, "redis_password_file", c.cache.redis_password_file);
+      Get(k, "redis_tls", c.cache.redis_tls);
+      Get(k, "redis_tls_ca_file", c.cache.redis_tls_ca_file);
+      Get(k, "redis_tls_cert_file", c.cache.redis_tls_cert_file);
+      Get(k, "redis_tls_key_file", c.cache.redis_tls_key_file);
+      Get(k, "redis_tls_server_name", c.cache.redis_tls_server_name);
       if (const auto nt = k["namespace_thresholds"]) {
         if (!nt.IsMap()) return InvalidArgument("cache.namespace_thresholds must be a mapping");
         for (const auto& kv : nt)
           c.cache.namespace_threshold[kv.first.as<std::string>()] = kv.second.as<float>();
       }
     }
-    if (const auto ks = root["api_keys"]) {
-      if (!ks.IsSequence()) return InvalidArgument("api_keys must be a list");
-      for (const auto& k : ks) {
-        FRUGAL_RETURN_IF_ERROR(CheckKeys(k, "an api key", {"key", "name", "rate_per_s", "burst"}));
-        ApiKeyConfig a;
-        Get(k, "key", a.key);
-        Get(k, "name", a.name);
-        Get(k, "rate_per_s", a.rate_per_s);
-        Get(k, "burst", a.burst);
-        if (a.name.empty()) a.name = "key" + std::to_string(c.api_keys.size());
-        c.api_keys.push_back(a);
-      }
-    }
+    if (const auto ks = root["api_keys"]) FRUGAL_RETURN_IF_ERROR(ReadApiKeys(ks, c.api_keys));
   } catch (const YAML::Exception& e) {
     return InvalidArgument(std::string("config: ") + e.what());
   }
   FRUGAL_RETURN_IF_ERROR(ValidateGatewayConfig(c));
   return c;
+}
+
+Status LoadGatewaySecrets(GatewayConfig& c, std::vector<std::string>* warnings) {
+  std::string warning;
+  auto note = [&] {
+    if (warnings && !warning.empty()) warnings->push_back(warning);
+    warning.clear();
+  };
+  if (!c.admin_token_file.empty()) {
+    auto t = http::ReadSecretFile(c.admin_token_file, &warning);
+    if (!t.ok()) return t.status().WithContext("admin_token_file");
+    c.admin_token = *t;
+    note();
+  } else if (c.admin_token.empty()) {
+    if (const char* env = std::getenv("FRUGAL_ADMIN_TOKEN"); env && *env) c.admin_token = env;
+  }
+  if (!c.api_keys_file.empty()) {
+    std::ifstream f(c.api_keys_file);
+    if (!f) return NotFound("cannot read api_keys_file " + c.api_keys_file);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    try {
+      FRUGAL_RETURN_IF_ERROR(
+          ReadApiKeys(YAML::Load(ss.str()), c.api_keys).WithContext(c.api_keys_file));
+    } catch (const YAML::Exception& e) {
+      return InvalidArgument(c.api_keys_file + ": " + e.what());
+    }
+    (void)http::ReadSecretFile(c.api_keys_file, &warning);  // only for the permission warning
+    note();
+  }
+  if (!c.worker_api_key_file.empty()) {
+    auto k = http::ReadSecretFile(c.worker_api_key_file, &warning);
+    if (!k.ok()) return k.status().WithContext("worker_api_key_file");
+    c.worker_api_key = *k;
+    note();
+  }
+  for (auto& w : c.workers) {
+    if (w.api_key_file.empty()) continue;
+    auto k = http::ReadSecretFile(w.api_key_file, &warning);
+    if (!k.ok()) return k.status().WithContext("worker " + w.name + "'s api_key_file");
+    w.api_key = *k;
+    note();
+  }
+  return ValidateGatewayConfig(c);
 }
 
 StatusOr<GatewayConfig> LoadGatewayConfig(const std::string& path) {
@@ -191,9 +290,8 @@ Status ValidateGatewayConfig(const GatewayConfig& c) {
   }
   if (c.cache.ttl_s > 10LL * 366 * 86400)
     return InvalidArgument("cache.ttl_s must be at most 10 years");
-  if (!c.cache.redis.empty())
-    FRUGAL_RETURN_IF_ERROR(
-        cache::ParseRedisAddress(c.cache.redis).status().WithContext("cache.redis"));
+  // The address, the credentials (the password file is read) and the TLS files.
+  FRUGAL_RETURN_IF_ERROR(cache::ValidateRedisConfig(c.cache));
   if (c.cache.redis_timeout_ms < 1 || c.cache.redis_timeout_ms > 60'000)
     return InvalidArgument("cache.redis_timeout_ms must be 1..60000");
   if (!c.cache.redis.empty() && !c.cache.snapshot.empty())
@@ -208,9 +306,33 @@ Status ValidateGatewayConfig(const GatewayConfig& c) {
     Status st = probe.Add(w.name, w.url, w.weight);
     if (!st.ok()) return InvalidArgument("workers: " + st.message());
   }
-  std::set<std::string> keys;
+  if (c.status_access != "public" && c.status_access != "admin")
+    return InvalidArgument("status_access must be public or admin");
+  if (c.status_access == "admin" && c.admin_token.empty() && c.admin_token_file.empty() &&
+      c.admin_listen.empty()) {
+    return InvalidArgument("status_access: admin needs an admin token (admin_token_file)");
+  }
+  if (!c.admin_listen.empty()) {
+    const size_t colon = c.admin_listen.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      return InvalidArgument("admin_listen must be host:port");
+    const std::string port = c.admin_listen.substr(colon + 1);
+    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
+        std::stoi(port) > 65535) {
+      return InvalidArgument("admin_listen must be host:port (port 0-65535)");
+    }
+  }
+  if (c.max_connections < 0) return InvalidArgument("limits.max_connections must be >= 0");
+  if (c.request_limits.max_messages < 1 || c.request_limits.max_stop_bytes < 1)
+    return InvalidArgument("limits.max_messages and limits.max_stop_bytes must be >= 1");
+  if (!(c.auth_failures_per_min > 0))
+    return InvalidArgument("limits.auth_failures_per_min must be > 0");
+  std::set<std::string> keys, names;
   for (const auto& k : c.api_keys) {
-    if (k.key.empty()) return InvalidArgument("an api key is empty");
+    if (k.name.empty()) return InvalidArgument("an api key has no name");
+    if (!names.insert(k.name).second)
+      return InvalidArgument("api key name '" + k.name + "' is used twice: names must be unique");
+    if (k.key.empty()) return InvalidArgument("api key '" + k.name + "' is empty");
     if (!keys.insert(k.key).second)
       return InvalidArgument("api key '" + k.name + "' is listed twice");
     if (k.rate_per_s < 0 || k.burst < 0)

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api/openai.h"
 #include "balancer/worker_pool.h"
 #include "cache/cache.h"
 #include "frugal/status.h"
@@ -17,11 +18,15 @@ struct WorkerConfig {
   std::string name, url;
   double weight = 1;
   WorkerKind kind = WorkerKind::kAuto;  // frugal | vllm | sglang | llamacpp | tgi | openai | auto
+  // The key the gateway sends the worker (Authorization: Bearer), read from this file (first
+  // line); empty: the config's worker_api_key_file, else none.
+  std::string api_key_file;
+  std::string api_key;  // filled from the file by LoadGatewaySecrets; never in the YAML
 };
 
 struct ApiKeyConfig {
   std::string key;
-  std::string name;       // the tenant: also the cache namespace of its requests
+  std::string name;       // the tenant: also the cache namespace of its requests; required, unique
   double rate_per_s = 0;  // token-bucket refill, requests per second; 0 = unlimited
   double burst = 0;       // bucket size; 0 = max(1, rate_per_s)
 };
@@ -43,8 +48,27 @@ struct GatewayConfig {
   int64_t default_max_tokens = 256;  // the cost estimate of a request that names none
   CacheConfig cache;
   std::vector<ApiKeyConfig> api_keys;  // empty: no key needed
-  std::string admin_token;             // empty: admin API off
+  std::string api_keys_file;        // a YAML list of API keys like api_keys, added to them at start
+  std::string admin_token;          // empty: admin API off
+  std::string admin_token_file;     // the admin token's file (first line); FRUGAL_ADMIN_TOKEN too
+  std::string worker_api_key_file;  // the key sent to every worker without its own api_key_file
+  std::string worker_api_key;       // filled from it by LoadGatewaySecrets; never in the YAML
+  // "host:port": a second listener for the admin API, /status, /status.json and /metrics, which
+  // the public listener then does not serve (404). Empty: one listener for everything.
+  std::string admin_listen;
+  // Who may read /status, /status.json and /metrics on the public listener: "public" (workers'
+  // addresses and errors left out unless the admin token is sent) or "admin" (the token needed).
+  std::string status_access = "public";
+  api::RequestLimits request_limits;  // limits.max_messages, limits.max_stop_bytes
+  int max_connections = 0;            // limits.max_connections; 0 = half the open-file limit
+  double auth_failures_per_min = 10;  // limits.auth_failures_per_min: per address, burst 20
 };
+
+// Reads the secrets the config names from files and the environment: admin_token_file (else
+// FRUGAL_ADMIN_TOKEN when no token is set), api_keys_file, each worker's api_key_file (else
+// worker_api_key_file). Then validates again (the keys' names). Warnings (a secret file others
+// can read) go to `warnings`.
+Status LoadGatewaySecrets(GatewayConfig& c, std::vector<std::string>* warnings = nullptr);
 
 StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& yaml_text);
 StatusOr<GatewayConfig> LoadGatewayConfig(const std::string& path);

@@ -29,6 +29,7 @@
 #include "gateway/request.h"
 #include "gateway/stats.h"
 #include "gateway_status_page.h"  // generated from status_page.html
+#include "http/auth.h"
 #include "http/client.h"
 #include "http/json_limits.h"
 #include "http/server.h"
@@ -58,6 +59,20 @@ double MsSince(Clock::time_point t) {
 
 std::string ErrorBody(int status, std::string_view message, std::string_view code = {}) {
   return http::OpenAiErrorBody(status, message, code);
+}
+
+// What a client is told of a failed attempt: the kind of failure, never the worker's address
+// or the transport's own text (which names host:port); the full text goes to the worker's
+// last_error, which only the admin API and an authorized status page show.
+std::string PublicReason(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kDeadlineExceeded:
+      return "the worker did not answer in time";
+    case StatusCode::kIoError:
+      return "the connection to the worker failed";
+    default:
+      return "the worker failed";
+  }
 }
 
 // The bearer token of an Authorization header, or "".
@@ -113,7 +128,7 @@ struct Call {
   // Routing.
   std::vector<std::string> tried;
   int retries = 0;
-  std::string last_error;
+  std::string last_error;  // for the client: the worker's name and a reason, no address
   std::atomic<bool> client_gone{false};
   std::atomic<bool> finished{false};
   Mutex mu;
@@ -146,7 +161,10 @@ struct Call {
 // and the kind found is kept.
 class HttpLoadProbe final : public LoadProbe {
  public:
-  explicit HttpLoadProbe(const std::unique_ptr<http::Client>& client) : client_(client) {}
+  // key_of: the key to send a worker (by name), "" for none.
+  HttpLoadProbe(const std::unique_ptr<http::Client>& client,
+                std::function<std::string(const std::string&)> key_of)
+      : client_(client), key_of_(std::move(key_of)) {}
   // A removed worker's detected kind and rate baselines go with it. They are kept per name and
   // address, so a poll still in flight for it cannot hand them to a worker added later under the
   // same name elsewhere.
@@ -186,6 +204,8 @@ class HttpLoadProbe final : public LoadProbe {
     r.port = w.port;
     r.target = target;
     r.headers = {{"Accept", accept}};
+    if (const std::string key = key_of_(w.name); !key.empty())
+      r.headers.emplace_back("Authorization", "Bearer " + key);
     auto body = std::make_shared<std::string>();
     auto code = std::make_shared<int>(0);
     http::ClientCallbacks cb;
@@ -290,6 +310,7 @@ class HttpLoadProbe final : public LoadProbe {
   }
 
   const std::unique_ptr<http::Client>& client_;  // the gateway's health-check client
+  const std::function<std::string(const std::string&)> key_of_;
   Mutex mu_;
   // The kinds found for `auto` workers, and each /metrics worker's adapter (its rate
   // baselines); both keyed by Key(), name@host:port.
@@ -304,11 +325,16 @@ struct Gateway::Impl {
   WorkerPool pool;
   RetryPolicy retry;
   std::unique_ptr<cache::Cache> cache;
+  // API keys as digests (http::KeyRing), each name with its config and token bucket.
+  http::KeyRing key_ring;
   struct Key {
-    ApiKeyConfig cfg;
+    ApiKeyConfig cfg;  // its `key` cleared: the ring holds the digest only
     std::unique_ptr<TokenBucket> bucket;
   };
-  std::unordered_map<std::string, Key> keys;
+  std::unordered_map<std::string, Key> keys;  // by name
+  http::AuthFailureThrottle auth_throttle;    // repeated 401s from one address
+  MetricsRegistry::Counter* auth_failures = nullptr;
+  MetricsRegistry::Counter* bad_cache_entries = nullptr;
 
   MetricsRegistry metrics;
   MetricsRegistry::Counter* requests = nullptr;
@@ -332,9 +358,9 @@ struct Gateway::Impl {
   // now, a client gets 503 (it may come back), not 404.
   std::set<std::string> ever_served FRUGAL_GUARDED_BY(models_mu);
 
-  std::unique_ptr<http::Server> server;
+  std::unique_ptr<http::Server> server, admin_server;  // admin_server: admin_listen only
   std::unique_ptr<http::Client> upstream, checker;
-  HttpLoadProbe probe{checker};
+  HttpLoadProbe probe{checker, [this](const std::string& w) { return WorkerKey(w); }};
   HealthChecker health{pool, probe, /*refresh_every=*/30,
                        [this](const WorkerAddress& w, bool refresh) { OnHealthy(w, refresh); }};
   net::io_context timers;
@@ -355,10 +381,48 @@ struct Gateway::Impl {
   std::atomic<bool> stopped{false};
 
   explicit Impl(GatewayConfig c)
-      : cfg(std::move(c)), pool(cfg.health), retry({cfg.max_retries, cfg.retry_backoff_ms}) {}
+      : cfg(std::move(c)),
+        pool(cfg.health),
+        retry({cfg.max_retries, cfg.retry_backoff_ms}),
+        auth_throttle(cfg.auth_failures_per_min) {}
+
+  // The key this gateway sends a worker (its own api_key_file, else worker_api_key_file).
+  std::string WorkerKey(const std::string& name) const {
+    for (const auto& w : cfg.workers) {
+      if (w.name == name && !w.api_key.empty()) return w.api_key;
+    }
+    return cfg.worker_api_key;
+  }
+  // A client's credential failed: 401, and one more failure counted against its address.
+  void Unauthorized(const http::Request& req, const std::shared_ptr<http::Responder>& out,
+                    const std::string& message, const char* code) {
+    auth_throttle.Failed(req.remote, Clock::now());
+    auth_failures->Add(1, code);
+    out->Send(401, "application/json", ErrorBody(401, message, code));
+  }
+  // 429 while the address is blocked for failing too often; true when it was refused.
+  bool AuthThrottled(const http::Request& req, const std::shared_ptr<http::Responder>& out) {
+    const auto wait = auth_throttle.Blocked(req.remote, Clock::now());
+    if (!wait) return false;
+    const auto secs = std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(*wait))));
+    out->Send(429, "application/json",
+              ErrorBody(429, "too many failed authentication attempts from this address",
+                        "too_many_auth_failures"),
+              {{"Retry-After", secs}});
+    return true;
+  }
+  // Whether the request carries the admin token (Authorization: Bearer, or X-Admin-Token).
+  bool HasAdminToken(const http::Request& req) const {
+    if (cfg.admin_token.empty()) return false;
+    std::string token = BearerToken(req);
+    if (token.empty()) token = req.Header("x-admin-token");
+    return !token.empty() && http::SecretEquals(token, cfg.admin_token);
+  }
 
   // ---- routes ----
-  void Handle(const http::Request& req, std::shared_ptr<http::Responder> out);
+  // admin_listener: the request came to the admin listener (admin_listen).
+  void Handle(const http::Request& req, std::shared_ptr<http::Responder> out,
+              bool admin_listener = false);
   void HandleCompletion(const http::Request& req, const std::shared_ptr<http::Responder>& out,
                         bool chat);
   void HandleAdmin(const http::Request& req, const std::shared_ptr<http::Responder>& out);
@@ -367,7 +431,8 @@ struct Gateway::Impl {
   void SendModels(const std::shared_ptr<http::Responder>& out);
   json WorkerJson(const WorkerInfo& w, const std::map<std::string, double>& shares) const;
   std::string RenderMetrics();
-  std::string StatusJson();
+  // full: with the workers' addresses and last errors (for the admin).
+  std::string StatusJson(bool full);
 
   // ---- the request path ----
   void Lookup(const std::shared_ptr<Call>& c);
@@ -379,7 +444,8 @@ struct Gateway::Impl {
   void Refuse(const std::shared_ptr<Call>& c, int status, const std::string& message,
               bool retry_after);
   void EndStreamWithError(const std::shared_ptr<Call>& c, const std::string& why);
-  void ReplyFromCache(const std::shared_ptr<Call>& c, const std::string& stored);
+  // false (nothing sent) when the stored answer is not a valid one.
+  bool ReplyFromCache(const std::shared_ptr<Call>& c, const std::string& stored);
   void Store(const std::shared_ptr<Call>& c, const json& usage);
   void Finish(const std::shared_ptr<Call>& c, int status, bool hit);
 
@@ -397,8 +463,24 @@ struct Gateway::Impl {
 // ---------------------------------------------------------------------------------------------
 // Routes
 
-void Gateway::Impl::Handle(const http::Request& req, std::shared_ptr<http::Responder> out) {
+void Gateway::Impl::Handle(const http::Request& req, std::shared_ptr<http::Responder> out,
+                           bool admin_listener) {
   const std::string& p = req.path;
+  const bool admin_path =
+      p == "/metrics" || p == "/status" || p == "/status.json" || p.starts_with("/admin/");
+  // With an admin listener, the public one does not know these paths, and the admin one knows
+  // nothing else (but /health).
+  if (!cfg.admin_listen.empty() && admin_path != admin_listener && p != "/health") {
+    out->Send(404, "application/json", ErrorBody(404, "unknown path " + p, "not_found"));
+    return;
+  }
+  // status_access admin: the status page, its JSON and the metrics want the admin token too.
+  if (admin_path && !p.starts_with("/admin/") && cfg.status_access == "admin" && !admin_listener &&
+      !HasAdminToken(req)) {
+    if (AuthThrottled(req, out)) return;
+    Unauthorized(req, out, "the status and metrics need the admin token", "invalid_admin_token");
+    return;
+  }
   auto only = [&](const char* method) {
     if (req.method == method) return true;
     out->Send(405, "application/json", ErrorBody(405, "use " + std::string(method) + " for " + p),
@@ -426,8 +508,11 @@ void Gateway::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respo
   } else if (p == "/status") {
     if (only("GET")) out->Send(200, "text/html; charset=utf-8", std::string(kStatusPageHtml));
   } else if (p == "/status.json") {
-    if (only("GET"))
-      out->Send(200, "application/json", StatusJson(), {{"Cache-Control", "no-store"}});
+    // Workers' addresses and errors only for the admin (token, or the admin listener).
+    if (only("GET")) {
+      out->Send(200, "application/json", StatusJson(admin_listener || HasAdminToken(req)),
+                {{"Cache-Control", "no-store"}});
+    }
   } else if (p.starts_with("/admin/")) {
     HandleAdmin(req, out);
   } else {
@@ -453,18 +538,19 @@ void Gateway::Impl::HandleCompletion(const http::Request& req,
   // Who is asking, and may they.
   std::string ns = "default";
   if (!keys.empty()) {
+    if (AuthThrottled(req, out)) return;
     const std::string token = BearerToken(req);
     if (token.empty()) {
-      out->Send(
-          401, "application/json",
-          ErrorBody(401, "missing API key: send Authorization: Bearer <key>", "invalid_api_key"));
+      Unauthorized(req, out, "missing API key: send Authorization: Bearer <key>",
+                   "invalid_api_key");
       return;
     }
-    auto it = keys.find(token);
-    if (it == keys.end()) {
-      out->Send(401, "application/json", ErrorBody(401, "invalid API key", "invalid_api_key"));
+    const std::string* name = key_ring.Find(token);
+    if (name == nullptr) {
+      Unauthorized(req, out, "invalid API key", "invalid_api_key");
       return;
     }
+    auto it = keys.find(*name);
     double wait_s = 0;
     if (!it->second.bucket->TryTake(Clock::now(), &wait_s)) {
       rate_limited->Add(1, it->second.cfg.name);
@@ -483,6 +569,7 @@ void Gateway::Impl::HandleCompletion(const http::Request& req,
   rp.default_max_tokens = cfg.default_max_tokens;
   rp.context_turns = cfg.cache.context_turns;
   rp.cache_nondeterministic = cfg.cache.nondeterministic;
+  rp.limits = cfg.request_limits;
   auto parsed = ParseCompletionRequest(req.body, chat, rp);
   if (!parsed.ok()) {
     out->Send(400, "application/json", ErrorBody(400, parsed.status().message()));
@@ -557,9 +644,8 @@ void Gateway::Impl::Lookup(const std::shared_ptr<Call>& c) {
   if (!r.ok()) {
     // The cache is never the cause of an outage: a failed lookup is a miss.
     std::fprintf(stderr, "frugal gateway: cache lookup failed: %s\n", r.status().message().c_str());
-  } else if (r->hit) {
+  } else if (r->hit && ReplyFromCache(c, r->response)) {
     cache_lookups->Add(1, "hit");
-    ReplyFromCache(c, r->response);
     return;
   }
   cache_lookups->Add(1, "miss");
@@ -567,11 +653,19 @@ void Gateway::Impl::Lookup(const std::shared_ptr<Call>& c) {
   Dispatch(c);
 }
 
-void Gateway::Impl::ReplyFromCache(const std::shared_ptr<Call>& c, const std::string& stored) {
-  json s = json::parse(stored, nullptr, false);
-  const std::string content = s.is_object() ? s.value("content", "") : "";
-  const std::string finish = s.is_object() ? s.value("finish_reason", "stop") : "stop";
-  const json usage = s.is_object() && s.contains("usage") ? s["usage"] : json(nullptr);
+bool Gateway::Impl::ReplyFromCache(const std::shared_ptr<Call>& c, const std::string& stored) {
+  // What a cache returns is checked before use: a store shared with others (Redis) may hold
+  // anything. A bad entry is a miss.
+  const json s = http::JsonDepthWithin(stored) ? json::parse(stored, nullptr, false) : json();
+  if (!s.is_object() || !s.contains("content") || !s["content"].is_string() ||
+      (s.contains("finish_reason") && !s["finish_reason"].is_string()) ||
+      (s.contains("usage") && !s["usage"].is_object() && !s["usage"].is_null())) {
+    bad_cache_entries->Add();
+    return false;
+  }
+  const std::string content = s["content"].get<std::string>();
+  const std::string finish = s.value("finish_reason", "stop");
+  const json usage = s.contains("usage") ? s["usage"] : json(nullptr);
   const int64_t created = UnixNow();
   const std::string id =
       (c->chat ? "chatcmpl-cache-" : "cmpl-cache-") + std::to_string(total_requests.load());
@@ -592,7 +686,7 @@ void Gateway::Impl::ReplyFromCache(const std::shared_ptr<Call>& c, const std::st
     if (!usage.is_null()) r["usage"] = usage;
     c->out->Send(200, "application/json", r.dump(), h);
     Finish(c, 200, true);
-    return;
+    return true;
   }
   // Replayed as the worker would have streamed it: role, the text in pieces, finish, usage.
   c->out->StartStream(200, "text/event-stream", h);
@@ -636,6 +730,7 @@ void Gateway::Impl::ReplyFromCache(const std::shared_ptr<Call>& c, const std::st
   c->out->End();
   ttft->Observe(MsSince(c->start) / 1e3);
   Finish(c, 200, true);
+  return true;
 }
 
 void Gateway::Impl::Store(const std::shared_ptr<Call>& c, const json& usage) {
@@ -810,6 +905,9 @@ void Gateway::Impl::Dispatch(const std::shared_ptr<Call>& c) {
   r.method = "POST";
   r.target = c->path;
   r.headers = {{"Content-Type", "application/json"}};
+  // The client's own key never goes on; the worker gets the gateway's, when it wants one.
+  if (const std::string key = WorkerKey(lease.name()); !key.empty())
+    r.headers.emplace_back("Authorization", "Bearer " + key);
   r.body = c->continuing ? ContinuedBody(*c) : c->body;
   // What is left of the request's own time, not a fresh allowance per attempt.
   r.response_timeout =
@@ -914,7 +1012,7 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
       return;
     }
     // This attempt broke: midway, or (a continuation) before it began.
-    std::string why = !st.ok()           ? st.message()
+    std::string why = !st.ok()           ? PublicReason(st)
                       : c->status == 200 ? "the worker's stream ended early"
                       : c->status == 503 ? "worker overloaded"
                                          : "HTTP " + std::to_string(c->status);
@@ -923,7 +1021,7 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
                        c->status == 503 ? Outcome::kOverloaded
                        : refused        ? Outcome::kSuccess
                                         : Outcome::kFailure,
-                       why);
+                       st.ok() ? why : st.message());
     lease = Lease();
     c->last_error = c->tried.back() + ": " + why;
     if (!refused && !stopped && c->finish_reason.empty() && c->continuations < cfg.max_retries &&
@@ -952,15 +1050,15 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
     // the worker, whose health its checks and its 5xx judge.
     lease = Lease();
     timeouts->Add();
-    Retry(c, AttemptFailure::kTimeout, st.message());
+    Retry(c, AttemptFailure::kTimeout, PublicReason(st));
     return;
   }
   if (!st.ok()) {
     pool.ReportRequest(lease, Outcome::kFailure, st.message());
-    c->last_error = c->tried.back() + ": " + st.message();
+    c->last_error = c->tried.back() + ": " + PublicReason(st);
     lease = Lease();
     Retry(c, bytes == 0 ? AttemptFailure::kNoResponse : AttemptFailure::kPartialResponse,
-          st.message());
+          PublicReason(st));
     return;
   }
   if (c->status == 503) {
@@ -1109,6 +1207,8 @@ void Gateway::Impl::OnHealthy(const WorkerAddress& w, bool refresh) {
   m.host = w.host;
   m.port = w.port;
   m.target = "/v1/models";
+  if (const std::string key = WorkerKey(w.name); !key.empty())
+    m.headers.emplace_back("Authorization", "Bearer " + key);
   auto mbody = std::make_shared<std::string>();
   http::ClientCallbacks mcb;
   mcb.on_data = [mbody](std::string_view d) { mbody->append(d); };
@@ -1175,11 +1275,9 @@ void Gateway::Impl::HandleAdmin(const http::Request& req,
               ErrorBody(403, "the admin API is off: set admin_token in the config"));
     return;
   }
-  std::string token = BearerToken(req);
-  if (token.empty()) token = req.Header("x-admin-token");
-  if (token != cfg.admin_token) {
-    out->Send(401, "application/json",
-              ErrorBody(401, "missing or wrong admin token", "invalid_admin_token"));
+  if (AuthThrottled(req, out)) return;
+  if (!HasAdminToken(req)) {
+    Unauthorized(req, out, "missing or wrong admin token", "invalid_admin_token");
     return;
   }
   auto reply = [&](const Status& st, int ok_status, const json& body) {
@@ -1424,11 +1522,18 @@ std::string Gateway::Impl::RenderMetrics() {
   return s;
 }
 
-std::string Gateway::Impl::StatusJson() {
+std::string Gateway::Impl::StatusJson(bool full) {
   const int64_t now = UnixNow();
   const auto shares = stats.Shares(now);
   json ws = json::array();
-  for (const auto& w : pool.List()) ws.push_back(WorkerJson(w, shares));
+  for (const auto& w : pool.List()) {
+    json j = WorkerJson(w, shares);
+    if (!full) {
+      j.erase("url");
+      j.erase("last_error");
+    }
+    ws.push_back(std::move(j));
+  }
   json series = json::array();
   for (const auto& p : stats.Series(now)) {
     series.push_back(
@@ -1454,7 +1559,8 @@ std::string Gateway::Impl::StatusJson() {
   json g = {{"policy", policy->name()},
             {"uptime_s", MsSince(started) / 1e3},
             {"version", "0.1.0"},
-            {"cache", cache != nullptr}};
+            {"cache", cache != nullptr},
+            {"redacted", !full}};
   return json{{"gateway", g},
               {"workers", ws},
               {"window_s", TrafficStats::kBuckets * TrafficStats::kBucketS},
@@ -1476,8 +1582,11 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
   g.policy = std::move(policy).value();
   for (const auto& w : g.cfg.workers)
     FRUGAL_RETURN_IF_ERROR(g.pool.Add(w.name, w.url, w.weight, w.kind));
-  for (const auto& k : g.cfg.api_keys)
-    g.keys[k.key] = {k, std::make_unique<TokenBucket>(k.rate_per_s, k.burst)};
+  for (auto& k : g.cfg.api_keys) {
+    FRUGAL_RETURN_IF_ERROR(g.key_ring.Add(k.key, k.name));
+    k.key.clear();  // only the digest stays
+    g.keys[k.name] = {k, std::make_unique<TokenBucket>(k.rate_per_s, k.burst)};
+  }
   if (g.cfg.cache.enabled && embedder) {
     auto c = cache::OpenCache(std::move(embedder), g.cfg.cache);
     if (!c.ok()) return c.status();
@@ -1517,6 +1626,15 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
                                    MetricsRegistry::LatencyBuckets());
   g.metrics.AddGauge("frugal_gateway_ejections", "workers ejected since start (all workers)",
                      [&g] { return static_cast<double>(g.pool.ejections()); });
+  g.auth_failures = &g.metrics.AddCounter("frugal_gateway_auth_failures",
+                                          "requests refused with 401, by credential kind", "code");
+  g.metrics.AddGauge("frugal_gateway_auth_throttled",
+                     "attempts refused with 429 while their address had failed too often",
+                     [&g] { return static_cast<double>(g.auth_throttle.refused()); });
+  g.bad_cache_entries = &g.metrics.AddCounter(
+      "frugal_gateway_cache_bad_entries",
+      "cache hits whose stored answer was not a valid one (served as misses)");
+  http::AddConnectionMetrics(g.metrics, "frugal_gateway", [&g] { return g.server.get(); });
 
   http::ClientOptions uo;
   uo.io_threads = 2;
@@ -1539,15 +1657,37 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
   so.port = g.cfg.port;
   so.io_threads = g.cfg.http_threads;
   so.max_body_bytes = static_cast<size_t>(g.cfg.max_body_bytes);
+  so.max_connections = g.cfg.max_connections;
+  auto stop_timers = [&g] {
+    g.stopped = true;
+    g.timers_work.reset();
+    g.timers.stop();
+    g.timer_thread.join();
+  };
+  if (!g.cfg.admin_listen.empty()) {
+    http::ServerOptions ao = so;
+    const size_t colon = g.cfg.admin_listen.rfind(':');
+    ao.host = g.cfg.admin_listen.substr(0, colon);
+    ao.port = static_cast<uint16_t>(std::stoi(g.cfg.admin_listen.substr(colon + 1)));
+    ao.io_threads = 1;
+    ao.max_connections = 64;
+    auto admin =
+        http::Server::Start(ao, [&g](const http::Request& r, std::shared_ptr<http::Responder> out) {
+          g.Handle(r, std::move(out), /*admin_listener=*/true);
+        });
+    if (!admin.ok()) {
+      stop_timers();
+      return admin.status().WithContext("admin_listen");
+    }
+    g.admin_server = std::move(admin).value();
+  }
   auto server =
       http::Server::Start(so, [&g](const http::Request& r, std::shared_ptr<http::Responder> out) {
         g.Handle(r, std::move(out));
       });
   if (!server.ok()) {
-    g.stopped = true;
-    g.timers_work.reset();
-    g.timers.stop();
-    g.timer_thread.join();
+    if (g.admin_server) g.admin_server->Shutdown(std::chrono::milliseconds(0));
+    stop_timers();
     return server.status();
   }
   g.server = std::move(server).value();
@@ -1560,11 +1700,16 @@ Gateway::~Gateway() { Shutdown(std::chrono::milliseconds(0)); }
 
 uint16_t Gateway::port() const { return impl_->server->port(); }
 
+uint16_t Gateway::admin_port() const {
+  return impl_->admin_server ? impl_->admin_server->port() : 0;
+}
+
 void Gateway::Shutdown(std::chrono::milliseconds grace) {
   Impl& g = *impl_;
   if (g.stopped.exchange(true)) return;
   // In-flight requests finish through the upstream client, timers and cache, still running.
   g.server->Shutdown(grace);
+  if (g.admin_server) g.admin_server->Shutdown(std::chrono::milliseconds(0));
   net::post(g.timers, [&g] { g.health_timer->cancel(); });
   g.timers_work.reset();
   g.timers.stop();

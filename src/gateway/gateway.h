@@ -33,6 +33,8 @@ class Gateway {
   ~Gateway();
 
   uint16_t port() const;
+  // The admin listener's port (admin_listen), 0 when there is none.
+  uint16_t admin_port() const;
   // Stops accepting; requests in flight finish (up to grace); the cache snapshots if configured.
   void Shutdown(std::chrono::milliseconds grace);
 

@@ -134,6 +134,8 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ec;
     stream_.socket().non_blocking(true, ec);  // for the peek in WatchClose; async ops unaffected
     stream_.socket().set_option(tcp::no_delay(true), ec);
+    const auto peer = stream_.socket().remote_endpoint(ec);
+    if (!ec) remote_ = peer.address().to_string();
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
   }
 
@@ -163,6 +165,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (self->closed_ || self->responded_) return;
       self->responded_ = true;
       self->streaming_ = true;
+      self->sse_ = ct.starts_with("text/event-stream");
       self->Enqueue(self->Head(status, ct, headers, /*chunked=*/true, 0));
     });
   }
@@ -212,6 +215,7 @@ class Session : public std::enable_shared_from_this<Session> {
     idle_ = false;
     if (ec == bhttp::error::body_limit) {
       BeginResponse(false);
+      linger_ = true;
       DoSend(413, "application/json",
              srv_.ErrorBody(413, "the request body is larger than the limit of " +
                                      std::to_string(srv_.opt.max_body_bytes) + " bytes"),
@@ -220,12 +224,14 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (ec == bhttp::error::header_limit) {
       BeginResponse(false);
+      linger_ = true;
       DoSend(431, "application/json", srv_.ErrorBody(431, "the request headers are too large"), {});
       return;
     }
     if (ec && ec.category() == bhttp::make_error_code(bhttp::error::bad_method).category() &&
         ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
       BeginResponse(false);
+      linger_ = true;
       DoSend(400, "application/json",
              srv_.ErrorBody(400, "malformed HTTP request: " + ec.message()), {});
       return;
@@ -246,6 +252,7 @@ class Session : public std::enable_shared_from_this<Session> {
     for (const auto& f : m)
       req.headers[Lower(std::string(f.name_string()))] = std::string(f.value());
     req.body = std::move(m.body());
+    req.remote = remote_;
     BeginResponse(m.keep_alive() && !overflow_);
     version_ = m.version();
     if (overflow_) {
@@ -310,19 +317,27 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // The client's side ended (FIN) while its response is pending. It may have gone, or only
-  // half-closed after sending its request (shutdown(SHUT_WR)) and still be reading. An HTTP/1.1
-  // client must accept an interim 1xx response at any time before the final one: one is sent,
-  // and a reset in return within a few round trips means it has gone. A started stream needs
-  // no probe: its next writes fail if the client has gone. HTTP/1.0 cannot take a 1xx: gone.
+  // half-closed after sending its request (shutdown(SHUT_WR)) and still be reading. A probe is
+  // written that the client must accept: before the answer an interim 1xx response (any HTTP/1.1
+  // client must parse one), in a started event stream an SSE comment; a reset in return within
+  // a few round trips means it has gone. A whole answer being written needs no probe (its
+  // writes tell); a stream of another type cannot take one, and HTTP/1.0 no 1xx: gone.
   void PeerEnded() {
     if (version_ < 11) {
       ClientGone();
       Close();
       return;
     }
-    if (responded_ || probed_) return;  // writes (or the probe's) will tell
+    if (probed_ || (responded_ && !streaming_)) return;  // the probe's, or the answer's writes
+    if (streaming_ && !sse_) {  // a stream cannot carry a probe without changing its body
+      ClientGone();
+      Close();
+      return;
+    }
     probed_ = true;
-    Enqueue("HTTP/1.1 100 Continue\r\n\r\n");
+    // Before the answer, an interim response; in an event stream, an SSE comment (ignored by
+    // every SSE reader).
+    Enqueue(responded_ ? Chunk(":\n\n") : "HTTP/1.1 100 Continue\r\n\r\n");
     tcp_info info{};
     socklen_t len = sizeof info;
     std::chrono::milliseconds wait{50};
@@ -421,11 +436,35 @@ class Session : public std::enable_shared_from_this<Session> {
                          self->CompleteResponse();
                          if (keep) {
                            self->Read();
+                         } else if (self->linger_) {
+                           self->LingeringClose();
                          } else {
                            self->Close();
                          }
                        }
                      });
+  }
+
+  // After an error answered before the request was read (413, 431, 400): the client may still
+  // be sending. Closing with its bytes unread would reset the connection and could destroy the
+  // answer on its way; instead the sending side is shut, and what arrives is read and dropped
+  // for a while (at most kLingerBytes, kLingerTime), as nginx's lingering close does.
+  void LingeringClose() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.expires_after(kLingerTime);
+    Drain(0);
+  }
+  void Drain(size_t drained) {
+    linger_buf_.resize(64 * 1024);
+    stream_.async_read_some(net::buffer(linger_buf_),
+                            [self = shared_from_this(), drained](beast::error_code ec, size_t n) {
+                              if (ec || drained + n >= kLingerBytes) {
+                                self->Close();
+                                return;
+                              }
+                              self->Drain(drained + n);
+                            });
   }
 
   void Close() {
@@ -458,13 +497,19 @@ class Session : public std::enable_shared_from_this<Session> {
 
   static constexpr std::chrono::milliseconds kOverflowReadTimeout{5'000};
   static constexpr std::chrono::milliseconds kMaxProbeWait{2'000};
+  static constexpr std::chrono::milliseconds kLingerTime{2'000};
+  static constexpr size_t kLingerBytes = 4 << 20;
 
   beast::tcp_stream stream_;
   Server::Impl& srv_;
   const uint64_t id_;
   const bool overflow_;
+  std::string remote_;  // the peer's address
   net::steady_timer probe_timer_;
-  bool probed_ = false;  // a 100 Continue went out to tell a half-closed client from a gone one
+  bool probed_ = false;  // a probe went out to tell a half-closed client from a gone one
+  bool sse_ = false;     // the stream is text/event-stream
+  bool linger_ = false;  // answered before the request was read: close by LingeringClose
+  std::string linger_buf_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   unsigned version_ = 11;
@@ -600,6 +645,29 @@ uint16_t Server::port() const { return impl_->port; }
 int64_t Server::open_connections() const {
   MutexLock lock(impl_->mu);
   return static_cast<int64_t>(impl_->sessions.size());
+}
+
+void AddConnectionMetrics(MetricsRegistry& metrics, const std::string& prefix,
+                          std::function<const Server*()> server) {
+  auto add = [&](const std::string& name, const std::string& help,
+                 int64_t ConnectionStats::*field) {
+    metrics.AddGauge(prefix + name, help, [server, field] {
+      const Server* s = server();
+      return s ? static_cast<double>(s->connection_stats().*field) : 0.0;
+    });
+  };
+  add("_http_connections", "client connections open now", &ConnectionStats::open);
+  add("_http_connection_limit", "connections served normally (beyond: reserved paths only)",
+      &ConnectionStats::limit);
+  add("_http_connections_over_limit_total",
+      "connections past the limit: a reserved path answered, or 503", &ConnectionStats::over_limit);
+  add("_http_connections_shed_total", "connections closed at once: past the limit and overflow",
+      &ConnectionStats::shed);
+  add("_http_connections_evicted_idle_total", "idle connections closed to make room at the limit",
+      &ConnectionStats::evicted_idle);
+  add("_http_accept_failures_total",
+      "failed accepts (out of descriptors, ...), each followed by a pause",
+      &ConnectionStats::accept_failures);
 }
 
 ConnectionStats Server::connection_stats() const {

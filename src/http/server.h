@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/metrics.h"
 #include "frugal/status.h"
 
 namespace frugal::http {
@@ -80,6 +81,7 @@ struct Request {
   std::string query;                           // after '?', or empty
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
+  std::string remote;  // the client's IP address (the peer of the connection)
 
   // A header's value or "" (name in lower case).
   const std::string& Header(const std::string& name) const;
@@ -129,5 +131,12 @@ class Server {
   explicit Server(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Gauges of a server's connection stats in `metrics`, named PREFIX_http_connections (open),
+// _http_connection_limit, _http_connections_over_limit_total (answered only on a reserved path
+// or refused with 503), _http_connections_shed_total, _http_connections_evicted_idle_total and
+// _http_accept_failures_total. `server` is read at each scrape (it may not exist yet).
+void AddConnectionMetrics(MetricsRegistry& metrics, const std::string& prefix,
+                          std::function<const Server*()> server);
 
 }  // namespace frugal::http

@@ -12,6 +12,7 @@
 #include "api/openai.h"
 #include "common/metrics.h"
 #include "common/thread_annotations.h"
+#include "http/auth.h"
 #include "http/json_limits.h"
 
 namespace frugal::server {
@@ -126,6 +127,8 @@ struct Worker::Impl {
   std::unique_ptr<http::Server> http;
   std::atomic<bool> ready{false};
   bool simulated = false;  // --simulate: a test instrument, labelled as such in every answer
+  http::KeyRing keys;      // --api-key-file: wanted on every path but /health
+  http::AuthFailureThrottle auth_throttle;
 
   MetricsRegistry metrics;
   MetricsRegistry::Counter* requests = nullptr;
@@ -194,6 +197,10 @@ void Worker::Impl::SetUpMetrics() {
       "frugal_simulated",
       "1 when this worker is a test instrument (frugal serve --simulate): no model runs",
       [this] { return simulated ? 1.0 : 0.0; });
+  metrics.AddGauge("frugal_auth_throttled",
+                   "attempts refused with 429 while their address had failed too often",
+                   [this] { return static_cast<double>(auth_throttle.refused()); });
+  http::AddConnectionMetrics(metrics, "frugal", [this] { return http.get(); });
 }
 
 SchedulerLoad Worker::Impl::Load() const {
@@ -266,6 +273,29 @@ void Worker::Impl::Handle(const http::Request& req, const std::shared_ptr<http::
     return;
   }
   const std::string& p = req.path;
+  // With --api-key-file, every path but /health wants a key (the gateway sends it on its polls).
+  if (!keys.empty() && p != "/health") {
+    const auto now = std::chrono::steady_clock::now();
+    if (const auto wait = auth_throttle.Blocked(req.remote, now)) {
+      Error(
+          *res, 429, "too many failed authentication attempts from this address",
+          "too_many_auth_failures",
+          {{"Retry-After", std::to_string(std::max<int64_t>(1, std::llround(std::ceil(*wait))))}});
+      return;
+    }
+    const std::string& a = req.Header("authorization");
+    constexpr std::string_view kBearer = "Bearer ";
+    const std::string_view token = std::string_view(a).starts_with(kBearer)
+                                       ? std::string_view(a).substr(kBearer.size())
+                                       : std::string_view();
+    if (keys.Find(token) == nullptr) {
+      auth_throttle.Failed(req.remote, now);
+      Error(*res, 401,
+            token.empty() ? "missing API key: send Authorization: Bearer <key>" : "invalid API key",
+            "invalid_api_key");
+      return;
+    }
+  }
   if (p == "/health") {
     Json(*res, {{"status", "ok"}});
   } else if (p == "/ready") {
@@ -413,7 +443,7 @@ void Worker::Impl::Completion(const http::Request& req, const std::shared_ptr<ht
           "model_not_supported");
     return;
   }
-  auto parsed = ParseCompletionRequest(req.body, chat);
+  auto parsed = ParseCompletionRequest(req.body, chat, opt.limits);
   if (!parsed.ok()) {
     Error(*res, 400, parsed.status().message());
     return;
@@ -515,7 +545,7 @@ void Worker::Impl::Tokenize(const http::Request& req, http::Responder& res) {
     const json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     chat = j.is_object() && j.contains("messages");
   }
-  auto p = ParseCompletionRequest(req.body, chat);
+  auto p = ParseCompletionRequest(req.body, chat, opt.limits);
   if (!p.ok()) {
     Error(res, 400, p.status().message());
     return;
@@ -619,6 +649,9 @@ StatusOr<std::unique_ptr<Worker>> Worker::Start(Engine& engine, WorkerOptions op
   } else {
     impl->embedder = std::make_unique<SerialExecutor>();
   }
+  for (size_t i = 0; i < impl->opt.api_keys.size(); ++i)
+    FRUGAL_RETURN_IF_ERROR(impl->keys.Add(impl->opt.api_keys[i], "key" + std::to_string(i + 1)));
+  impl->opt.api_keys.clear();  // only the digests stay
   Impl* p = impl.get();
   FRUGAL_ASSIGN_OR_RETURN(
       impl->http,

@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 
+#include "api/openai.h"
 #include "engine/scheduler.h"
 #include "frugal/engine.h"
 #include "frugal/status.h"
@@ -35,6 +36,10 @@ struct WorkerOptions {
   double request_timeout_s = 600;     // per request, from arrival; then 504 (or an SSE error event)
   int64_t default_max_tokens = 1024;  // when the request names none (capped by the context room)
   int64_t max_embedding_queue = 256;  // embedding requests waiting; beyond: 503
+  api::RequestLimits limits;          // messages per request, bytes per stop string; beyond: 400
+  // Keys a client must send (Authorization: Bearer) on every path but /health; empty: none.
+  // Read from --api-key-file; held as digests (http::KeyRing).
+  std::vector<std::string> api_keys;
 };
 
 class Worker {

@@ -186,6 +186,19 @@ def test_hf_folder_corrupt_safetensors_header(frugal, tmp_path):
                  "--tokens", "1", "-o", tmp_path / "o.f32")
 
 
+def test_hf_folder_deeply_nested_safetensors_header(frugal, tmp_path):
+    """A header that nests a million levels deep: refused with one line, never a stack overflow
+    when it is walked (issue 25)."""
+    folder = tmp_path / "hf_deep_header"
+    synth.write_hf_llama(str(folder), dtype="F32")
+    st = folder / "model.safetensors"
+    header = b'{"__metadata__": ' + b"[" * 1_000_000 + b"]" * 1_000_000 + b"}"
+    st.write_bytes(struct.pack("<Q", len(header)) + header)
+    p = expect_error(frugal, "logits with a deeply nested safetensors header", "logits", "-m",
+                     folder, "--tokens", "1", "-o", tmp_path / "o.f32")
+    assert b"nests too deeply" in p.stderr, p.stderr
+
+
 # --------------------------------------------------------------------------------------------
 # Valid model, bad request
 

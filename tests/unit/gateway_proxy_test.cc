@@ -136,7 +136,9 @@ class TestGateway {
     c.cache.enabled = false;                  // with the null embedder below: no cache either way
     c.admin_token = kAdminToken;
     for (size_t i = 0; i < worker_urls.size(); ++i) {
-      c.workers.push_back({"w" + std::to_string(i), worker_urls[i], 1});
+      c.workers.emplace_back();
+      c.workers.back().name = "w" + std::to_string(i);
+      c.workers.back().url = worker_urls[i];
     }
     auto g = Gateway::Start(std::move(c), nullptr);
     if (!g.ok()) {

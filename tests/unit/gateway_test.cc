@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -753,6 +754,9 @@ api_keys:
     rate_per_s: 5
     burst: 10
   - key: k2
+    name: bob
+admin_listen: 127.0.0.1:9001
+status_access: admin
 )";
   auto c = ParseGatewayConfig(yaml);
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -794,8 +798,66 @@ api_keys:
   EXPECT_EQ(c->api_keys[0].name, "alice");
   EXPECT_DOUBLE_EQ(c->api_keys[0].rate_per_s, 5);
   EXPECT_DOUBLE_EQ(c->api_keys[0].burst, 10);
-  EXPECT_EQ(c->api_keys[1].name, "key1");
+  EXPECT_EQ(c->api_keys[1].name, "bob");
   EXPECT_DOUBLE_EQ(c->api_keys[1].rate_per_s, 0);
+  EXPECT_EQ(c->admin_listen, "127.0.0.1:9001");
+  EXPECT_EQ(c->status_access, "admin");
+}
+
+// The key's name is the tenant (the cache's scope of its answers): it must be given, and given
+// once, so that reordering the list can never hand one tenant another's answers.
+TEST(ConfigTest, ApiKeysNeedTheirOwnUniqueNames) {
+  auto unnamed = ParseGatewayConfig("api_keys:\n  - key: k1\n    name: a\n  - key: k2\n");
+  ASSERT_FALSE(unnamed.ok());
+  EXPECT_NE(unnamed.status().message().find("api key #2 has no name"), std::string::npos)
+      << unnamed.status().message();
+  auto twice = ParseGatewayConfig("api_keys:\n  - {key: k1, name: a}\n  - {key: k2, name: a}\n");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("'a' is used twice"), std::string::npos)
+      << twice.status().message();
+  auto same_key = ParseGatewayConfig("api_keys:\n  - {key: k1, name: a}\n  - {key: k1, name: b}\n");
+  EXPECT_FALSE(same_key.ok());
+}
+
+TEST(ConfigTest, SecretsComeFromFilesAndTheEnvironment) {
+  const std::string dir = ::testing::TempDir();
+  auto write = [&](const std::string& name, const std::string& text) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  GatewayConfig c;
+  c.admin_token_file = write("admin.token", "  tok-from-file \nignored\n");
+  c.api_keys_file = write("keys.yaml", "- {key: sk-1, name: team-a, rate_per_s: 2}\n");
+  c.worker_api_key_file = write("worker.key", "wk\n");
+  c.workers.push_back({});
+  c.workers.back().name = "gpu";
+  c.workers.back().url = "http://127.0.0.1:9";
+  c.workers.back().api_key_file = write("gpu.key", "gk");
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(LoadGatewaySecrets(c, &warnings).ok());
+  EXPECT_EQ(c.admin_token, "tok-from-file");
+  ASSERT_EQ(c.api_keys.size(), 1u);
+  EXPECT_EQ(c.api_keys[0].name, "team-a");
+  EXPECT_EQ(c.worker_api_key, "wk");
+  EXPECT_EQ(c.workers[0].api_key, "gk");
+
+  // FRUGAL_ADMIN_TOKEN when no token is configured.
+  ::setenv("FRUGAL_ADMIN_TOKEN", "tok-from-env", 1);
+  GatewayConfig e;
+  ASSERT_TRUE(LoadGatewaySecrets(e).ok());
+  EXPECT_EQ(e.admin_token, "tok-from-env");
+  ::unsetenv("FRUGAL_ADMIN_TOKEN");
+
+  GatewayConfig bad;
+  bad.admin_token_file = dir + "/no-such-file";
+  EXPECT_EQ(LoadGatewaySecrets(bad).code(), StatusCode::kNotFound);
+  GatewayConfig empty;
+  empty.admin_token_file = write("empty.token", "\n");
+  EXPECT_EQ(LoadGatewaySecrets(empty).code(), StatusCode::kInvalidArgument);
+  GatewayConfig unnamed;
+  unnamed.api_keys_file = write("unnamed.yaml", "- {key: sk-2}\n");
+  EXPECT_EQ(LoadGatewaySecrets(unnamed).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ConfigTest, WorkerKindParsesAndABadOneIsRefusedByName) {
@@ -909,8 +971,8 @@ TEST(ConfigTest, BadValuesAreRefused) {
   ExpectRefused("limits:\n  request_timeout_s: 0\n", "request_timeout_s");
   ExpectRefused("default_max_tokens: 0\n", "default_max_tokens");
   ExpectRefused("api_keys:\n  - name: x\n", "empty");
-  ExpectRefused("api_keys:\n  - key: k\n  - key: k\n", "twice");
-  ExpectRefused("api_keys:\n  - key: k\n    rate_per_s: -1\n", "rate");
+  ExpectRefused("api_keys:\n  - {key: k, name: a}\n  - {key: k, name: b}\n", "twice");
+  ExpectRefused("api_keys:\n  - key: k\n    name: a\n    rate_per_s: -1\n", "rate");
   ExpectRefused("- a\n- b\n", "mapping");
   ExpectRefused("listen: 8000\n", "listen");
   ExpectRefused("{unclosed: [\n", "config");

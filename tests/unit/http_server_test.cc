@@ -332,6 +332,40 @@ TEST(HttpServerTest, HalfClosedClientStillGetsItsAnswer) {
   held.reset();
 }
 
+// The same in an event stream already begun: the probe is an SSE comment, the stream goes on.
+TEST(HttpServerTest, HalfClosedClientKeepsItsEventStream) {
+  std::atomic<bool> closed{false};
+  std::shared_ptr<Responder> held;
+  std::mutex mu;
+  auto server = StartServer([&](const Request&, std::shared_ptr<Responder> res) {
+    res->OnClose([&] { closed = true; });
+    res->StartStream(200, "text/event-stream");
+    res->Write("data: one\n\n");
+    std::lock_guard<std::mutex> lock(mu);
+    held = res;
+  });
+  Client c(server->port());
+  c.Send("GET", "/events", "", /*keep_alive=*/false);
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return held != nullptr;
+  }));
+  c.sock.shutdown(tcp::socket::shutdown_send);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(closed.load()) << "a half-closed client was taken for gone";
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    held->Write("data: two\n\n");
+    held->End();
+  }
+  auto r = c.Read();
+  EXPECT_EQ(r.result_int(), 200);
+  EXPECT_EQ(r.body(), "data: one\n\n:\n\ndata: two\n\n");
+  EXPECT_FALSE(closed.load());
+  std::lock_guard<std::mutex> lock(mu);
+  held.reset();
+}
+
 // At the limit, idle connections make room for new ones; with every connection busy, a new one
 // may still reach a reserved path (a health check) and gets 503 for anything else; past the
 // overflow too, it is closed at once.

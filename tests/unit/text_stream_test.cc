@@ -78,7 +78,9 @@ TEST(TextStreamTest, MatchesTheBruteForceRuleOnRandomStreams) {
       ASSERT_EQ(stopped, want_stop) << "text " << text;
       ASSERT_EQ(shown, want) << "text " << text << " stops " << stops[0];
     }
-    if (!stopped) EXPECT_EQ(shown + ts.Finish(), text);
+    if (!stopped) {
+      EXPECT_EQ(shown + ts.Finish(), text);
+    }
   }
 }
 
