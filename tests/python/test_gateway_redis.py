@@ -139,6 +139,41 @@ def test_a_restarted_gateway_keeps_the_entries(stack):
     assert how == "hit" and got == answer
 
 
+def redis_cmd(port: int, *args: str) -> bytes:
+    """One command in RESP, the raw reply."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        msg = b"*%d\r\n" % len(args) + b"".join(
+            b"$%d\r\n%s\r\n" % (len(a.encode()), a.encode()) for a in args)
+        s.sendall(msg)
+        time.sleep(0.1)
+        return s.recv(1 << 20)
+
+
+def test_a_tampered_entry_is_a_miss_not_a_crash(stack, redis):
+    """Before: a Redis entry whose stored answer had a non-string `content` made the gateway
+    throw on a pool thread and terminate (issue 25). Now it is a miss, counted."""
+    a, model = stack["a"].url, stack["model"]
+    q = "Is gift wrapping available for books?"
+    ask(a, model, q)
+    wait_for(lambda: ask(a, model, q)[1] == "hit", 1.0, "not cached")
+    keys = redis_cmd(redis.port, "KEYS", "frugal:cache:e:*").split(b"\r\n")
+    tampered = 0
+    for k in keys:
+        if k.startswith(b"frugal:cache:e:"):
+            name = k.decode()
+            if q.encode() in redis_cmd(redis.port, "HGET", name, "query"):
+                assert redis_cmd(redis.port, "HSET", name, "response",
+                                 '{"content": 5, "finish_reason": ["x"]}').startswith(b":")
+                tampered += 1
+    assert tampered == 1, keys
+    r = post(a, chat(model, q, temperature=0))
+    assert r.status_code == 200, r.text
+    assert r.headers.get("x-frugal-cache") == "miss"
+    assert isinstance(r.json()["choices"][0]["message"]["content"], str)
+    assert metric_sum(metrics(a), "frugal_gateway_cache_bad_entries_total") >= 1
+    assert httpx.get(a + "/health", timeout=5).status_code == 200
+
+
 def test_admin_rotation_moves_both_replicas_to_e5(stack):
     """POST /admin/cache/rotate on the Redis backend: A moves the shared cache from MiniLM to e5
     (a new vector field, backfilled), B follows; an entry cached before answers afterwards."""
