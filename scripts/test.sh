@@ -47,14 +47,24 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWit
   -DFRUGAL_FUZZ=ON -DFRUGAL_BUILD_TESTS=OFF >/dev/null
 ninja -C build-fuzz -j"$(nproc)" gguf_fuzz safetensors_fuzz e5_fuzz text_signals_fuzz fuzz_gateway_request \
   prometheus_fuzz
-mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-st
-build-fuzz/fuzz/gguf_fuzz -max_total_time=30 -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus-gguf fuzz/seeds/gguf
-build-fuzz/fuzz/safetensors_fuzz -max_total_time=30 -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus-st fuzz/seeds/safetensors
-mkdir -p build-fuzz/corpus-e5 build-fuzz/corpus-text
-build-fuzz/fuzz/e5_fuzz -max_total_time=30 -max_len=8192 -rss_limit_mb=2048 build-fuzz/corpus-e5 fuzz/seeds/e5
-build-fuzz/fuzz/text_signals_fuzz -max_total_time=30 -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus-text fuzz/seeds/text_signals
-mkdir -p build-fuzz/corpus-gateway
-build-fuzz/fuzz/fuzz_gateway_request -max_total_time=30 -max_len=4096 -rss_limit_mb=2048 build-fuzz/corpus-gateway
-mkdir -p build-fuzz/corpus-prometheus
-build-fuzz/fuzz/prometheus_fuzz -max_total_time=30 -max_len=8192 -rss_limit_mb=2048 build-fuzz/corpus-prometheus fuzz/seeds/prometheus
+# Two fuzzers at a time (one per core): each runs its 30 s; a crash fails the run with its log.
+run_fuzz() {  # NAME MAX_LEN SEEDS_DIR|""
+  local name=$1 max_len=$2 seeds=$3
+  mkdir -p "build-fuzz/corpus-$name"
+  build-fuzz/fuzz/"$name" -max_total_time=30 -max_len="$max_len" -rss_limit_mb=2048 \
+    "build-fuzz/corpus-$name" $seeds >"build-fuzz/$name.log" 2>&1 ||
+    { echo "fuzz target $name failed:"; tail -n 60 "build-fuzz/$name.log"; return 1; }
+  echo "-- $name: $(grep -Eo 'Done [0-9]+ runs in [0-9]+ second' "build-fuzz/$name.log" | tail -n 1)"
+}
+fuzz_pair() {
+  run_fuzz $1 $2 "$3" & local a=$!
+  run_fuzz $4 $5 "$6" & local b=$!
+  local rc=0
+  wait $a || rc=1
+  wait $b || rc=1
+  return $rc
+}
+fuzz_pair gguf_fuzz 4096 fuzz/seeds/gguf safetensors_fuzz 4096 fuzz/seeds/safetensors
+fuzz_pair e5_fuzz 8192 fuzz/seeds/e5 text_signals_fuzz 4096 fuzz/seeds/text_signals
+fuzz_pair fuzz_gateway_request 4096 "" prometheus_fuzz 8192 fuzz/seeds/prometheus
 echo "all tests passed"
