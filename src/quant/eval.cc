@@ -225,7 +225,8 @@ StatusOr<std::vector<ProbeAnswer>> AnswerProbes(Engine& engine, const std::vecto
   {
     std::unique_lock<std::mutex> lock(mu);
     size_t reported = 0;
-    while (done < probes.size()) {
+    // Until the last count is reported: the probes may all finish while a report is printed.
+    while (reported < probes.size()) {
       cv.wait_for(lock, std::chrono::milliseconds(500),
                   [&] { return done != reported || done == probes.size(); });
       if (done != reported) {
