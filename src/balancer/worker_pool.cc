@@ -37,7 +37,8 @@ struct Lease::Worker {
       return info.in_flight_ms + std::max(0.0, l.backlog_ms - in_flight_ms_at_poll);
     if (!l.Has(kSignalWaiting) || !l.Has(kSignalRunning)) return info.in_flight_ms;
     const double foreign = std::max(
-        0.0, static_cast<double>(l.waiting + l.running) - static_cast<double>(in_flight_at_poll));
+        0.0, static_cast<double>(l.waiting) + static_cast<double>(l.running) -
+                 static_cast<double>(in_flight_at_poll));  // in double: huge counts do not wrap
     const double slots = static_cast<double>(std::max<int64_t>(l.running, 1));
     return info.in_flight_ms + foreign * CostMs(typical) / slots;
   }
