@@ -63,9 +63,11 @@ struct GatewayFlags {
         ->check(CLI::Range(0.01, 1.0));
     cmd->add_option("--cache-snapshot", cache_snapshot,
                     "file the cache is saved to (periodically and on exit) and reloaded from");
-    cmd->add_option(
-        "--cache-redis", cache_redis,
-        "share the cache through this Redis with RediSearch (host:port or redis://host:port)");
+    cmd->add_option("--cache-redis", cache_redis,
+                    "share the cache through this Redis with RediSearch (host:port, "
+                    "redis://[user:pass@]host:port, "
+                    "rediss:// for TLS; a password better in cache.redis_password_file or "
+                    "FRUGAL_REDIS_PASSWORD)");
     cmd->add_option("--admin-token-file", admin_token_file,
                     "file whose first line is the admin API's token (also FRUGAL_ADMIN_TOKEN, "
                     "or the config's admin_token_file; none = admin API off)");
