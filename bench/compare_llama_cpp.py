@@ -1,12 +1,20 @@
 #!/usr/bin/env python3
-"""Frugal vs llama.cpp, side by side in one run, on the same GGUF, prompt and thread count.
+"""Frugal against llama.cpp's own C++ `llama-bench`, side by side in one run, on the same GGUF
+files, thread count, prompt and decode lengths.
 
-    pip install llama-cpp-python        # builds llama.cpp from source (several minutes)
-    python3 bench/compare_llama_cpp.py -m models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf
+    scripts/build-llama-cpp.sh llama-bench llama-quantize      # once; cached
+    .venv/bin/python bench/compare_llama_cpp.py                 # SmolLM2-135M in six types
+    .venv/bin/python bench/compare_llama_cpp.py --types Q4_K_M,Q6_K --rounds 5 --json /tmp/c.json
+    .venv/bin/python bench/compare_llama_cpp.py --file my-mixed.gguf --types ""
 
-Both engines get the same prompt token ids ((i * 7919 + 13) % vocab, as `frugal bench` uses),
-prefill them in one batch, then decode greedily. The two are interleaved rep by rep so machine
-noise hits both alike; medians are reported, with the ratio Frugal / llama.cpp.
+llama.cpp's tools are the ones scripts/build-llama-cpp.sh builds from the llama.cpp source the
+llama-cpp-python sdist vendors (Release, GGML_NATIVE); the Python bindings are not used. Files of
+other types are made from the source GGUF with `llama-quantize --allow-requantize` (cached under
+models/requant/). Each round runs every file once in each engine, alternating, so machine noise
+hits both alike: `llama-bench -p P -n N -r 1` against `frugal bench --reps 1` with the same P and
+N. Reported: per file, the medians over rounds of each engine's prefill and decode tokens/s, and
+the median of the per-round ratios Frugal / llama.cpp. The CPU (model name, family, AVX-512 or
+not) and Frugal's kernel level are printed with the table.
 """
 from __future__ import annotations
 
@@ -16,78 +24,130 @@ import os
 import statistics
 import subprocess
 import sys
-import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SOURCE = ROOT / "models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_TYPES = "Q4_0,Q4_1,Q8_0,Q4_K_M,Q5_K_M,Q6_K"
 
 
-def time_llama_cpp(llm, vocab: int, prompt_tokens: int, decode_tokens: int) -> tuple[float, float]:
-    import numpy as np
+def cpu_description() -> dict:
+    info = {}
+    for line in open("/proc/cpuinfo"):
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("model name", "cpu family", "model", "flags") and key not in info:
+            info[key] = value.strip()
+        if len(info) == 4:
+            break
+    flags = set(info.get("flags", "").split())
+    level = "avx512vnni" if "avx512_vnni" in flags else "avx512bw" if "avx512bw" in flags else \
+        "avx2" if "avx2" in flags else "scalar"
+    family = int(info.get("cpu family", "0"))
+    zen = {23: "Zen 2", 25: "Zen 3/4", 26: "Zen 5"}.get(family, "")
+    return {"model_name": info.get("model name", "?"), "family": family, "zen": zen,
+            "best_level": level, "cores": os.cpu_count()}
 
-    prompt = [(i * 7919 + 13) % vocab for i in range(prompt_tokens)]
-    llm.reset()
-    t0 = time.perf_counter()
-    llm.eval(prompt)
-    t1 = time.perf_counter()
-    for _ in range(decode_tokens):
-        nxt = int(np.argmax(llm.scores[llm.n_tokens - 1]))
-        llm.eval([nxt])
-    t2 = time.perf_counter()
-    return prompt_tokens / (t1 - t0), decode_tokens / (t2 - t1)
+
+def llama_bin(tool: str) -> Path:
+    out = subprocess.run([str(ROOT / "scripts/build-llama-cpp.sh"), "--print-bin", tool],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    return Path(out) / tool
 
 
-def time_frugal(frugal: str, model: str, threads: int, prompt_tokens: int, decode_tokens: int,
-                activations: str) -> dict:
-    out = subprocess.run([frugal, "bench", "-m", model, "--json", "--reps", "1", "-t", str(threads),
-                          "--prompt-tokens", str(prompt_tokens), "--decode-tokens", str(decode_tokens),
-                          "--activations", activations],
+def requantized(source: Path, qtype: str, quantize: Path) -> Path:
+    if source.stem.upper().endswith("." + qtype) or source.stem.upper().endswith(qtype):
+        return source
+    out = ROOT / "models/requant" / f"{source.stem.rsplit('.', 1)[0]}.{qtype}.gguf"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
+        print(f"making {out.name} with llama-quantize ...", file=sys.stderr)
+        subprocess.run([str(quantize), "--allow-requantize", str(source), str(tmp), qtype],
+                       check=True, capture_output=True)
+        tmp.rename(out)
+    return out
+
+
+def run_llama_bench(bench: Path, model: Path, threads: int, p: int, n: int) -> tuple[float, float]:
+    out = subprocess.run([str(bench), "-m", str(model), "-t", str(threads), "-p", str(p),
+                          "-n", str(n), "-r", "1", "-o", "json"],
+                         check=True, capture_output=True, text=True).stdout
+    prefill = decode = float("nan")
+    for test in json.loads(out):
+        if test.get("n_prompt", 0) > 0 and test.get("n_gen", 0) == 0:
+            prefill = float(test["avg_ts"])
+        elif test.get("n_gen", 0) > 0 and test.get("n_prompt", 0) == 0:
+            decode = float(test["avg_ts"])
+    return prefill, decode
+
+
+def run_frugal(frugal: str, model: Path, threads: int, p: int, n: int) -> dict:
+    out = subprocess.run([frugal, "bench", "-m", str(model), "--json", "--reps", "1",
+                          "-t", str(threads), "--prompt-tokens", str(p), "--decode-tokens", str(n)],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-m", "--model", required=True)
-    ap.add_argument("--frugal", default=os.environ.get("FRUGAL_BIN", "build/frugal"))
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-m", "--source", default=str(DEFAULT_SOURCE),
+                    help="the GGUF the other types are made from (default: SmolLM2-135M Q4_1)")
+    ap.add_argument("--types", default=DEFAULT_TYPES,
+                    help=f"llama-quantize types to compare (default {DEFAULT_TYPES}); '' for none")
+    ap.add_argument("--file", action="append", default=[],
+                    help="another GGUF to compare as it is (repeatable), e.g. Frugal's mixed file")
+    ap.add_argument("--frugal", default=os.environ.get("FRUGAL_BIN", str(ROOT / "build/frugal")))
     ap.add_argument("-t", "--threads", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--prompt-tokens", type=int, default=128)
-    ap.add_argument("--decode-tokens", type=int, default=32)
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--activations", choices=["f32", "int8"], default="int8",
-                    help="Frugal's matmul activations (llama.cpp always uses int8 for these types)")
-    args = ap.parse_args()
-    try:
-        from llama_cpp import Llama
-        import llama_cpp
-    except ImportError:
-        print("llama-cpp-python is not installed: pip install llama-cpp-python", file=sys.stderr)
+    ap.add_argument("-p", "--prompt-tokens", type=int, default=128)
+    ap.add_argument("-n", "--decode-tokens", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", default="", help="write every round's figures here")
+    a = ap.parse_args()
+
+    bench = llama_bin("llama-bench")
+    files: list[Path] = []
+    types = [t.strip().upper() for t in a.types.split(",") if t.strip()]
+    if types:
+        quantize = llama_bin("llama-quantize")
+        files += [requantized(Path(a.source), t, quantize) for t in types]
+    files += [Path(f) for f in a.file]
+    if not files:
+        print("nothing to compare: give --types or --file", file=sys.stderr)
         return 2
-    llm = Llama(model_path=args.model, n_ctx=args.prompt_tokens + args.decode_tokens + 8,
-                n_batch=args.prompt_tokens + args.decode_tokens + 8, n_threads=args.threads, n_threads_batch=args.threads,
-                verbose=False)
-    vocab = llm.n_vocab()
-    rows = {"frugal_prefill": [], "frugal_decode": [], "llama_prefill": [], "llama_decode": []}
-    for rep in range(args.reps):
-        f = time_frugal(args.frugal, args.model, args.threads, args.prompt_tokens, args.decode_tokens,
-                        args.activations)
-        rows["frugal_prefill"].append(f["prefill_tokens_per_s"])
-        rows["frugal_decode"].append(f["decode_tokens_per_s"])
-        lp, ld = time_llama_cpp(llm, vocab, args.prompt_tokens, args.decode_tokens)
-        rows["llama_prefill"].append(lp)
-        rows["llama_decode"].append(ld)
-        print(f"rep {rep + 1}/{args.reps}: frugal {f['prefill_tokens_per_s']:.1f}/{f['decode_tokens_per_s']:.1f}"
-              f"  llama.cpp {lp:.1f}/{ld:.1f} tok/s (prefill/decode)", file=sys.stderr)
-    med = {k: statistics.median(v) for k, v in rows.items()}
-    result = {
-        "model": args.model, "threads": args.threads, "prompt_tokens": args.prompt_tokens,
-        "decode_tokens": args.decode_tokens, "reps": args.reps, "frugal_activations": args.activations,
-        "llama_cpp_python": llama_cpp.__version__, **med,
-        "prefill_ratio": med["frugal_prefill"] / med["llama_prefill"],
-        "decode_ratio": med["frugal_decode"] / med["llama_decode"],
-    }
-    print("| engine | prefill tok/s | decode tok/s |\n|---|---|---|")
-    print(f"| Frugal (--activations {args.activations}) | {med['frugal_prefill']:.1f} | {med['frugal_decode']:.1f} |")
-    print(f"| llama.cpp ({llama_cpp.__version__}) | {med['llama_prefill']:.1f} | {med['llama_decode']:.1f} |")
-    print(f"| ratio Frugal / llama.cpp | {result['prefill_ratio']:.2f}x | {result['decode_ratio']:.2f}x |")
-    print(json.dumps(result))
+
+    cpu = cpu_description()
+    rows = {str(f): {"llama_prefill": [], "llama_decode": [], "frugal_prefill": [],
+                     "frugal_decode": [], "prefill_ratio": [], "decode_ratio": []} for f in files}
+    for r in range(a.rounds):
+        for f in files:
+            lp, ld = run_llama_bench(bench, f, a.threads, a.prompt_tokens, a.decode_tokens)
+            fr = run_frugal(a.frugal, f, a.threads, a.prompt_tokens, a.decode_tokens)
+            fp, fd = fr["prefill_tokens_per_s"], fr["decode_tokens_per_s"]
+            row = rows[str(f)]
+            for k, v in (("llama_prefill", lp), ("llama_decode", ld), ("frugal_prefill", fp),
+                         ("frugal_decode", fd), ("prefill_ratio", fp / lp),
+                         ("decode_ratio", fd / ld)):
+                row[k].append(v)
+            print(f"round {r + 1}/{a.rounds} {f.name}: llama.cpp {lp:.0f}/{ld:.0f}, "
+                  f"Frugal {fp:.0f}/{fd:.0f} tok/s (prefill/decode)", file=sys.stderr)
+
+    med = lambda xs: statistics.median(xs)  # noqa: E731
+    print(f"CPU: {cpu['model_name']} (family {cpu['family']}{', ' + cpu['zen'] if cpu['zen'] else ''}"
+          f"), {cpu['cores']} cores, best kernel level {cpu['best_level']}"
+          f"{' (FRUGAL_CPU=' + os.environ['FRUGAL_CPU'] + ')' if os.environ.get('FRUGAL_CPU') else ''}; "
+          f"-t {a.threads} -p {a.prompt_tokens} -n {a.decode_tokens}, medians of {a.rounds} "
+          f"interleaved rounds\n")
+    print("| file | llama.cpp decode | Frugal decode | ratio | llama.cpp prefill | Frugal prefill "
+          "| ratio |\n|---|---:|---:|---:|---:|---:|---:|")
+    for f in files:
+        row = rows[str(f)]
+        print(f"| {f.name} | {med(row['llama_decode']):.1f} | {med(row['frugal_decode']):.1f} | "
+              f"{med(row['decode_ratio']):.2f}x | {med(row['llama_prefill']):.1f} | "
+              f"{med(row['frugal_prefill']):.1f} | {med(row['prefill_ratio']):.2f}x |")
+    if a.json:
+        Path(a.json).write_text(json.dumps({"cpu": cpu, "args": vars(a), "rows": rows}, indent=1))
     return 0
 
 
