@@ -41,14 +41,8 @@ for a in "$@"; do
 done
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL_TARGETS[@]}")
 
-PY=""
-for cand in "$ROOT/.venv/bin/python" python3; do
-  if command -v "$cand" >/dev/null 2>&1 && "$cand" -m pip --version >/dev/null 2>&1; then
-    PY="$cand"
-    break
-  fi
-done
-[ -n "$PY" ] || die "no Python with pip (run scripts/install-deps.sh)"
+PY="$("$ROOT/scripts/python-with-pip.sh")" ||
+  die "no Python with pip (run scripts/install-deps.sh)"
 command -v cmake >/dev/null || die "cmake not found (run scripts/install-deps.sh)"
 
 # What a build depends on besides the source: the compiler and the CPU (GGML_NATIVE).

@@ -23,15 +23,8 @@ die() { echo "get-models: error: $*" >&2; exit 1; }
 [ -f "$MANIFEST" ] || die "missing $MANIFEST"
 command -v sha256sum >/dev/null || die "sha256sum not found (coreutils)"
 
-# The project venv when it has pip, else the system Python.
-PY=""
-for cand in "$ROOT/.venv/bin/python" python3; do
-  if command -v "$cand" >/dev/null 2>&1 && "$cand" -m pip --version >/dev/null 2>&1; then
-    PY="$cand"
-    break
-  fi
-done
-[ -n "$PY" ] || die "no Python with pip found (tried $ROOT/.venv/bin/python and python3); run scripts/install-deps.sh"
+PY="$("$ROOT/scripts/python-with-pip.sh")" ||
+  die "no Python with pip found (tried $ROOT/.venv/bin/python and python3); run scripts/install-deps.sh"
 
 # pinned_sha PATH: the SHA-256 pinned for PATH (relative to models/), or "".
 pinned_sha() { awk -v p="$1" '$2 == p { print $1 }' "$MANIFEST"; }

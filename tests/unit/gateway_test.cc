@@ -24,6 +24,7 @@
 #include "gateway/rate_limit.h"
 #include "gateway/request.h"
 #include "gateway/stats.h"
+#include "testing/temp_files.h"
 
 namespace frugal::gateway {
 namespace {
@@ -820,11 +821,10 @@ TEST(ConfigTest, ApiKeysNeedTheirOwnUniqueNames) {
 }
 
 TEST(ConfigTest, SecretsComeFromFilesAndTheEnvironment) {
-  const std::string dir = ::testing::TempDir();
+  frugal::testing::TempDir tmp("frugal_gateway_secrets");
+  const std::string dir = tmp.dir().string();
   auto write = [&](const std::string& name, const std::string& text) {
-    const std::string path = dir + "/" + name;
-    std::ofstream(path) << text;
-    return path;
+    return tmp.Write(name, text);
   };
   GatewayConfig c;
   c.admin_token_file = write("admin.token", "  tok-from-file \nignored\n");
@@ -842,12 +842,12 @@ TEST(ConfigTest, SecretsComeFromFilesAndTheEnvironment) {
   EXPECT_EQ(c.worker_api_key, "wk");
   EXPECT_EQ(c.workers[0].api_key, "gk");
 
-  // FRUGAL_ADMIN_TOKEN when no token is configured.
-  ::setenv("FRUGAL_ADMIN_TOKEN", "tok-from-env", 1);
-  GatewayConfig e;
-  ASSERT_TRUE(LoadGatewaySecrets(e).ok());
-  EXPECT_EQ(e.admin_token, "tok-from-env");
-  ::unsetenv("FRUGAL_ADMIN_TOKEN");
+  {  // FRUGAL_ADMIN_TOKEN when no token is configured.
+    frugal::testing::ScopedEnv env("FRUGAL_ADMIN_TOKEN", "tok-from-env");
+    GatewayConfig e;
+    ASSERT_TRUE(LoadGatewaySecrets(e).ok());
+    EXPECT_EQ(e.admin_token, "tok-from-env");
+  }
 
   GatewayConfig bad;
   bad.admin_token_file = dir + "/no-such-file";

@@ -20,9 +20,13 @@
 #include <vector>
 
 #include "cache/cache.h"
+#include "testing/temp_files.h"
 
 namespace frugal::cache {
 namespace {
+
+using frugal::testing::ScopedEnv;
+using frugal::testing::TempDir;
 
 using Clock = std::chrono::steady_clock;
 constexpr const char* kSecret = "hunter2-s3cret";
@@ -93,36 +97,9 @@ TEST(RedisAddressTest, ErrorsNeverShowThePassword) {
   EXPECT_EQ(RedactRedisAddress("redis://h:1"), "redis://h:1");
 }
 
-// A temp directory with files, removed at the end.
-struct TempDir {
-  std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("frugal_redis_unit_" + std::to_string(::getpid()));
-  TempDir() { std::filesystem::create_directories(dir); }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-  std::string Write(const std::string& name, const std::string& text) const {
-    const std::string p = (dir / name).string();
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-  }
-};
-
-// Sets or clears FRUGAL_REDIS_PASSWORD for one scope.
-struct EnvPassword {
-  explicit EnvPassword(const char* v) {
-    if (v)
-      ::setenv("FRUGAL_REDIS_PASSWORD", v, 1);
-    else
-      ::unsetenv("FRUGAL_REDIS_PASSWORD");
-  }
-  ~EnvPassword() { ::unsetenv("FRUGAL_REDIS_PASSWORD"); }
-};
-
 TEST(RedisConfigTest, PasswordFromTheFileTheAddressOrTheEnvironment) {
-  TempDir t;
-  EnvPassword none(nullptr);
+  TempDir t("frugal_redis_unit");
+  ScopedEnv none("FRUGAL_REDIS_PASSWORD", std::nullopt);
   CacheConfig c;
   c.redis = "redis://app@127.0.0.1:6390";
   c.redis_timeout_ms = 250;
@@ -154,7 +131,7 @@ TEST(RedisConfigTest, PasswordFromTheFileTheAddressOrTheEnvironment) {
   CacheConfig env = c;
   env.redis_password_file.clear();
   {
-    EnvPassword set("from-the-env");
+    ScopedEnv set("FRUGAL_REDIS_PASSWORD", "from-the-env");
     auto e = RedisOptionsFor(env);
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     EXPECT_EQ(e->password, "from-the-env");
@@ -169,7 +146,7 @@ TEST(RedisConfigTest, PasswordFromTheFileTheAddressOrTheEnvironment) {
   EXPECT_NE(nopw.status().message().find("without a password"), std::string::npos);
 
   CacheConfig missing = c;
-  missing.redis_password_file = (t.dir / "no-such-file").string();
+  missing.redis_password_file = (t.dir() / "no-such-file").string();
   auto m = RedisOptionsFor(missing);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("cache.redis_password_file"), std::string::npos);
@@ -179,8 +156,8 @@ TEST(RedisConfigTest, PasswordFromTheFileTheAddressOrTheEnvironment) {
 }
 
 TEST(RedisConfigTest, TlsSettings) {
-  TempDir t;
-  EnvPassword none(nullptr);
+  TempDir t("frugal_redis_unit");
+  ScopedEnv none("FRUGAL_REDIS_PASSWORD", std::nullopt);
   const std::string ca = t.Write("ca.pem", "not really a certificate");
   CacheConfig c;
   c.redis = "rediss://redis.internal:6380";
@@ -207,7 +184,7 @@ TEST(RedisConfigTest, TlsSettings) {
   half.redis_tls_cert_file = ca;
   EXPECT_FALSE(RedisOptionsFor(half).ok());
   CacheConfig gone = c;
-  gone.redis_tls_ca_file = (t.dir / "gone.pem").string();
+  gone.redis_tls_ca_file = (t.dir() / "gone.pem").string();
   EXPECT_NE(RedisOptionsFor(gone).status().message().find("cache.redis_tls_ca_file"),
             std::string::npos);
 

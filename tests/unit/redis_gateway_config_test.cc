@@ -10,40 +10,19 @@
 
 #include "cache/cache.h"
 #include "gateway/config.h"
+#include "testing/temp_files.h"
 
 namespace frugal::cache {
 namespace {
 
+using frugal::testing::ScopedEnv;
+using frugal::testing::TempDir;
+
 constexpr const char* kSecret = "hunter2-s3cret";
 
-struct TempDir {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("frugal_redis_config_" + std::to_string(::getpid()));
-  TempDir() { std::filesystem::create_directories(dir); }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-  std::string Write(const std::string& name, const std::string& text) const {
-    const std::string p = (dir / name).string();
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
-  }
-};
-
-struct EnvPassword {
-  explicit EnvPassword(const char* v) {
-    if (v)
-      ::setenv("FRUGAL_REDIS_PASSWORD", v, 1);
-    else
-      ::unsetenv("FRUGAL_REDIS_PASSWORD");
-  }
-  ~EnvPassword() { ::unsetenv("FRUGAL_REDIS_PASSWORD"); }
-};
-
 TEST(RedisGatewayConfigTest, CacheRedisKeys) {
-  TempDir t;
-  EnvPassword none(nullptr);
+  TempDir t("frugal_redis_config");
+  ScopedEnv none("FRUGAL_REDIS_PASSWORD", std::nullopt);
   const std::string pw = t.Write("pw", std::string(kSecret) + "\n");
   const std::string ca = t.Write("ca.pem", "x");
   auto c = gateway::ParseGatewayConfig(

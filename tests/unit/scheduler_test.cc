@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/letter_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace frugal {
@@ -20,27 +21,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Id 0 is the end-of-generation token; ids 1..26 are the letters a..z.
-std::unique_ptr<Tokenizer> LetterTokenizer() {
-  TokenizerSpec spec;
-  spec.kind = TokenizerKind::kSentencePieceBpe;
-  spec.byte_fallback = false;
-  spec.tokens.push_back("</s>");
-  spec.token_types.push_back(3);
-  for (char c = 'a'; c <= 'z'; ++c) {
-    spec.tokens.push_back(std::string(1, c));
-    spec.token_types.push_back(1);
-  }
-  spec.scores.assign(spec.tokens.size(), 0.f);
-  spec.eos_id = 0;
-  spec.special_tokens = {"</s>"};
-  auto tok = Tokenizer::Create(std::move(spec));
-  if (!tok.ok()) {
-    ADD_FAILURE() << tok.status().ToString();
-    std::abort();
-  }
-  return std::move(tok).value();
-}
+using frugal::testing::LetterTokenizer;  // id 0 ends generation, ids 1..26 are a..z
 
 // What a step looked like, for the assertions.
 struct SeenStep {
