@@ -66,6 +66,40 @@ bool WaitFor(P pred, std::chrono::milliseconds timeout = 3000ms) {
   return true;
 }
 
+// A request the handler keeps unanswered (as one waiting on generation): the test answers it
+// later through With(), and sees whether the server took the client for gone (OnClose).
+struct HeldResponder {
+  std::atomic<bool> closed{false};
+  std::mutex mu;
+  std::shared_ptr<Responder> res;
+
+  // The handler: `start` runs first on the Responder (e.g. to begin a stream), then it is held.
+  Handler Hold(std::function<void(Responder&)> start = {}) {
+    return [this, start](const Request&, std::shared_ptr<Responder> r) {
+      r->OnClose([this] { closed = true; });
+      if (start) start(*r);
+      std::lock_guard<std::mutex> lock(mu);
+      res = std::move(r);
+    };
+  }
+  bool Arrived() {
+    return WaitFor([&] {
+      std::lock_guard<std::mutex> lock(mu);
+      return res != nullptr;
+    });
+  }
+  template <typename F>
+  void With(F f) {
+    std::lock_guard<std::mutex> lock(mu);
+    f(*res);
+  }
+  // A Responder must not outlive its Server: call before the server goes.
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu);
+    res.reset();
+  }
+};
+
 TEST(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   auto server = StartServer([](const Request& req, std::shared_ptr<Responder> res) {
     res->Send(200, "text/plain",
@@ -153,29 +187,21 @@ TEST(HttpServerTest, StreamArrivesAsChunksWrittenFromAnotherThread) {
 }
 
 TEST(HttpServerTest, ClientThatDisconnectsWhileWaitingFiresOnClose) {
-  std::atomic<bool> closed{false};
-  std::shared_ptr<Responder> held;
-  std::mutex mu;
-  auto server = StartServer([&](const Request&, std::shared_ptr<Responder> res) {
-    res->OnClose([&] { closed = true; });
-    std::lock_guard<std::mutex> lock(mu);
-    held = res;  // never answered: as a request waiting on generation
-  });
+  HeldResponder held;  // never answered: as a request waiting on generation
+  auto server = StartServer(held.Hold());
   {
     Client c(server->port());
     c.Send("POST", "/slow", "{}");
-    ASSERT_TRUE(WaitFor([&] {
-      std::lock_guard<std::mutex> lock(mu);
-      return held != nullptr;
-    }));
-    EXPECT_FALSE(closed.load());
+    ASSERT_TRUE(held.Arrived());
+    EXPECT_FALSE(held.closed.load());
   }  // the client goes away
-  EXPECT_TRUE(WaitFor([&] { return closed.load(); }))
+  EXPECT_TRUE(WaitFor([&] { return held.closed.load(); }))
       << "OnClose did not run after the client disconnected";
-  std::lock_guard<std::mutex> lock(mu);
-  EXPECT_TRUE(held->closed());
-  held->Send(200, "text/plain", "too late");  // harmless
-  held.reset();                               // a Responder must not outlive its Server
+  held.With([](Responder& r) {
+    EXPECT_TRUE(r.closed());
+    r.Send(200, "text/plain", "too late");  // harmless
+  });
+  held.Release();
 }
 
 TEST(HttpServerTest, SlowRequestIsDroppedAfterTheReadTimeout) {
@@ -301,69 +327,48 @@ TEST(HttpServerTest, ManyConcurrentOpenStreamsNeedNoThreadEach) {
 // A client that shuts its sending side after the request (as `nc -N` does) still reads the
 // answer: a half-close is not a departure. The server tells them apart with an interim 100.
 TEST(HttpServerTest, HalfClosedClientStillGetsItsAnswer) {
-  std::atomic<bool> closed{false};
-  std::shared_ptr<Responder> held;
-  std::mutex mu;
-  auto server = StartServer([&](const Request&, std::shared_ptr<Responder> res) {
-    res->OnClose([&] { closed = true; });
-    std::lock_guard<std::mutex> lock(mu);
-    held = res;
-  });
+  HeldResponder held;
+  auto server = StartServer(held.Hold());
   Client c(server->port());
   c.Send("POST", "/slow", "{}", /*keep_alive=*/false);
-  ASSERT_TRUE(WaitFor([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return held != nullptr;
-  }));
+  ASSERT_TRUE(held.Arrived());
   c.sock.shutdown(tcp::socket::shutdown_send);
   std::this_thread::sleep_for(300ms);  // the server has seen the FIN and probed
-  EXPECT_FALSE(closed.load()) << "a half-closed client was taken for gone";
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    EXPECT_FALSE(held->closed());
-    held->Send(200, "text/plain", "answer");
-  }
+  EXPECT_FALSE(held.closed.load()) << "a half-closed client was taken for gone";
+  held.With([](Responder& r) {
+    EXPECT_FALSE(r.closed());
+    r.Send(200, "text/plain", "answer");
+  });
   auto first = c.Read();
   if (first.result_int() == 100) first = c.Read();  // the interim response, then the answer
   EXPECT_EQ(first.result_int(), 200);
   EXPECT_EQ(first.body(), "answer");
-  EXPECT_FALSE(closed.load());
-  std::lock_guard<std::mutex> lock(mu);
-  held.reset();
+  EXPECT_FALSE(held.closed.load());
+  held.Release();
 }
 
 // The same in an event stream already begun: the probe is an SSE comment, the stream goes on.
 TEST(HttpServerTest, HalfClosedClientKeepsItsEventStream) {
-  std::atomic<bool> closed{false};
-  std::shared_ptr<Responder> held;
-  std::mutex mu;
-  auto server = StartServer([&](const Request&, std::shared_ptr<Responder> res) {
-    res->OnClose([&] { closed = true; });
-    res->StartStream(200, "text/event-stream");
-    res->Write("data: one\n\n");
-    std::lock_guard<std::mutex> lock(mu);
-    held = res;
-  });
+  HeldResponder held;
+  auto server = StartServer(held.Hold([](Responder& r) {
+    r.StartStream(200, "text/event-stream");
+    r.Write("data: one\n\n");
+  }));
   Client c(server->port());
   c.Send("GET", "/events", "", /*keep_alive=*/false);
-  ASSERT_TRUE(WaitFor([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return held != nullptr;
-  }));
+  ASSERT_TRUE(held.Arrived());
   c.sock.shutdown(tcp::socket::shutdown_send);
   std::this_thread::sleep_for(300ms);
-  EXPECT_FALSE(closed.load()) << "a half-closed client was taken for gone";
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    held->Write("data: two\n\n");
-    held->End();
-  }
+  EXPECT_FALSE(held.closed.load()) << "a half-closed client was taken for gone";
+  held.With([](Responder& r) {
+    r.Write("data: two\n\n");
+    r.End();
+  });
   auto r = c.Read();
   EXPECT_EQ(r.result_int(), 200);
   EXPECT_EQ(r.body(), "data: one\n\n:\n\ndata: two\n\n");
-  EXPECT_FALSE(closed.load());
-  std::lock_guard<std::mutex> lock(mu);
-  held.reset();
+  EXPECT_FALSE(held.closed.load());
+  held.Release();
 }
 
 // At the limit, idle connections make room for new ones; with every connection busy, a new one
