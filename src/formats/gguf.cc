@@ -290,7 +290,7 @@ Status GgufFile::ParseAll() {
     uint32_t raw_type = 0;
     FRUGAL_RETURN_IF_ERROR(c.Read(&raw_type, "tensor type"));
     const TypeInfo* info = GetTypeInfo(raw_type);
-    if (info == nullptr) {
+    if (info == nullptr || IsInMemoryType(static_cast<TensorType>(raw_type))) {
       return Unimplemented("tensor '" + t.name + "' has type id " + std::to_string(raw_type) +
                            ", which this build cannot read");
     }

@@ -29,6 +29,18 @@ const TypeInfo* GetTypeInfo(uint32_t raw_type) {
       {"I4A_G64", 64, sizeof(BlockI4A<64>), kTileRows, 0, 64, 4},
       {"I4A_G128", 128, sizeof(BlockI4A<128>), kTileRows, 0, 128, 4},
   };
+  // The in-memory tiles of GGUF types, from kQ4_K_X8 (2048).
+  static const TypeInfo kTiled[] = {
+      {"Q4_K_X8", kQKK, sizeof(TileQ4_K), kTileRows},
+      {"Q5_K_X8", kQKK, sizeof(TileQ5_K), kTileRows},
+      {"Q6_K_X8", kQKK, sizeof(TileQ6_K), kTileRows},
+      {"Q5_0_X8", kQK, sizeof(TileQ5_0), kTileRows},
+      {"Q5_1_X8", kQK, sizeof(TileQ5_1), kTileRows},
+  };
+  const uint32_t tiled_index = raw_type - static_cast<uint32_t>(TensorType::kQ4_K_X8);
+  if (raw_type >= static_cast<uint32_t>(TensorType::kQ4_K_X8) && tiled_index < std::size(kTiled)) {
+    return &kTiled[tiled_index];
+  }
   const uint32_t frugal_index = raw_type - static_cast<uint32_t>(TensorType::kI8_C);
   if (raw_type >= static_cast<uint32_t>(TensorType::kI8_C) && frugal_index < std::size(kFrugal)) {
     return &kFrugal[frugal_index];

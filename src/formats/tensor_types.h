@@ -37,6 +37,14 @@ enum class TensorType : uint32_t {
   kI4A_G32 = 1031,  // INT4 asymmetric q * d + m (m = -d * zero point), fp16 scale and offset
   kI4A_G64 = 1032,
   kI4A_G128 = 1033,
+  // From 2048 on: the GGUF block types re-laid into 8-row tiles when a model is loaded
+  // (kernels/quantize.h: RepackRows), every weight kept bit for bit. In memory only: a file
+  // with one of these ids is refused.
+  kQ4_K_X8 = 2048,
+  kQ5_K_X8 = 2049,
+  kQ6_K_X8 = 2050,
+  kQ5_0_X8 = 2051,
+  kQ5_1_X8 = 2052,
 };
 
 // The version of the Frugal formats this build reads and writes, stored in a GGUF file's
@@ -63,7 +71,11 @@ const TypeInfo* GetTypeInfo(TensorType type);
 const TypeInfo* GetTypeInfo(uint32_t raw_type);
 std::string TypeName(TensorType type);
 
-inline bool IsFrugalType(TensorType type) { return static_cast<uint32_t>(type) >= 1024; }
+inline bool IsFrugalType(TensorType type) {
+  return static_cast<uint32_t>(type) >= 1024 && static_cast<uint32_t>(type) < 2048;
+}
+// The in-memory tile layouts of GGUF types (kQ4_K_X8 ...).
+inline bool IsInMemoryType(TensorType type) { return static_cast<uint32_t>(type) >= 2048; }
 
 // Bytes of a row of n elements (for a tiled type: a tile's bytes / tile_rows); n must be a
 // multiple of the block size.
@@ -182,6 +194,64 @@ struct BlockI8C {
   int8_t qs[kQK / kStepBytes][kTileRows][kStepBytes];  // [step][row][byte], as BlockI8
 };
 static_assert(sizeof(BlockI8C) == 256);
+
+// --- In-memory tiles of GGUF block types (kQ4_K_X8 ...; docs/formats.md) ---
+//
+// The values of 8 rows' GGUF blocks, in the chunk layout of BlockI4S: per 32 inputs, 4 steps of
+// [row][4 bytes], byte i of step k holding the low 4 bits of input 4k + i (low nibble) and of
+// input 16 + 4k + i (high nibble). The bits above the fourth sit in planes of the same
+// [row][byte] shape, one per 32-input chunk, so that a 32-byte load, a shift and a mask put them
+// next to the nibbles of a step:
+//  - fifth bits (Q5_K, Q5_0, Q5_1), one byte per [row][i]: bit k = input 4k + i, bit 4 + k =
+//    input 16 + 4k + i;
+//  - fifth and sixth bits (Q6_K), two planes: plane 0 bits 2k, 2k + 1 = input 4k + i, plane 1
+//    the same for input 16 + 4k + i.
+// Scales keep their stored integers (the 6-bit sub-block scales and minimums of Q4_K/Q5_K
+// unpacked to bytes), [sub-block][row], so that a sub-block's 8 rows are 8 adjacent bytes.
+using ChunkNibbles = uint8_t[kQK / 2 / kStepBytes][kTileRows][kStepBytes];
+using ChunkBitPlane = uint8_t[kTileRows][kStepBytes];
+
+struct TileQ4_K {  // one super-block (256 inputs) of 8 rows; value = d * sc * q - dmin * m
+  uint16_t d[kTileRows];
+  uint16_t dmin[kTileRows];
+  uint8_t sc[kQKK / kQK][kTileRows];
+  uint8_t m[kQKK / kQK][kTileRows];
+  ChunkNibbles qs[kQKK / kQK];
+};
+static_assert(sizeof(TileQ4_K) == 1184);
+
+struct TileQ5_K {  // TileQ4_K and a fifth bit, q in [0, 31]
+  uint16_t d[kTileRows];
+  uint16_t dmin[kTileRows];
+  uint8_t sc[kQKK / kQK][kTileRows];
+  uint8_t m[kQKK / kQK][kTileRows];
+  ChunkNibbles qs[kQKK / kQK];
+  ChunkBitPlane qh[kQKK / kQK];
+};
+static_assert(sizeof(TileQ5_K) == 1440);
+
+struct TileQ6_K {  // value = d * sc * (q - 32), q in [0, 63], a scale per 16 inputs
+  uint16_t d[kTileRows];
+  int8_t sc[kQKK / 16][kTileRows];
+  ChunkNibbles ql[kQKK / kQK];
+  ChunkBitPlane qh[kQKK / kQK][2];
+};
+static_assert(sizeof(TileQ6_K) == 1680);
+
+struct TileQ5_0 {  // 32 inputs of 8 rows; value = (q - 16) * d
+  uint16_t d[kTileRows];
+  ChunkNibbles qs;
+  ChunkBitPlane qh;
+};
+static_assert(sizeof(TileQ5_0) == 176);
+
+struct TileQ5_1 {  // value = q * d + m
+  uint16_t d[kTileRows];
+  uint16_t m[kTileRows];
+  ChunkNibbles qs;
+  ChunkBitPlane qh;
+};
+static_assert(sizeof(TileQ5_1) == 192);
 
 // Activations quantized on the fly for integer dot products (never stored in files): one block
 // of 32 values, float scale d (value = q * d) and s = d * sum(q) for the weight types with a

@@ -95,12 +95,16 @@ float RoundScale(TensorType type, float v);
 StatusOr<std::vector<uint8_t>> QuantizeRowsRtn(TensorType type, const float* src, int64_t rows,
                                                int64_t cols);
 
-// GGUF types whose blocks hold exactly the values of a Frugal format (Q4_0 = I4S_G32,
-// Q4_1 = I4A_G32, Q8_0 = I8_G32): re-laid into tiles, a tensor keeps every weight bit for bit
-// and runs on the tiled kernels. nullopt for other types and for a row count not a multiple
-// of 8.
+// GGUF block types re-laid into 8-row tiles at load (kernels/ref/gguf_tiles.cc), every weight
+// kept bit for bit, so that they run on the tiled integer kernels: Q4_0, Q4_1 and Q8_0 hold
+// exactly the values of I4S_G32, I4A_G32 and I8_G32; Q4_K, Q5_K, Q6_K, Q5_0 and Q5_1 become the
+// in-memory tiles kQ4_K_X8 ... (formats/tensor_types.h). nullopt for other types and for a row
+// count not a multiple of 8.
 std::optional<TensorType> RepackedType(const TensorView& t);
-// Writes t in the layout of *RepackedType(t) to dst (t.nbytes bytes: the sizes are equal).
+// The bytes of t re-laid (a K-quant tile is slightly larger than its blocks: the 6-bit scales
+// take a byte each).
+size_t RepackedBytes(const TensorView& t);
+// Writes t in the layout of *RepackedType(t) to dst (RepackedBytes(t) bytes).
 void RepackRows(const TensorView& t, uint8_t* dst);
 
 }  // namespace frugal

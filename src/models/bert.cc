@@ -181,11 +181,12 @@ Status BertModel::UseInt8Weights() {
         const int64_t rows = t.rows(), cols = t.ne[0];
         if (const std::optional<TensorType> tiled = RepackedType(t)) {
           // Already quantized by the file: the same values in the tiled layout.
-          std::vector<uint8_t>& data = int8_data_.emplace_back(t.nbytes);
+          std::vector<uint8_t>& data = int8_data_.emplace_back(RepackedBytes(t));
           RepackRows(t, data.data());
           TensorView& v = int8_views_.emplace_back(t);
           v.type = *tiled;
           v.data = data.data();
+          v.nbytes = data.size();
           d->w = &v;
           continue;
         }

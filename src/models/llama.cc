@@ -267,11 +267,12 @@ size_t LlamaModel::RepackWeights() {
     }
     const std::optional<TensorType> type = RepackedType(*t);
     if (!type) return;
-    std::vector<uint8_t>& data = repacked_data_.emplace_back(t->nbytes);
+    std::vector<uint8_t>& data = repacked_data_.emplace_back(RepackedBytes(*t));
     RepackRows(*t, data.data());
     TensorView& v = repacked_views_.emplace_back(*t);
     v.type = *type;
     v.data = data.data();
+    v.nbytes = data.size();
     bytes += v.nbytes;
     done[t] = &v;
     t = &v;

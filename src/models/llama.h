@@ -82,9 +82,9 @@ class LlamaModel {
   // update. Each item's result is bit-identical whatever else runs in the same step.
   Status Step(std::span<const StepItem> items, ThreadPool& pool, std::vector<float>* logits) const;
 
-  // Re-lays GGUF Q4_0 / Q4_1 / Q8_0 matrices into the equivalent tiled Frugal formats
-  // (kernels/quantize.h: RepackedType), so the tiled kernels run on them. Every weight keeps its
-  // value; costs a copy of those matrices in memory. Returns the number of bytes repacked.
+  // Re-lays GGUF Q4_0 / Q4_1 / Q8_0 / Q4_K / Q5_K / Q6_K / Q5_0 / Q5_1 matrices into 8-row tiles
+  // (kernels/quantize.h: RepackedType), so the tiled integer kernels run on them. Every weight
+  // keeps its value; costs a copy of those matrices in memory. Returns the bytes repacked.
   size_t RepackWeights();
 
   // Bytes of weights streamed per decoded token (every matmul weight once + one embedding row).

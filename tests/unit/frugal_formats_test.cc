@@ -540,57 +540,6 @@ TEST(FrugalFormatsTest, GgufRefusesAMismatchedFormatVersion) {
 namespace frugal {
 namespace {
 
-// Q4_0 / Q4_1 / Q8_0 re-laid into tiles keep every weight bit for bit, and the tiled kernels
-// then give the same products as the GGUF kernels up to summation order.
-TEST(FrugalFormatsTest, RepackedGgufTypesKeepEveryWeight) {
-  std::mt19937 rng(6);
-  std::normal_distribution<float> nd;
-  ThreadPool pool(2);
-  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0}) {
-    const int64_t cols = 96, rows = 24;
-    std::vector<uint8_t> bytes(*RowBytes(type, cols) * rows);
-    for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-    const size_t bb = GetTypeInfo(type)->block_bytes;
-    for (size_t o = 0; o < bytes.size(); o += bb) {  // sane fp16 scales (and minimums)
-      const uint16_t d = Fp32ToFp16(0.01f + 0.001f * static_cast<float>(o % 7));
-      std::memcpy(&bytes[o], &d, 2);
-      if (type == TensorType::kQ4_1) std::memcpy(&bytes[o + 2], &d, 2);
-    }
-    const TensorView t = TensorView::Matrix(type, cols, rows, bytes.data(), bytes.size());
-    const std::optional<TensorType> to = RepackedType(t);
-    ASSERT_TRUE(to.has_value()) << TypeName(type);
-    std::vector<uint8_t> packed(bytes.size());
-    RepackRows(t, packed.data());
-    const TensorView p = TensorView::Matrix(*to, cols, rows, packed.data(), packed.size());
-    std::vector<float> a(static_cast<size_t>(rows * cols)), b(a.size());
-    DequantizeTensor(t, a.data());
-    DequantizeTensor(p, b.data());
-    ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << TypeName(type);
-
-    std::vector<float> x(static_cast<size_t>(3 * cols)), ya(static_cast<size_t>(3 * rows)),
-        yb(ya.size());
-    for (auto& v : x) v = nd(rng);
-    MatMul(t, x.data(), 3, ya.data(), pool, ActivationPrecision::kF32);
-    MatMul(p, x.data(), 3, yb.data(), pool, ActivationPrecision::kF32);
-    EXPECT_EQ(ya, yb) << TypeName(type);  // float activations: the same dot of the same floats
-    MatMul(t, x.data(), 3, ya.data(), pool, ActivationPrecision::kInt8);
-    MatMul(p, x.data(), 3, yb.data(), pool, ActivationPrecision::kInt8);
-    for (size_t i = 0; i < ya.size(); ++i)
-      EXPECT_NEAR(ya[i], yb[i], 1e-4f * (1 + std::fabs(ya[i]))) << TypeName(type);
-  }
-  std::vector<uint8_t> odd(*RowBytes(TensorType::kQ4_0, 32) * 12);
-  EXPECT_FALSE(RepackedType(TensorView::Matrix(TensorType::kQ4_0, 32, 12, odd.data(), odd.size()))
-                   .has_value());
-  EXPECT_FALSE(RepackedType(TensorView::Matrix(TensorType::kQ4_K, 256, 8, odd.data(), odd.size()))
-                   .has_value());
-}
-
-}  // namespace
-}  // namespace frugal
-
-namespace frugal {
-namespace {
-
 // MatMulMulti gives each matrix exactly what MatMul gives it, for tiled and one-row types,
 // row counts that are not a multiple of 8, both activation precisions and any batch.
 TEST(MatMulMultiTest, EqualsSeparateMatMuls) {

@@ -6,6 +6,7 @@
 
 #include "common/fp16.h"
 #include "kernels/kernels.h"
+#include "kernels/ref/gguf_blocks.h"
 
 namespace frugal {
 namespace {
@@ -85,17 +86,6 @@ FRUGAL_MULTIVERSION void DequantQ8_0(const void* __restrict src, float* __restri
   for (int64_t i = 0; i < n / kQK; ++i, dst += kQK) {
     const float d = Fp16ToFp32(b[i].d);
     for (int j = 0; j < kQK; ++j) dst[j] = static_cast<float>(b[i].qs[j]) * d;
-  }
-}
-
-// The 12 scale bytes of a Q4_K or Q5_K super-block hold 8 (scale, min) pairs of 6 bits each.
-inline void Q4KScaleMin(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = static_cast<uint8_t>((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
-    *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
   }
 }
 
@@ -277,10 +267,12 @@ void RefQuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) {
   }
 }
 
-const KernelTraits* GetScalarFrugalTraits(TensorType type);  // kernels/ref/frugal_types.cc
+const KernelTraits* GetScalarFrugalTraits(TensorType type);    // kernels/ref/frugal_types.cc
+const KernelTraits* GetScalarGgufTileTraits(TensorType type);  // kernels/ref/gguf_tiles.cc
 
 const KernelTraits* GetScalarKernelTraits(TensorType type) {
   if (IsFrugalType(type)) return GetScalarFrugalTraits(type);
+  if (IsInMemoryType(type)) return GetScalarGgufTileTraits(type);
   static const KernelTraits kF32{DequantF32};
   static const KernelTraits kF16{DequantF16};
   static const KernelTraits kBF16{DequantBF16};

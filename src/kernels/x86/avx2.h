@@ -14,24 +14,30 @@ void RefAttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd,
 }  // namespace frugal
 
 // gguf_kernels.inc and tile_kernels.inc are compiled once per namespace below (x86_variant.h); each
-// namespace has the same three entry points.
+// namespace has the same entry points.
 namespace frugal::avx2 {
 // The traits of every type with AVX2 kernels; null for others.
 const KernelTraits* GetTraits(TensorType type);
 // The tiled Frugal formats (tile_kernels.inc); null for other types.
 const KernelTraits* GetFrugalTraits(TensorType type);
+// The in-memory tiles of GGUF types (gguf_tiles.inc); null for other types.
+const KernelTraits* GetGgufTileTraits(TensorType type);
 const F32Kernels& GetF32Kernels();
 }  // namespace frugal::avx2
 
 namespace frugal::avx512bw {  // avx512bw.cc, avx512bw_tiles.cc
 const KernelTraits* GetTraits(TensorType type);
 const KernelTraits* GetFrugalTraits(TensorType type);
+// The in-memory tiles of GGUF types (gguf_tiles.inc); null for other types.
+const KernelTraits* GetGgufTileTraits(TensorType type);
 const F32Kernels& GetF32Kernels();
 }  // namespace frugal::avx512bw
 
 namespace frugal::avx512vnni {  // avx512vnni.cc, avx512vnni_tiles.cc
 const KernelTraits* GetTraits(TensorType type);
 const KernelTraits* GetFrugalTraits(TensorType type);
+// The in-memory tiles of GGUF types (gguf_tiles.inc); null for other types.
+const KernelTraits* GetGgufTileTraits(TensorType type);
 const F32Kernels& GetF32Kernels();
 }  // namespace frugal::avx512vnni
 

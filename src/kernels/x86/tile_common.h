@@ -1,0 +1,76 @@
+// Building blocks of the x86 tile kernels (tile_kernels.inc: Frugal's formats; gguf_tiles.inc:
+// the in-memory tiles of GGUF block types), compiled into each x86 variant's namespace
+// (x86_variant.h). Everything is in an anonymous namespace: no weak symbols.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/x86/x86_variant.h"
+
+namespace frugal::FRUGAL_X86_NS {
+namespace {
+
+inline __m256 LoadHalf8(const uint16_t* h) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+}
+
+// 4 activations (bytes) broadcast to every 32-bit lane.
+inline __m256i Broadcast4(const int8_t* x) {
+  int32_t v;
+  std::memcpy(&v, x, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Asks for the same block of the next tile (tile_bytes on) while this one is computed, for
+// several activation rows: they spend long enough on a tile that its weights would otherwise
+// arrive late (docs/benchmarks.md). A prefetch never faults, so the one past a matrix's last tile
+// is harmless. One row streams fast enough for the hardware prefetcher alone.
+template <int R, class Block>
+inline void PrefetchNextTile(const Block* blk, size_t tile_bytes) {
+  if constexpr (R > 1) {
+    const auto* p = reinterpret_cast<const char*>(blk) + tile_bytes;
+    for (size_t o = 0; o < sizeof(Block); o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+  }
+}
+
+// One step of unsigned weights (at most 63) against broadcast activations. With AVX2 the int16
+// pair sums are added in int16 (the caller keeps them in range: four 4-bit or 5-bit steps, two
+// 6-bit ones) and widened by WidenI4; VNNI adds each step to int32 directly. The same integers
+// either way.
+inline __m256i AddStepI4(__m256i acc, __m256i u, __m256i s) {
+#if defined(FRUGAL_X86_VNNI)
+  return _mm256_dpbusd_epi32(acc, u, s);
+#else
+  return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, s));
+#endif
+}
+inline __m256i WidenI4(__m256i acc) {
+#if defined(FRUGAL_X86_VNNI)
+  return acc;
+#else
+  return _mm256_madd_epi16(acc, _mm256_set1_epi16(1));
+#endif
+}
+
+// f(std::integral_constant<int, m>) for m in 1..4, so that each row count gets its own kernel.
+template <class F>
+inline void WithRows(int m, F&& f) {
+  switch (m) {
+    case 1:
+      return f(std::integral_constant<int, 1>());
+    case 2:
+      return f(std::integral_constant<int, 2>());
+    case 3:
+      return f(std::integral_constant<int, 3>());
+    default:
+      return f(std::integral_constant<int, 4>());
+  }
+}
+
+}  // namespace
+}  // namespace frugal::FRUGAL_X86_NS
