@@ -258,30 +258,41 @@ StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Load(const ModelSource& src) {
 }
 
 size_t LlamaModel::RepackWeights() {
-  std::map<const TensorView*, const TensorView*> done;  // tied embeddings are repacked once
-  size_t bytes = 0;
-  auto repack = [&](const TensorView*& t) {
-    if (auto it = done.find(t); it != done.end()) {
-      t = it->second;
-      return;
-    }
-    const std::optional<TensorType> type = RepackedType(*t);
-    if (!type) return;
-    std::vector<uint8_t>& data = repacked_data_.emplace_back(RepackedBytes(*t));
-    RepackRows(*t, data.data());
-    TensorView& v = repacked_views_.emplace_back(*t);
-    v.type = *type;
-    v.data = data.data();
-    v.nbytes = data.size();
-    bytes += v.nbytes;
-    done[t] = &v;
-    t = &v;
-  };
-  repack(tok_embd_);
-  repack(output_);
+  // Every matrix with a tiled form, each once (tied embeddings), in the order a step reads them.
+  std::vector<const TensorView**> slots = {&tok_embd_, &output_};
   for (Layer& l : layers_) {
     for (const TensorView** w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      repack(*w);
+      slots.push_back(w);
+  }
+  std::map<const TensorView*, size_t> offset;  // original -> offset in repacked_data_
+  std::vector<const TensorView*> order;
+  size_t bytes = 0;
+  for (const TensorView** s : slots) {
+    if (*s == nullptr || !RepackedType(**s) || offset.count(*s) != 0) continue;
+    offset[*s] = bytes;
+    order.push_back(*s);
+    bytes += (RepackedBytes(**s) + 63) / 64 * 64;
+  }
+  if (order.empty()) return 0;
+  repacked_data_ = HugePageBuffer(bytes);
+  std::map<const TensorView*, const TensorView*> done;
+  for (const TensorView* t : order) {
+    TensorView& v = repacked_views_.emplace_back(*t);
+    v.type = *RepackedType(*t);
+    v.data = repacked_data_.data() + offset[t];
+    v.nbytes = RepackedBytes(*t);
+    done[t] = &v;
+  }
+  // Matrices are independent: re-laid on all cores (a 1.5B model's K-quants take seconds on one).
+  ThreadPool pool(ThreadPool::DefaultThreads());
+  pool.ParallelFor(static_cast<int64_t>(order.size()), [&](int64_t a, int64_t b) {
+    for (int64_t i = a; i < b; ++i) {
+      const TensorView* t = order[static_cast<size_t>(i)];
+      RepackRows(*t, repacked_data_.data() + offset.at(t));
+    }
+  });
+  for (const TensorView** s : slots) {
+    if (auto it = done.find(*s); it != done.end()) *s = it->second;
   }
   return bytes;
 }

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/huge_pages.h"
 #include "common/thread_pool.h"
 #include "formats/gguf.h"
 #include "frugal/status.h"
@@ -155,7 +156,7 @@ class LlamaModel {
   std::vector<Layer> layers_;
   std::vector<TensorView> owned_views_;    // renamed views for HF checkpoints
   std::deque<TensorView> repacked_views_;  // stable addresses: layers point into it
-  std::vector<std::vector<uint8_t>> repacked_data_;
+  HugePageBuffer repacked_data_;           // every re-laid matrix, one after another
 };
 
 // Loads a small 1-D tensor (norm weight, bias) of any float type into a float vector.
