@@ -288,6 +288,42 @@ TEST(GgufTilesTest, MultiRowKernelsEqualOneRowAndLevelsAgree) {
   }
 }
 
+// The AVX-512 two-tile kernels equal the one-tile kernels of their level bit for bit (MatMul
+// pairs tiles as the thread split falls), at awkward sizes and 1..4 activation rows.
+TEST(GgufTilesTest, TilePairsEqualTileDotsBitForBit) {
+  if (DetectedCpuLevel() < CpuLevel::kAvx512Bw) GTEST_SKIP() << "this CPU has no AVX-512";
+  std::mt19937 rng(26);
+  for (TensorType type : kGgufTypes) {
+    for (int64_t cols : AwkwardCols(type)) {
+      const std::vector<uint8_t> bytes = RandomBlocks(type, 2 * kTileRows, cols, rng);
+      const Repacked p =
+          Repack(TensorView::Matrix(type, cols, 2 * kTileRows, bytes.data(), bytes.size()));
+      const size_t tile_bytes = p.bytes.size() / 2;
+      const int64_t ldx = cols / kQK + 5;
+      const std::vector<BlockQ8Act> xq = QuantizedActivations(cols, 4, ldx, rng);
+      for (CpuLevel level : {CpuLevel::kAvx512Bw, CpuLevel::kAvx512Vnni}) {
+        if (level > DetectedCpuLevel()) continue;
+        const KernelTraits* k = GetKernelTraits(p.view.type, level);
+        ASSERT_NE(k->dot_q8_tile_pair, nullptr) << TypeName(p.view.type);
+        for (int m = 1; m <= 4; ++m) {
+          float pair[4 * 2 * kTileRows], one[4 * kTileRows];
+          k->dot_q8_tile_pair(p.bytes.data(), tile_bytes, xq.data(), ldx, m, cols, pair);
+          for (int tile = 0; tile < 2; ++tile) {
+            k->dot_q8_tiles(p.bytes.data() + tile * tile_bytes, xq.data(), ldx, m, cols, one);
+            for (int i = 0; i < m; ++i) {
+              ASSERT_EQ(
+                  0, std::memcmp(one + i * kTileRows, pair + i * 2 * kTileRows + tile * kTileRows,
+                                 kTileRows * sizeof(float)))
+                  << CpuLevelName(level) << " " << TypeName(p.view.type) << " cols=" << cols
+                  << " m=" << m << " tile " << tile << " row " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Through MatMul: with float activations the re-laid matrix gives exactly the original's
 // products (the same floats, the same dot); with INT8 activations they agree to summation
 // order; a row's result does not depend on the batch.
