@@ -33,9 +33,10 @@ struct CommonModelFlags {
                     "matmul activations: int8 (default: quantized per 32 for weights with an "
                     "integer kernel, as llama.cpp) or f32 (reference precision, 2-3x slower)")
         ->check(CLI::IsMember({"f32", "int8"}));
-    cmd->add_flag(
-        "--no-repack", no_repack,
-        "keep Q4_0/Q4_1/Q8_0 matrices in the file's layout instead of Frugal's 8-row tiles");
+    cmd->add_flag("--no-repack", no_repack,
+                  "keep GGUF Q4_0/Q4_1/Q8_0/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K matrices in the file's layout "
+                  "instead of "
+                  "re-laying them into 8-row tiles (the same values; the row kernels are slower)");
   }
   frugal::StatusOr<std::unique_ptr<frugal::Engine>> Open() const {
     frugal::EngineOptions o;

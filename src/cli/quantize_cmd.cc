@@ -23,6 +23,7 @@ namespace {
 struct QuantizeFlags {
   std::string input, output, recipe_file, preset = "mixed-int4-int8", method = "gptq";
   std::string calib;
+  std::string target = "frugal";  // who reads the file: frugal | llama.cpp
   int group_size = 0;
   int64_t calib_samples = QuantizeOptions{}.calib_samples;
   int64_t seq_len = QuantizeOptions{}.seq_len;
@@ -203,6 +204,21 @@ StatusOr<QuantizeOptions> OptionsFromFlags(const QuantizeFlags& f) {
     FRUGAL_ASSIGN_OR_RETURN(o.recipe, PresetRecipe(f.preset));
   }
   if (f.group_size != 0) OverrideGroupSize(o.recipe, f.group_size);
+  FRUGAL_ASSIGN_OR_RETURN(const QuantTarget target, ParseQuantTarget(f.target));
+  if (target == QuantTarget::kLlamaCpp) {
+    // llama.cpp's block types with Frugal's values: 32 inputs per scale (Q8_0, Q4_0, Q4_1).
+    if (f.group_size != 0 && f.group_size != 32) {
+      return InvalidArgument("--target llama.cpp stores groups of 32 (Q8_0 / Q4_0 / Q4_1), not " +
+                             std::to_string(f.group_size));
+    }
+    OverrideGroupSize(o.recipe, 32);
+    for (const RecipeRule& r : o.recipe.rules) {
+      if (r.kind.is_int() && r.group_size != 32) {
+        return InvalidArgument("--target llama.cpp: rule '" + r.match +
+                               "' has one INT8 scale per row, which llama.cpp has no type for");
+      }
+    }
+  }
   FRUGAL_ASSIGN_OR_RETURN(o.method, ParseQuantMethod(f.method));
   o.calib_path = f.calib;
   o.calib_samples = f.calib_samples;
@@ -316,7 +332,8 @@ void PrintRaised(const QuantizeRun& r, const char* why) {
 
 // Without a gate: write the file and report it.
 int WriteUngated(const QuantizeRun& r) {
-  if (Status st = r.qm.Write(r.f.output, r.raised); !st.ok()) return Fail(st);
+  if (Status st = r.qm.Write(r.f.output, r.raised, *ParseQuantTarget(r.f.target)); !st.ok())
+    return Fail(st);
   if (r.f.json) {
     nlohmann::json j = ReportJson(r.qm, r.o, r.f.output, r.raised);
     AddMaxSize(r, j);
@@ -354,7 +371,7 @@ StatusOr<GateOutcome> RunGateSteps(QuantizeRun& r, const Gate& gate, const EvalR
   const auto order = r.qm.RaiseCandidates();
   GateOutcome g;
   for (size_t step = 0;; ++step) {
-    FRUGAL_RETURN_IF_ERROR(r.qm.Write(candidate, r.raised));
+    FRUGAL_RETURN_IF_ERROR(r.qm.Write(candidate, r.raised, *ParseQuantTarget(r.f.target)));
     EngineOptions eo;
     eo.model_path = candidate;
     eo.threads = f.threads;
@@ -481,6 +498,12 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
          WithDefault("a built-in recipe: mixed-int4-int8, all-int4, all-int8, f16, f32", f->preset))
       ->excludes(recipe);
   cmd->add_option("--method", f->method, WithDefault("rtn | gptq | awq | awq+gptq", f->method));
+  cmd->add_option("--target", f->target,
+                  WithDefault("who reads the file: frugal (its tiled INT8/INT4 formats) or "
+                              "llama.cpp (GGUF Q8_0 / Q4_0 / Q4_1 with the same values, groups "
+                              "of 32; int4 -> Q4_1, int4_sym -> Q4_0)",
+                              f->target))
+      ->check(CLI::IsMember({"frugal", "llama.cpp"}));
   cmd->add_option("--group-size", f->group_size,
                   "inputs per scale for every INT rule: 32, 64 or 128")
       ->check(CLI::IsMember({32, 64, 128}));

@@ -107,4 +107,11 @@ size_t RepackedBytes(const TensorView& t);
 // Writes t in the layout of *RepackedType(t) to dst (RepackedBytes(t) bytes).
 void RepackRows(const TensorView& t, uint8_t* dst);
 
+// The GGUF block type whose values are exactly those of a Frugal format: I8_G32 -> Q8_0,
+// I4S_G32 -> Q4_0, I4A_G32 -> Q4_1 (what stock llama.cpp reads); nullopt for the others.
+std::optional<TensorType> GgufEquivalent(TensorType frugal);
+// The inverse of RepackRows for those: t (one of the three) in GGUF's row-by-row blocks, to dst
+// (t.nbytes bytes: the sizes are equal). Every bit kept.
+void UnpackToGguf(const TensorView& t, uint8_t* dst);
+
 }  // namespace frugal

@@ -16,6 +16,7 @@
 #include "common/fp16.h"
 #include "common/sha256.h"
 #include "kernels/kernels.h"
+#include "kernels/quantize.h"
 #include "models/llama.h"
 #include "models/model_source.h"
 #include "quant/hf_export.h"
@@ -337,14 +338,56 @@ Status QuantizedModel::FinishHfExport(const LlamaHParams& hp) {
   return Status::Ok();
 }
 
-Status QuantizedModel::Write(const std::string& path, const Raise& raise) const {
+StatusOr<QuantTarget> ParseQuantTarget(std::string_view name) {
+  if (name == "frugal") return QuantTarget::kFrugal;
+  if (name == "llama.cpp") return QuantTarget::kLlamaCpp;
+  return InvalidArgument("unknown target '" + std::string(name) + "' (frugal | llama.cpp)");
+}
+
+Status QuantizedModel::Write(const std::string& path, const Raise& raise,
+                             QuantTarget target) const {
   GgufWriter w = metadata_;
   std::vector<std::string> to_int8, to_g32;
+  bool frugal_types = false;
   for (const Tensor& t : out_) {
     const std::vector<uint8_t>& data = t.DataIn(raise);
     const TensorType type = &data == &t.data ? t.type : raise.at(t.name);
     if (type != t.type) (GetTypeInfo(type)->bits == 8 ? to_int8 : to_g32).push_back(t.name);
+    if (target == QuantTarget::kLlamaCpp && IsFrugalType(type)) {
+      const std::optional<TensorType> gguf = GgufEquivalent(type);
+      if (!gguf) {
+        return InvalidArgument("tensor " + t.name + " is " + TypeName(type) +
+                               ", which llama.cpp cannot read: --target llama.cpp needs groups of "
+                               "32 (INT8 -> Q8_0, INT4 -> Q4_0 / Q4_1)");
+      }
+      const int64_t rows = static_cast<int64_t>(data.size() / *RowBytes(type, t.ne[0]));
+      std::vector<uint8_t> blocks(data.size());
+      UnpackToGguf(TensorView::Matrix(type, t.ne[0], rows, data.data(), data.size()),
+                   blocks.data());
+      FRUGAL_RETURN_IF_ERROR(w.AddTensor(t.name, *gguf, t.ne, std::move(blocks)));
+      continue;
+    }
+    frugal_types |= IsFrugalType(type);
     FRUGAL_RETURN_IF_ERROR(w.AddTensor(t.name, type, t.ne, data));
+  }
+  if (target == QuantTarget::kLlamaCpp) {
+    // No Frugal type in the file, so no Frugal format version either; llama.cpp's file type
+    // names the 4-bit type where there is one (llama_ftype: 2 Q4_0, 3 Q4_1, 7 Q8_0), and the
+    // quantization version is ggml's current one, as llama-quantize writes them.
+    if (!frugal_types) w.Remove(kFrugalFormatVersionKey);
+    std::set<TensorType> written;
+    for (const Tensor& t : out_) {
+      const TensorType type = &t.DataIn(raise) == &t.data ? t.type : raise.at(t.name);
+      if (const std::optional<TensorType> g = GgufEquivalent(type)) written.insert(*g);
+    }
+    if (written.count(TensorType::kQ4_1) != 0) {
+      w.SetUint32("general.file_type", 3);
+    } else if (written.count(TensorType::kQ4_0) != 0) {
+      w.SetUint32("general.file_type", 2);
+    } else if (written.count(TensorType::kQ8_0) != 0) {
+      w.SetUint32("general.file_type", 7);
+    }
+    w.SetUint32("general.quantization_version", 2);
   }
   if (!to_int8.empty()) w.SetStringArray("frugal.quant.raised_to_int8", to_int8);
   if (!to_g32.empty()) w.SetStringArray("frugal.quant.regrouped_to_g32", to_g32);

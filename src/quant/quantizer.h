@@ -26,6 +26,10 @@
 namespace frugal {
 
 enum class QuantMethod { kRtn, kGptq, kAwq, kAwqGptq };
+
+// Who reads the file: Frugal (its tiled formats) or stock llama.cpp (GGUF block types only).
+enum class QuantTarget { kFrugal, kLlamaCpp };
+StatusOr<QuantTarget> ParseQuantTarget(std::string_view name);
 StatusOr<QuantMethod> ParseQuantMethod(std::string_view name);
 const char* QuantMethodName(QuantMethod m);
 
@@ -106,8 +110,13 @@ class QuantizedModel {
   // output error per added byte, until none fits or none lowers the error.
   Raise RaiseWithin(size_t max_bytes) const;
   SizeSummary Size(const Raise& raise = {}) const;
-  // Writes the GGUF file, with the tensors in `raise` in the alternative it names.
-  Status Write(const std::string& path, const Raise& raise = {}) const;
+  // Writes the GGUF file, with the tensors in `raise` in the alternative it names. For
+  // QuantTarget::kLlamaCpp every Frugal tensor is written as the GGUF block type with exactly
+  // its values (kernels/quantize.h GgufEquivalent: I8_G32 -> Q8_0, I4S_G32 -> Q4_0,
+  // I4A_G32 -> Q4_1), so that stock llama.cpp loads the file; a tensor of another Frugal type
+  // is refused (InvalidArgument).
+  Status Write(const std::string& path, const Raise& raise = {},
+               QuantTarget target = QuantTarget::kFrugal) const;
 
   int64_t calib_tokens() const { return calib_tokens_; }
   const std::string& calib_sha256() const { return calib_sha256_; }

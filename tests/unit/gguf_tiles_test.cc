@@ -371,6 +371,24 @@ TEST(GgufTilesTest, MatMulOfRepackedEqualsOriginal) {
   }
 }
 
+// Frugal's I8_G32 / I4S_G32 / I4A_G32 written back as GGUF blocks (frugal quantize --target
+// llama.cpp) are the very bytes they were re-laid from.
+TEST(GgufTilesTest, UnpackToGgufInvertsRepacking) {
+  std::mt19937 rng(27);
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1}) {
+    for (int64_t cols : AwkwardCols(type)) {
+      const std::vector<uint8_t> bytes = RandomBlocks(type, 24, cols, rng);
+      const Repacked p = Repack(TensorView::Matrix(type, cols, 24, bytes.data(), bytes.size()));
+      ASSERT_EQ(GgufEquivalent(p.view.type), type);
+      std::vector<uint8_t> back(p.bytes.size());
+      UnpackToGguf(p.view, back.data());
+      EXPECT_EQ(back, bytes) << TypeName(type) << " cols=" << cols;
+    }
+  }
+  EXPECT_FALSE(GgufEquivalent(TensorType::kI4S_G128).has_value());
+  EXPECT_FALSE(GgufEquivalent(TensorType::kI8_C).has_value());
+}
+
 TEST(GgufTilesTest, FilesCannotCarryInMemoryTypes) {
   testing::GgufBuilder b;
   b.Tensor("w", {256, 8}, TensorType::kQ4_K_X8, std::vector<uint8_t>(8 * 148));

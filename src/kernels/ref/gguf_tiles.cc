@@ -259,6 +259,26 @@ void RelayAs(const TensorView& t, uint8_t* dst) {
   }
 }
 
+// The inverse of RepackAs: every 8-row tile back into 8 rows of GGUF blocks.
+template <typename Dst, typename Src>
+void UnpackAs(const TensorView& t, uint8_t* dst) {
+  const int64_t blocks = t.ne[0] / kQK;
+  const auto* in = reinterpret_cast<const Src*>(t.data);
+  auto* out = reinterpret_cast<Dst*>(dst);
+  for (int64_t tile = 0; tile < t.rows() / kR; ++tile) {
+    for (int64_t b = 0; b < blocks; ++b, ++in) {
+      for (int r = 0; r < kR; ++r) {
+        Dst& o = out[(tile * kR + r) * blocks + b];
+        o.d = in->d[r];
+        if constexpr (std::is_same_v<Dst, BlockQ4_1>) o.m = in->m[r];
+        for (size_t k = 0; k < sizeof(o.qs) / kStepBytes; ++k) {
+          std::memcpy(o.qs + kStepBytes * k, in->qs[0][k][r], kStepBytes);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 const KernelTraits* GetScalarGgufTileTraits(TensorType type) {
@@ -325,6 +345,32 @@ void RepackRows(const TensorView& t, uint8_t* dst) {
       return RelayAs<BlockQ5_1, TileQ5_1>(t, dst);
     default:
       FRUGAL_CHECK(false && "RepackRows: type has no tiled form");
+  }
+}
+
+std::optional<TensorType> GgufEquivalent(TensorType frugal) {
+  switch (frugal) {
+    case TensorType::kI8_G32:
+      return TensorType::kQ8_0;
+    case TensorType::kI4S_G32:
+      return TensorType::kQ4_0;
+    case TensorType::kI4A_G32:
+      return TensorType::kQ4_1;
+    default:
+      return std::nullopt;
+  }
+}
+
+void UnpackToGguf(const TensorView& t, uint8_t* dst) {
+  switch (t.type) {
+    case TensorType::kI8_G32:
+      return UnpackAs<BlockQ8_0, BlockI8<32>>(t, dst);
+    case TensorType::kI4S_G32:
+      return UnpackAs<BlockQ4_0, BlockI4S<32>>(t, dst);
+    case TensorType::kI4A_G32:
+      return UnpackAs<BlockQ4_1, BlockI4A<32>>(t, dst);
+    default:
+      FRUGAL_CHECK(false && "UnpackToGguf: type has no GGUF equivalent");
   }
 }
 

@@ -1,5 +1,6 @@
-// Which x86 variant a kernel translation unit builds. gguf_kernels.inc (the GGUF block types) and
-// tile_kernels.inc (Frugal's tiled formats) are each compiled three times (CMakeLists.txt):
+// Which x86 variant a kernel translation unit builds. gguf_kernels.inc (the GGUF block types),
+// tile_kernels.inc (Frugal's tiled formats) and gguf_tiles.inc (the in-memory tiles of GGUF
+// types) are each compiled three times (CMakeLists.txt):
 //  - through avx2.cc / avx2_tiles.cc: namespace frugal::avx2, -mavx2 -mfma -mf16c;
 //  - through avx512bw.cc / avx512bw_tiles.cc with FRUGAL_X86_AVX512 defined: namespace
 //    frugal::avx512bw, AVX-512 F/BW/VL flags. The tiled formats gain the 512-bit two-tile
