@@ -6,6 +6,7 @@ files, thread count, prompt and decode lengths.
     .venv/bin/python bench/compare_llama_cpp.py                 # SmolLM2-135M in six types
     .venv/bin/python bench/compare_llama_cpp.py --types Q4_K_M,Q6_K --rounds 5 --json /tmp/c.json
     .venv/bin/python bench/compare_llama_cpp.py --file my-mixed.gguf --types ""
+    .venv/bin/python bench/compare_llama_cpp.py -t 2 --busy 1    # under one competing busy process
 
 llama.cpp's tools are the ones scripts/build-llama-cpp.sh builds from the llama.cpp source the
 llama-cpp-python sdist vendors (Release, GGML_NATIVE); the Python bindings are not used. Files of
@@ -15,16 +16,22 @@ hits both alike: `llama-bench -p P -n N -r 1` against `frugal bench --reps 1` wi
 N. Reported: per file, the medians over rounds of each engine's prefill and decode tokens/s, and
 the median of the per-round ratios Frugal / llama.cpp. The CPU (model name, family, AVX-512 or
 not) and Frugal's kernel level are printed with the table.
+
+--busy N runs N competing busy processes (each a Python `while True: pass`, one core's worth of
+load) through all the rounds, so both engines are measured on cores they share with another
+program: how decode degrades when the machine is not the server's alone (issue 26).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = ROOT / "models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -89,6 +96,21 @@ def run_frugal(frugal: str, model: Path, threads: int, p: int, n: int) -> dict:
     return json.loads(out)
 
 
+@contextlib.contextmanager
+def busy_processes(n: int) -> Iterator[None]:
+    """n processes that each keep one core busy, for the duration of the block."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+             for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -103,8 +125,12 @@ def main() -> int:
     ap.add_argument("-p", "--prompt-tokens", type=int, default=128)
     ap.add_argument("-n", "--decode-tokens", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--busy", type=int, default=0, metavar="N",
+                    help="run N competing busy processes (one core each) through every round")
     ap.add_argument("--json", default="", help="write every round's figures here")
     a = ap.parse_args()
+    if a.busy < 0:
+        ap.error("--busy must be 0 or more")
 
     bench = llama_bin("llama-bench")
     files: list[Path] = []
@@ -120,25 +146,28 @@ def main() -> int:
     cpu = cpu_description()
     rows = {str(f): {"llama_prefill": [], "llama_decode": [], "frugal_prefill": [],
                      "frugal_decode": [], "prefill_ratio": [], "decode_ratio": []} for f in files}
-    for r in range(a.rounds):
-        for f in files:
-            lp, ld = run_llama_bench(bench, f, a.threads, a.prompt_tokens, a.decode_tokens)
-            fr = run_frugal(a.frugal, f, a.threads, a.prompt_tokens, a.decode_tokens)
-            fp, fd = fr["prefill_tokens_per_s"], fr["decode_tokens_per_s"]
-            row = rows[str(f)]
-            for k, v in (("llama_prefill", lp), ("llama_decode", ld), ("frugal_prefill", fp),
-                         ("frugal_decode", fd), ("prefill_ratio", fp / lp),
-                         ("decode_ratio", fd / ld)):
-                row[k].append(v)
-            print(f"round {r + 1}/{a.rounds} {f.name}: llama.cpp {lp:.0f}/{ld:.0f}, "
-                  f"Frugal {fp:.0f}/{fd:.0f} tok/s (prefill/decode)", file=sys.stderr)
+    load = (f"under {a.busy} competing busy process{'es' if a.busy > 1 else ''} "
+            f"(Python busy loops)" if a.busy else "no competing load")
+    with busy_processes(a.busy):
+        for r in range(a.rounds):
+            for f in files:
+                lp, ld = run_llama_bench(bench, f, a.threads, a.prompt_tokens, a.decode_tokens)
+                fr = run_frugal(a.frugal, f, a.threads, a.prompt_tokens, a.decode_tokens)
+                fp, fd = fr["prefill_tokens_per_s"], fr["decode_tokens_per_s"]
+                row = rows[str(f)]
+                for k, v in (("llama_prefill", lp), ("llama_decode", ld), ("frugal_prefill", fp),
+                             ("frugal_decode", fd), ("prefill_ratio", fp / lp),
+                             ("decode_ratio", fd / ld)):
+                    row[k].append(v)
+                print(f"round {r + 1}/{a.rounds} {f.name}: llama.cpp {lp:.0f}/{ld:.0f}, "
+                      f"Frugal {fp:.0f}/{fd:.0f} tok/s (prefill/decode)", file=sys.stderr)
 
     med = lambda xs: statistics.median(xs)  # noqa: E731
     print(f"CPU: {cpu['model_name']} (family {cpu['family']}{', ' + cpu['zen'] if cpu['zen'] else ''}"
           f"), {cpu['cores']} cores, best kernel level {cpu['best_level']}"
           f"{' (FRUGAL_CPU=' + os.environ['FRUGAL_CPU'] + ')' if os.environ.get('FRUGAL_CPU') else ''}; "
           f"-t {a.threads} -p {a.prompt_tokens} -n {a.decode_tokens}, medians of {a.rounds} "
-          f"interleaved rounds\n")
+          f"interleaved rounds, {load}\n")
     print("| file | llama.cpp decode | Frugal decode | ratio | llama.cpp prefill | Frugal prefill "
           "| ratio |\n|---|---:|---:|---:|---:|---:|---:|")
     for f in files:
@@ -147,7 +176,8 @@ def main() -> int:
               f"{med(row['decode_ratio']):.2f}x | {med(row['llama_prefill']):.1f} | "
               f"{med(row['frugal_prefill']):.1f} | {med(row['prefill_ratio']):.2f}x |")
     if a.json:
-        Path(a.json).write_text(json.dumps({"cpu": cpu, "args": vars(a), "rows": rows}, indent=1))
+        Path(a.json).write_text(json.dumps({"cpu": cpu, "args": vars(a), "load": load, "rows": rows},
+                                           indent=1))
     return 0
 
 
