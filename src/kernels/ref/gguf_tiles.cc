@@ -194,8 +194,11 @@ void RepackAs(const TensorView& t, uint8_t* dst) {
   }
 }
 
-// Every block of 8 rows (blocks[r] is row r's) into one tile.
-void RelayBlocks(const BlockQ4_K* const* in, TileQ4_K* out) {
+// Every block of 8 rows (in[r] is row r's) into one tile. Q4_K and Q5_K: the 6-bit scales and
+// minimums a byte each, the nibbles (and fifth bits) chunk by chunk.
+template <class Block, class Tile>
+void RelayBlocks(const Block* const* in, Tile* out) {
+  constexpr bool kQ5 = std::is_same_v<Block, BlockQ5_K>;
   for (int r = 0; r < kR; ++r) {
     out->d[r] = in[r]->d;
     out->dmin[r] = in[r]->dmin;
@@ -203,22 +206,20 @@ void RelayBlocks(const BlockQ4_K* const* in, TileQ4_K* out) {
   }
   for (int s = 0; s < kSubs; ++s) {
     int q[kR][kQK];
-    for (int r = 0; r < kR; ++r)
-      for (int j = 0; j < kQK; ++j) q[r][j] = Q4KAt(*in[r], kQK * s + j);
-    PackChunk(q, 4, &out->qs[s], nullptr);
-  }
-}
-void RelayBlocks(const BlockQ5_K* const* in, TileQ5_K* out) {
-  for (int r = 0; r < kR; ++r) {
-    out->d[r] = in[r]->d;
-    out->dmin[r] = in[r]->dmin;
-    for (int s = 0; s < kSubs; ++s) Q4KScaleMin(s, in[r]->scales, &out->sc[s][r], &out->m[s][r]);
-  }
-  for (int s = 0; s < kSubs; ++s) {
-    int q[kR][kQK];
-    for (int r = 0; r < kR; ++r)
-      for (int j = 0; j < kQK; ++j) q[r][j] = Q5KAt(*in[r], kQK * s + j);
-    PackChunk(q, 5, &out->qs[s], &out->qh[s]);
+    for (int r = 0; r < kR; ++r) {
+      for (int j = 0; j < kQK; ++j) {
+        if constexpr (kQ5) {
+          q[r][j] = Q5KAt(*in[r], kQK * s + j);
+        } else {
+          q[r][j] = Q4KAt(*in[r], kQK * s + j);
+        }
+      }
+    }
+    if constexpr (kQ5) {
+      PackChunk(q, 5, &out->qs[s], &out->qh[s]);
+    } else {
+      PackChunk(q, 4, &out->qs[s], nullptr);
+    }
   }
 }
 void RelayBlocks(const BlockQ6_K* const* in, TileQ6_K* out) {
@@ -234,7 +235,7 @@ void RelayBlocks(const BlockQ6_K* const* in, TileQ6_K* out) {
   }
 }
 template <class Block, class Tile>  // Q5_0 / Q5_1
-void RelayBlocks(const Block* const* in, Tile* out) {
+void RelayBlocksQ5(const Block* const* in, Tile* out) {
   int q[kR][kQK];
   for (int r = 0; r < kR; ++r) {
     out->d[r] = in[r]->d;
@@ -254,7 +255,11 @@ void RelayAs(const TensorView& t, uint8_t* dst) {
     for (int64_t b = 0; b < blocks; ++b, ++out) {
       const Src* in[kR];
       for (int r = 0; r < kR; ++r) in[r] = &src[(tile * kR + r) * blocks + b];
-      RelayBlocks(in, out);
+      if constexpr (std::is_same_v<Dst, TileQ5_0> || std::is_same_v<Dst, TileQ5_1>) {
+        RelayBlocksQ5(in, out);
+      } else {
+        RelayBlocks(in, out);
+      }
     }
   }
 }
