@@ -127,6 +127,12 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--busy", type=int, default=0, metavar="N",
                     help="run N competing busy processes (one core each) through every round")
+    ap.add_argument("--mixed", action="store_true",
+                    help="add Frugal's mixed files, made from the source by `frugal quantize "
+                         "--method rtn` (speed does not depend on calibration): the default preset "
+                         "in Frugal's formats (Frugal only, llama.cpp has no reader for them; its "
+                         "ratios against llama.cpp's Q4_K_M of the same round, the nearest size), "
+                         "and the same preset with --target llama.cpp (both engines)")
     ap.add_argument("--json", default="", help="write every round's figures here")
     a = ap.parse_args()
     if a.busy < 0:
@@ -139,6 +145,22 @@ def main() -> int:
         quantize = llama_bin("llama-quantize")
         files += [requantized(Path(a.source), t, quantize) for t in types]
     files += [Path(f) for f in a.file]
+    frugal_only: dict[str, Path] = {}  # Frugal's own file -> the llama.cpp file it is held against
+    if a.mixed:
+        stem = Path(a.source).stem.rsplit(".", 1)[0]
+        for target in ("frugal", "llama.cpp"):
+            out = ROOT / "models/requant" / f"{stem}.frugal-mixed{'-llamacpp' if target != 'frugal' else ''}.gguf"
+            if not out.exists():
+                out.parent.mkdir(parents=True, exist_ok=True)
+                print(f"making {out.name} with frugal quantize ...", file=sys.stderr)
+                subprocess.run([a.frugal, "quantize", "-q", "-m", a.source, "-o", str(out),
+                                "--method", "rtn", "--target", target], check=True)
+            if target == "frugal":
+                k_m = [f for f in files if f.stem.upper().endswith("Q4_K_M")]
+                if not k_m:
+                    ap.error("--mixed compares Frugal's own file with llama.cpp's Q4_K_M: keep Q4_K_M in --types")
+                frugal_only[str(out)] = k_m[0]
+            files.append(out)
     if not files:
         print("nothing to compare: give --types or --file", file=sys.stderr)
         return 2
@@ -150,8 +172,13 @@ def main() -> int:
             f"(Python busy loops)" if a.busy else "no competing load")
     with busy_processes(a.busy):
         for r in range(a.rounds):
+            llama_of: dict[str, tuple[float, float]] = {}
             for f in files:
-                lp, ld = run_llama_bench(bench, f, a.threads, a.prompt_tokens, a.decode_tokens)
+                if str(f) in frugal_only:
+                    lp, ld = llama_of[str(frugal_only[str(f)])]  # measured earlier this round
+                else:
+                    lp, ld = run_llama_bench(bench, f, a.threads, a.prompt_tokens, a.decode_tokens)
+                    llama_of[str(f)] = (lp, ld)
                 fr = run_frugal(a.frugal, f, a.threads, a.prompt_tokens, a.decode_tokens)
                 fp, fd = fr["prefill_tokens_per_s"], fr["decode_tokens_per_s"]
                 row = rows[str(f)]
@@ -172,7 +199,9 @@ def main() -> int:
           "| ratio |\n|---|---:|---:|---:|---:|---:|---:|")
     for f in files:
         row = rows[str(f)]
-        print(f"| {f.name} | {med(row['llama_decode']):.1f} | {med(row['frugal_decode']):.1f} | "
+        name = f.name + (f" (Frugal only; llama.cpp: {frugal_only[str(f)].name})"
+                         if str(f) in frugal_only else "")
+        print(f"| {name} | {med(row['llama_decode']):.1f} | {med(row['frugal_decode']):.1f} | "
               f"{med(row['decode_ratio']):.2f}x | {med(row['llama_prefill']):.1f} | "
               f"{med(row['frugal_prefill']):.1f} | {med(row['prefill_ratio']):.2f}x |")
     if a.json:
