@@ -9,6 +9,9 @@
 #   scripts/build-llama-cpp.sh llama-server  # only these (scripts/test.sh: the fleet tests)
 #   scripts/build-llama-cpp.sh --print-bin   # the folder of the binaries (builds when needed)
 #   FRUGAL_LLAMA_CPP_DIR=/x scripts/build-llama-cpp.sh   # another place (default: <repo>/third_party/llama.cpp)
+#   FRUGAL_LLAMA_CPP_ISA=avx2 scripts/build-llama-cpp.sh llama-bench
+#       # AVX2 + FMA + F16C only, no AVX-512 (default <repo>/third_party/llama.cpp-avx2): what an
+#       # AVX2-only machine runs, measured on an AVX-512 one next to FRUGAL_CPU=avx2
 #
 # Cached: the sdist is pinned by SHA-256 (kept under <dir>/cache), and the binaries are stamped
 # with the sdist's hash, the compiler and the CPU's flags; when the stamp matches and the asked
@@ -19,7 +22,18 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-DIR="${FRUGAL_LLAMA_CPP_DIR:-$ROOT/third_party/llama.cpp}"
+ISA="${FRUGAL_LLAMA_CPP_ISA:-native}"
+case "$ISA" in
+  native)
+    DIR="${FRUGAL_LLAMA_CPP_DIR:-$ROOT/third_party/llama.cpp}"
+    ISA_FLAGS=(-DGGML_NATIVE=ON) ;;
+  avx2)
+    DIR="${FRUGAL_LLAMA_CPP_DIR:-$ROOT/third_party/llama.cpp-avx2}"
+    ISA_FLAGS=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+      -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_VBMI=OFF
+      -DGGML_AVX512_BF16=OFF -DGGML_AVX_VNNI=OFF) ;;
+  *) echo "build-llama-cpp: error: FRUGAL_LLAMA_CPP_ISA is native or avx2, not $ISA" >&2; exit 2 ;;
+esac
 VERSION=0.3.36
 SDIST="llama_cpp_python-$VERSION.tar.gz"
 SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
@@ -47,7 +61,9 @@ command -v cmake >/dev/null || die "cmake not found (run scripts/install-deps.sh
 
 # What a build depends on besides the source: the compiler and the CPU (GGML_NATIVE).
 cpu_flags="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|f16c|fma|sse|bmi)' | sort | tr '\n' ' ')"
-stamp_text="sdist=$SDIST_SHA256 cxx=$(c++ --version | head -n1) cpu=$cpu_flags"
+isa_tag=""
+[ "$ISA" = native ] || isa_tag=" isa=$ISA"  # native builds keep the stamp they always had
+stamp_text="sdist=$SDIST_SHA256 cxx=$(c++ --version | head -n1) cpu=$cpu_flags$isa_tag"
 stamp_file="$DIR/bin/.stamp"
 
 if [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$stamp_text" ]; then
@@ -89,11 +105,11 @@ if [ ! -f "$SRC/.sdist-$SDIST_SHA256" ]; then
   mv "$SRC.tmp" "$SRC"
 fi
 
-log "building ${TARGETS[*]} (Release, GGML_NATIVE) ..."
+log "building ${TARGETS[*]} (Release, ISA $ISA) ..."
 start=$(date +%s)
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
-cmake -S "$SRC" -B "$DIR/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+cmake -S "$SRC" -B "$DIR/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release "${ISA_FLAGS[@]}" \
   -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_NUMBER=0 >"$DIR/cmake.log" 2>&1 || { tail -n 30 "$DIR/cmake.log" >&2; die "cmake configure failed (log: $DIR/cmake.log)"; }
