@@ -51,9 +51,6 @@ void PackChunk(const int (&q)[kR][kQK], int bits, ChunkNibbles* qs, ChunkBitPlan
 
 // --- the oracle ---
 
-template <class Tile>
-constexpr int kBitsOf = std::is_same_v<Tile, TileQ4_K> ? 4 : 5;
-
 template <class Tile>  // TileQ4_K, TileQ5_K
 int KAt(const Tile& t, int s, int r, int j) {
   if constexpr (std::is_same_v<Tile, TileQ4_K>) {
