@@ -23,33 +23,6 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-// Full-width digits (U+FF10..U+FF19) and the full-width full stop (U+FF0E) as ASCII; every other
-// byte as it is.
-std::string AsciiDigits(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto b0 = static_cast<unsigned char>(text[i]);
-    if (b0 == 0xEF && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0xBC) {
-      const auto b2 = static_cast<unsigned char>(text[i + 2]);
-      if (b2 >= 0x90 && b2 <= 0x99) {
-        out += static_cast<char>('0' + (b2 - 0x90));
-        i += 2;
-        continue;
-      }
-      if (b2 == 0x8E) {
-        out += '.';
-        i += 2;
-        continue;
-      }
-    }
-    out += text[i];
-  }
-  return out;
-}
-
 // exp(x) of every half value, as double: the KL loops read 2 x n_vocab halves per position.
 const std::vector<double>& HalfTable() {
   static const std::vector<double> table = [] {
@@ -269,36 +242,6 @@ std::string JoinNumbers(const std::vector<std::string>& v) {
 }
 
 }  // namespace
-
-std::vector<std::string> ExtractNumbers(std::string_view text_in) {
-  const std::string text = AsciiDigits(text_in);
-  const size_t n = text.size();
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < n) {
-    if (!IsDigit(text[i])) {
-      ++i;
-      continue;
-    }
-    std::string whole, frac;
-    while (i < n && IsDigit(text[i])) whole += text[i++];
-    // Thousands groups: ",ddd" not followed by another digit.
-    while (i + 3 < n && text[i] == ',' && IsDigit(text[i + 1]) && IsDigit(text[i + 2]) &&
-           IsDigit(text[i + 3]) && (i + 4 >= n || !IsDigit(text[i + 4]))) {
-      whole.append(text, i + 1, 3);
-      i += 4;
-    }
-    if (i + 1 < n && text[i] == '.' && IsDigit(text[i + 1])) {
-      ++i;
-      while (i < n && IsDigit(text[i])) frac += text[i++];
-    }
-    const size_t nz = whole.find_first_not_of('0');
-    whole = nz == std::string::npos ? "0" : whole.substr(nz);
-    while (!frac.empty() && frac.back() == '0') frac.pop_back();
-    out.push_back(frac.empty() ? whole : whole + "." + frac);
-  }
-  return out;
-}
 
 void LogSoftmaxToF16(std::span<const float> logits, std::span<uint16_t> out) {
   if (logits.empty() || out.size() != logits.size()) return;

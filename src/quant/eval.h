@@ -30,6 +30,7 @@
 
 #include "frugal/engine.h"
 #include "frugal/status.h"
+#include "quant/numbers.h"
 #include "tokenizer/chat_template.h"
 
 namespace frugal {
@@ -51,17 +52,7 @@ struct Probe {
 StatusOr<std::vector<Probe>> LoadProbes(const std::string& path);
 StatusOr<std::vector<Probe>> ParseProbes(std::string_view jsonl, std::string_view name);
 
-// The numbers of a text, in order, normalised so that the same value written differently
-// compares equal:
-//   - a number is a run of ASCII (or full-width) digits, with thousands commas (a comma followed
-//     by exactly three digits and then no further digit) and one decimal point followed by a
-//     digit: "1,299.00" -> "1299", "$12.50" -> "12.5", "0.50" -> "0.5", "15%" -> "15";
-//   - anything else separates numbers: "#A-48213-77" -> "48213", "77"; "2024-03-05" -> "2024",
-//     "3", "5"; "10:30" -> "10", "30"; "1,2" -> "1", "2"; signs are not part of a number;
-//   - leading zeros of the integer part and trailing zeros of the fraction are dropped
-//     ("007" -> "7", "12.050" -> "12.05", "3.0" -> "3").
-// Text around the digits does not matter (Chinese, currency signs, units).
-std::vector<std::string> ExtractNumbers(std::string_view text);
+// ExtractNumbers (quant/numbers.h) reads the numbers of the answers.
 
 // How a per-position distribution is kept (see EvalReference): the log-softmax of the logits in
 // double, rounded to IEEE half.
