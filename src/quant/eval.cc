@@ -406,15 +406,38 @@ StatusOr<std::unique_ptr<EvalReference>> EvalReference::Build(const EvalReferenc
                                      ref->argmax_[static_cast<size_t>(pos)] = s.argmax;
                                    }));
   ref->tokens_ = std::move(plan.tokens);
-  FRUGAL_ASSIGN_OR_RETURN(ref->answers_,
-                          AnswerProbes(*engine, options.probes, options.max_new_tokens,
-                                       options.max_batch, "reference probes", options.progress));
+  if (!options.defer_probes) {
+    FRUGAL_ASSIGN_OR_RETURN(
+        ref->answers_,
+        frugal::AnswerProbes(*engine, options.probes, options.max_new_tokens, options.max_batch,
+                             "reference probes", options.progress));
+    ref->probes_answered_ = true;
+  }
   ref->seconds_ = Seconds(t0, Clock::now());
   return ref;
 }
 
+Status EvalReference::AnswerProbes(const EvalProgress& progress) {
+  if (probes_answered_) return Status::Ok();
+  const auto t0 = Clock::now();
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Open(options_.engine));
+  FRUGAL_ASSIGN_OR_RETURN(answers_,
+                          frugal::AnswerProbes(*engine, options_.probes, options_.max_new_tokens,
+                                               options_.max_batch, "reference probes", progress));
+  probes_answered_ = true;
+  seconds_ += Seconds(t0, Clock::now());
+  return Status::Ok();
+}
+
+namespace {
+Status AddProbeAnswers(Engine& engine, EvalReport& r, const EvalReference& ref,
+                       const EvalProgress& progress);
+}  // namespace
+
 StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptions& model,
-                                     const EvalProgress& progress) {
+                                     const EvalProgress& progress, bool with_probes) {
+  if (with_probes && !ref.probes_answered())
+    return Internal("the reference's probes are not answered yet (EvalReference::AnswerProbes)");
   const auto t0 = Clock::now();
   const EvalReferenceOptions& ro = ref.options();
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Open(model));
@@ -463,10 +486,32 @@ StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptio
   r.kld_max = *std::max_element(kld.begin(), kld.end());
   r.kld_p99 = PercentileNearestRank(std::move(kld), 99);
   r.top1_agreement = static_cast<double>(agree) / static_cast<double>(positions);
+  r.seconds_ref = ref.seconds();
+  if (with_probes) FRUGAL_RETURN_IF_ERROR(AddProbeAnswers(*engine, r, ref, progress));
+  r.seconds = Seconds(t0, Clock::now());
+  return r;
+}
 
+Status AddProbes(EvalReport& r, const EvalReference& ref, const EngineOptions& model,
+                 const EvalProgress& progress) {
+  if (!ref.probes_answered())
+    return Internal("the reference's probes are not answered yet (EvalReference::AnswerProbes)");
+  const auto t0 = Clock::now();
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Open(model));
+  FRUGAL_RETURN_IF_ERROR(AddProbeAnswers(*engine, r, ref, progress));
+  r.seconds += Seconds(t0, Clock::now());
+  return Status::Ok();
+}
+
+namespace {
+
+// The candidate's answers to the reference's probes, compared, into the report.
+Status AddProbeAnswers(Engine& engine, EvalReport& r, const EvalReference& ref,
+                       const EvalProgress& progress) {
+  const EvalReferenceOptions& ro = ref.options();
   FRUGAL_ASSIGN_OR_RETURN(
       std::vector<ProbeAnswer> answers,
-      AnswerProbes(*engine, ro.probes, ro.max_new_tokens, ro.max_batch, "probes", progress));
+      AnswerProbes(engine, ro.probes, ro.max_new_tokens, ro.max_batch, "probes", progress));
   r.probes = static_cast<int64_t>(answers.size());
   for (size_t i = 0; i < answers.size(); ++i) {
     const ProbeAnswer& a = ref.answers()[i];
@@ -484,9 +529,10 @@ StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptio
   if (r.probes > 0)
     r.numeric_fidelity = static_cast<double>(r.probes_matched) / static_cast<double>(r.probes);
   r.seconds_ref = ref.seconds();
-  r.seconds = Seconds(t0, Clock::now());
-  return r;
+  return Status::Ok();
 }
+
+}  // namespace
 
 StatusOr<std::vector<EvalReport>> Evaluate(const EvalOptions& o) {
   if (o.models.empty()) return InvalidArgument("no model given");
