@@ -511,8 +511,10 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
                   "calibration data: a text file or JSONL ({\"text\"}, {\"prompt\", \"answer\"} or "
                   "{\"messages\"})");
   cmd->add_option("--calib-samples", f->calib_samples,
-                  WithDefault("calibration sequences", f->calib_samples))
-      ->check(CLI::Range(1, 100000));
+                  WithDefault("calibration windows of --seq-len tokens, spread evenly over the "
+                              "file; 0 = all of them, so that every item is used",
+                              f->calib_samples))
+      ->check(CLI::Range(0, 100000));
   cmd->add_option("--seq-len", f->seq_len,
                   WithDefault("tokens per calibration sequence", f->seq_len))
       ->check(CLI::Range(8, 65536));

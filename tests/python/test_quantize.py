@@ -56,6 +56,22 @@ def test_calibrated_pipeline_without_quantizing_keeps_the_model(frugal, smollm2_
     np.testing.assert_array_equal(frugal.logits(out, TOKENS, tmp_path), frugal.logits(smollm2_gguf, TOKENS, tmp_path))
 
 
+def test_calibration_uses_every_token_by_default(frugal, tmp_path):
+    """Issue 27: by default (--calib-samples 0) every window of --seq-len tokens is used, the last
+    one as long as what is left, so every item of the file is calibrated on; an explicit count
+    takes that many full windows, spread over the file. A tiny random model keeps it fast."""
+    src = tmp_path / "src.gguf"
+    synth.write_gguf_llama(str(src), seed=3)
+    calib = tmp_path / "c.txt"
+    calib.write_text(HELDOUT.read_text(encoding="utf-8")[:600], encoding="utf-8")
+    args = ("--preset", "all-int8", "--method", "gptq", "--calib", calib, "--seq-len", "16")
+    every = quantize(frugal, src, tmp_path / "a.gguf", *args)["calib_tokens"]
+    assert quantize(frugal, src, tmp_path / "b.gguf", *args, "--calib-samples", "0")["calib_tokens"] == every
+    full = quantize(frugal, src, tmp_path / "c.gguf", *args, "--calib-samples", "100000")["calib_tokens"]
+    assert every % 16 != 0 and full == every // 16 * 16, (every, full)
+    assert quantize(frugal, src, tmp_path / "d.gguf", *args, "--calib-samples", "2")["calib_tokens"] == 32
+
+
 def test_rtn_bytes_match_an_independent_packer(frugal, smollm2_gguf, tmp_path):
     out = tmp_path / "rtn.gguf"
     rep = quantize(frugal, smollm2_gguf, out, "--method", "rtn", "--no-scale-search")
