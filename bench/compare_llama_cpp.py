@@ -154,7 +154,7 @@ def main() -> int:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 print(f"making {out.name} with frugal quantize ...", file=sys.stderr)
                 subprocess.run([a.frugal, "quantize", "-q", "-m", a.source, "-o", str(out),
-                                "--method", "rtn", "--target", target], check=True)
+                                "--method", "rtn", "--target", target, "--no-gate"], check=True)
             if target == "frugal":
                 k_m = [f for f in files if f.stem.upper().endswith("Q4_K_M")]
                 if not k_m:

@@ -59,7 +59,7 @@ def main() -> int:
     import gguf
 
     tmp = a.output + ".tmp"
-    subprocess.run([a.frugal, "quantize", "-q", "-m", a.model, "-o", tmp, "--preset", "f16", "--method", "rtn"],
+    subprocess.run([a.frugal, "quantize", "-q", "-m", a.model, "-o", tmp, "--preset", "f16", "--method", "rtn", "--no-gate"],
                    check=True)
     src = {t.name: t for t in gguf.GGUFReader(a.model).tensors}
     dst = gguf.GGUFReader(tmp, "r+")

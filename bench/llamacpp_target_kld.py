@@ -117,7 +117,7 @@ def main() -> int:
                     rf.write_text(recipe)
                     args = ["--recipe", rf]
                 run([a.frugal, "quantize", "-q", "-m", ref, "-o", fq, "--target", "llama.cpp",
-                     "--method", method, "--calib", CALIB, *args], out / f"{fq.stem}.log")
+                     "--method", method, "--calib", CALIB, "--no-gate", *args], out / f"{fq.stem}.log")
             files[f"{row}: Frugal {method}"] = fq
 
     results = {name: kld(perplexity, path, base, a.ctx, out / f"{path.stem}.kld.log")

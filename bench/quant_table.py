@@ -103,7 +103,7 @@ def main() -> int:
 
     f16 = out / "f16.gguf"
     if not f16.exists():
-        run([a.frugal, "quantize", "-q", "-m", ref, "-o", f16, "--preset", "f16", "--method", "rtn"])
+        run([a.frugal, "quantize", "-q", "-m", ref, "-o", f16, "--preset", "f16", "--method", "rtn", "--no-gate"])
     f16_bytes = f16.stat().st_size
 
     files = []  # (label, kind, path)
@@ -112,7 +112,8 @@ def main() -> int:
             continue
         path = out / (re.sub(r"[^A-Za-z0-9_.-]", "", label.replace(" ", "_").replace("+", "p")) + ".gguf")
         if not path.exists() or label not in results:
-            args = [a.frugal, "quantize", "-q", "--json", "-m", ref, "-o", path, "--preset", preset, "--method", method]
+            args = [a.frugal, "quantize", "-q", "--json", "-m", ref, "-o", path, "--preset", preset, "--method", method,
+                    "--no-gate"]  # every file is evaluated below
             args += extra[0] if extra else []
             if method != "rtn":
                 args += ["--calib", CALIB, "--calib-samples", a.calib_samples, "--seq-len", a.seq_len]

@@ -11,11 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 #include "cli/commands.h"
 #include "quant/eval.h"
 #include "quant/gate.h"
 #include "quant/quantizer.h"
+#include "quant_gate_data.h"  // generated: the built-in held-out data
 
 namespace frugal::cli {
 namespace {
@@ -33,10 +35,12 @@ struct QuantizeFlags {
   int awq_grid = AwqOptions{}.grid;
   int threads = 0;
   bool json = false, quiet = false;
-  // Quality gate: evaluate on held-out data, refuse to leave a model that fails.
-  std::string gate;
-  std::string eval_text = "tests/data/heldout_cs.txt";
-  std::string eval_probes = "tests/data/numeric_probes.jsonl";
+  // Quality gate: evaluate on held-out data, refuse to leave a model that fails. On by default
+  // (kDefaultGate on the built-in copies of tests/data's held-out files); --no-gate skips it.
+  std::string gate;  // "" = kDefaultGate
+  bool no_gate = false;
+  std::string eval_text;    // "" = the built-in heldout_cs.txt
+  std::string eval_probes;  // "" = the built-in numeric_probes.jsonl
   int64_t eval_max_tokens = 2048;
   bool auto_mixed = false;
   int auto_mixed_max = 16;
@@ -244,29 +248,45 @@ Status CheckWritable(const std::string& output) {
   return Status::Ok();
 }
 
-// --gate's clauses and the held-out data it scores.
+// The held-out files the gate reads when --eval-text / --eval-probes are not given: copies of
+// tests/data's, compiled in.
+constexpr const char* kBuiltinText = "built-in tests/data/heldout_cs.txt";
+constexpr const char* kBuiltinProbes = "built-in tests/data/numeric_probes.jsonl";
+
+// The gate's clauses (--gate, or the default) and the held-out data it scores; no gate with
+// --no-gate.
 struct GateInputs {
   std::optional<Gate> gate;
+  bool is_default = false;
   std::vector<Probe> probes;
   std::string eval_text;
 };
 
 StatusOr<GateInputs> LoadGateInputs(const QuantizeFlags& f) {
   GateInputs g;
-  if (f.gate.empty()) {
+  if (f.no_gate) {
     if (f.auto_mixed)
-      return InvalidArgument("--auto-mixed needs --gate: it raises layers until the gate holds");
+      return InvalidArgument("--auto-mixed needs the gate: it raises layers until the gate holds");
     return g;
   }
-  FRUGAL_ASSIGN_OR_RETURN(g.gate, ParseGate(f.gate));
-  std::ifstream in(f.eval_text, std::ios::binary);
-  if (!in)
-    return NotFound("cannot read --eval-text " + f.eval_text + " (held-out text for the gate)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  g.eval_text = ss.str();
+  g.is_default = f.gate.empty();
+  FRUGAL_ASSIGN_OR_RETURN(g.gate, ParseGate(g.is_default ? kDefaultGate : f.gate));
+  if (f.eval_text.empty()) {
+    g.eval_text = kBuiltinHeldoutText;
+  } else {
+    std::ifstream in(f.eval_text, std::ios::binary);
+    if (!in)
+      return NotFound("cannot read --eval-text " + f.eval_text + " (held-out text for the gate)");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    g.eval_text = ss.str();
+  }
   if (g.gate->uses_numeric()) {
-    FRUGAL_ASSIGN_OR_RETURN(g.probes, LoadProbes(f.eval_probes));
+    if (f.eval_probes.empty()) {
+      FRUGAL_ASSIGN_OR_RETURN(g.probes, ParseProbes(kBuiltinNumericProbes, kBuiltinProbes));
+    } else {
+      FRUGAL_ASSIGN_OR_RETURN(g.probes, LoadProbes(f.eval_probes));
+    }
   }
   return g;
 }
@@ -330,17 +350,25 @@ void PrintRaised(const QuantizeRun& r, const char* why) {
   std::printf("\n");
 }
 
-// Without a gate: write the file and report it.
+// --no-gate: write the file, report it, and say that it was not validated.
 int WriteUngated(const QuantizeRun& r) {
   if (Status st = r.qm.Write(r.f.output, r.raised, *ParseQuantTarget(r.f.target)); !st.ok())
     return Fail(st);
+  // Not progress: said with -q too.
+  std::fprintf(stderr,
+               "frugal quantize: %s was NOT validated (--no-gate): check it with `frugal eval` "
+               "before use\n",
+               r.f.output.c_str());
   if (r.f.json) {
     nlohmann::json j = ReportJson(r.qm, r.o, r.f.output, r.raised);
     AddMaxSize(r, j);
+    j["validated"] = false;
+    j["gate"] = {{"spec", nullptr}, {"skipped", true}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::fputs(ReportText(r.qm, r.o, r.f.output, r.raised).c_str(), stdout);
     PrintRaised(r, "max-size");
+    std::printf("not validated: --no-gate\n");
   }
   return 0;
 }
@@ -359,13 +387,37 @@ EvalProgress GateProgress(bool quiet) {
 struct GateOutcome {
   EvalReport report;
   std::vector<GateFailure> failures;
+  std::vector<std::string> not_measured;  // numeric clauses, when the text already failed
   nlohmann::json steps = nlohmann::json::array();
 };
+
+// The candidate scored against the reference: the held-out text first, and the numeric probes
+// (the costly part) only when the text passes the gate's other clauses.
+Status EvaluateCandidate(EvalReference& ref, const EngineOptions& eo, const Gate& gate,
+                         const EvalProgress& progress, GateOutcome& g) {
+  FRUGAL_ASSIGN_OR_RETURN(g.report, EvaluateAgainst(ref, eo, progress, /*with_probes=*/false));
+  Gate text_gate = gate;
+  std::erase_if(text_gate.clauses,
+                [](const GateClause& c) { return c.metric == GateMetric::kNumeric; });
+  g.failures = CheckGate(g.report, text_gate);
+  g.not_measured.clear();
+  if (!gate.uses_numeric()) return Status::Ok();
+  if (!g.failures.empty()) {
+    for (const GateClause& c : gate.clauses) {
+      if (c.metric == GateMetric::kNumeric) g.not_measured.push_back(c.text);
+    }
+    return Status::Ok();
+  }
+  FRUGAL_RETURN_IF_ERROR(ref.AnswerProbes(progress));  // once, for the first candidate
+  FRUGAL_RETURN_IF_ERROR(AddProbes(g.report, ref, eo, progress));
+  g.failures = CheckGate(g.report, gate);
+  return Status::Ok();
+}
 
 // Writes the candidate and evaluates it; with --auto-mixed raises the most sensitive INT4 tensor
 // left and tries again, until the gate holds or the raises run out. The candidate file is left
 // for the caller unless evaluation fails.
-StatusOr<GateOutcome> RunGateSteps(QuantizeRun& r, const Gate& gate, const EvalReference& ref,
+StatusOr<GateOutcome> RunGateSteps(QuantizeRun& r, const Gate& gate, EvalReference& ref,
                                    const EvalProgress& progress, const std::string& candidate) {
   const QuantizeFlags& f = r.f;
   const auto order = r.qm.RaiseCandidates();
@@ -376,13 +428,10 @@ StatusOr<GateOutcome> RunGateSteps(QuantizeRun& r, const Gate& gate, const EvalR
     eo.model_path = candidate;
     eo.threads = f.threads;
     eo.int8_activations = false;
-    auto e = EvaluateAgainst(ref, eo, progress);
-    if (!e.ok()) {
+    if (Status st = EvaluateCandidate(ref, eo, gate, progress, g); !st.ok()) {
       std::remove(candidate.c_str());
-      return e.status();
+      return st;
     }
-    g.report = *e;
-    g.failures = CheckGate(g.report, gate);
     const SizeSummary size = r.qm.Size(r.raised);
     g.steps.push_back({{"raised", RaisedNames(r.raised)},
                        {"bytes", size.bytes},
@@ -402,15 +451,25 @@ StatusOr<GateOutcome> RunGateSteps(QuantizeRun& r, const Gate& gate, const EvalR
   return g;
 }
 
-void PrintGateReport(const QuantizeRun& r, const GateOutcome& g, bool passed) {
+void PrintGateReport(const QuantizeRun& r, const GateInputs& gi, const GateOutcome& g,
+                     bool passed) {
   const QuantizeFlags& f = r.f;
+  const std::string spec = gi.gate->spec + (gi.is_default ? " (the default gate)" : "");
   if (f.json) {
     nlohmann::json j = ReportJson(r.qm, r.o, passed ? f.output : "", r.raised);
     AddMaxSize(r, j);
     j["eval"] = nlohmann::json::parse(frugal::ReportJson(g.report));
     nlohmann::json fails = nlohmann::json::array();
     for (const GateFailure& x : g.failures) fails.push_back(x.message);
-    j["gate"] = {{"spec", f.gate}, {"passed", passed}, {"failures", fails}};
+    j["validated"] = passed;
+    j["gate"] = {{"spec", gi.gate->spec},
+                 {"default", gi.is_default},
+                 {"passed", passed},
+                 {"failures", fails},
+                 {"not_measured", g.not_measured},
+                 {"eval_text", f.eval_text.empty() ? kBuiltinText : f.eval_text}};
+    if (gi.gate->uses_numeric())
+      j["gate"]["eval_probes"] = f.eval_probes.empty() ? kBuiltinProbes : f.eval_probes;
     if (f.auto_mixed) {
       j["auto_mixed"] = {{"raised", RaisedNames(r.raised)},
                          {"bytes", r.qm.Size(r.raised).bytes},
@@ -424,10 +483,12 @@ void PrintGateReport(const QuantizeRun& r, const GateOutcome& g, bool passed) {
   std::fputs(FormatReport(g.report).c_str(), stdout);
   PrintRaised(r, f.auto_mixed ? "auto-mixed" : "max-size");
   if (passed) {
-    std::printf("gate %s: passed\n", f.gate.c_str());
+    std::printf("gate %s: passed\n", spec.c_str());
   } else {
-    std::printf("gate %s: FAILED, no model written\n", f.gate.c_str());
+    std::printf("gate %s: FAILED, no model written\n", spec.c_str());
     for (const GateFailure& x : g.failures) std::printf("  %s\n", x.message.c_str());
+    for (const std::string& c : g.not_measured)
+      std::printf("  %s: not measured (the held-out text failed first)\n", c.c_str());
   }
 }
 
@@ -442,6 +503,7 @@ int RunGated(QuantizeRun& r, const GateInputs& gi) {
   ro.text = gi.eval_text;
   ro.probes = gi.probes;
   ro.max_tokens = f.eval_max_tokens;
+  ro.defer_probes = true;  // answered only if a candidate passes on the text
   const EvalProgress progress = GateProgress(f.quiet);
   ro.progress = progress;
   auto ref = EvalReference::Build(ro);
@@ -458,7 +520,16 @@ int RunGated(QuantizeRun& r, const GateInputs& gi) {
   } else {
     std::remove(candidate.c_str());
   }
-  PrintGateReport(r, *g, passed);
+  PrintGateReport(r, gi, *g, passed);
+  if (!passed) {
+    // The reason for the exit code, on stderr whatever else was asked (-q, --json).
+    std::fprintf(stderr, "frugal quantize: the gate refused the model (%s), no file written: %s\n",
+                 g->failures.front().message.c_str(),
+                 f.auto_mixed
+                     ? "--auto-mixed-max lets more tensors be raised, --no-gate writes it "
+                       "unvalidated"
+                     : "--auto-mixed raises tensors to INT8, --no-gate writes it unvalidated");
+  }
   return passed ? 0 : kGateFailed;
 }
 
@@ -511,8 +582,10 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
                   "calibration data: a text file or JSONL ({\"text\"}, {\"prompt\", \"answer\"} or "
                   "{\"messages\"})");
   cmd->add_option("--calib-samples", f->calib_samples,
-                  WithDefault("calibration sequences", f->calib_samples))
-      ->check(CLI::Range(1, 100000));
+                  WithDefault("calibration windows of --seq-len tokens, spread evenly over the "
+                              "file; 0 = all of them, so that every item is used",
+                              f->calib_samples))
+      ->check(CLI::Range(0, 100000));
   cmd->add_option("--seq-len", f->seq_len,
                   WithDefault("tokens per calibration sequence", f->seq_len))
       ->check(CLI::Range(8, 65536));
@@ -528,24 +601,30 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
       ->check(CLI::Range(1, 200));
   cmd->add_option("-t,--threads", f->threads, "compute threads (default: one per CPU)")
       ->check(CLI::Range(0, 1024));
-  cmd->add_option(
+  auto* gate = cmd->add_option(
       "--gate", f->gate,
-      "quality gate, e.g. 'ppl<+3%,kld<0.05,numeric>=0.98' (docs/eval.md): evaluate "
-      "against the input model after quantizing; exit 3 and write nothing when it fails");
+      WithDefault("quality gate, e.g. 'ppl<+3%,kld<0.05,numeric>=0.98' (docs/eval.md): evaluate "
+                  "against the input model after quantizing; exit 3 and write nothing when it "
+                  "fails",
+                  std::string(kDefaultGate)));
+  cmd->add_flag("--no-gate", f->no_gate,
+                "write the model without evaluating it (the report says it was not validated)")
+      ->excludes(gate);
   cmd->add_option("--eval-text", f->eval_text,
-                  WithDefault("held-out text the gate scores", f->eval_text));
-  cmd->add_option("--eval-probes", f->eval_probes,
-                  WithDefault("numeric probes for a gate with numeric", f->eval_probes));
+                  WithDefault("held-out text the gate scores", std::string(kBuiltinText)));
+  cmd->add_option(
+      "--eval-probes", f->eval_probes,
+      WithDefault("numeric probes for a gate with numeric", std::string(kBuiltinProbes)));
   cmd->add_option("--eval-max-tokens", f->eval_max_tokens,
                   WithDefault("held-out tokens the gate scores", f->eval_max_tokens))
       ->check(CLI::Range(16, 1 << 20));
   cmd->add_flag("--auto-mixed", f->auto_mixed,
-                "with --gate: raise the INT4 tensors with the largest output error to INT8, "
-                "one at a time, until the gate holds");
+                "raise the INT4 tensors with the largest output error to INT8, one at a time, "
+                "until the gate holds");
   cmd->add_option(
       "--max-size", f->max_size,
       "a size for the tensor data, e.g. 104MB or 52GB: raise INT4 tensors to INT4 g32 or INT8, "
-      "most output error removed per byte first, while it fits (with or without --gate)");
+      "most output error removed per byte first, while it fits (then gated, unless --no-gate)");
   cmd->add_option("--auto-mixed-max", f->auto_mixed_max,
                   WithDefault("most tensors --auto-mixed may raise", f->auto_mixed_max))
       ->check(CLI::Range(1, 10000));

@@ -23,33 +23,6 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-// Full-width digits (U+FF10..U+FF19) and the full-width full stop (U+FF0E) as ASCII; every other
-// byte as it is.
-std::string AsciiDigits(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto b0 = static_cast<unsigned char>(text[i]);
-    if (b0 == 0xEF && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0xBC) {
-      const auto b2 = static_cast<unsigned char>(text[i + 2]);
-      if (b2 >= 0x90 && b2 <= 0x99) {
-        out += static_cast<char>('0' + (b2 - 0x90));
-        i += 2;
-        continue;
-      }
-      if (b2 == 0x8E) {
-        out += '.';
-        i += 2;
-        continue;
-      }
-    }
-    out += text[i];
-  }
-  return out;
-}
-
 // exp(x) of every half value, as double: the KL loops read 2 x n_vocab halves per position.
 const std::vector<double>& HalfTable() {
   static const std::vector<double> table = [] {
@@ -270,36 +243,6 @@ std::string JoinNumbers(const std::vector<std::string>& v) {
 
 }  // namespace
 
-std::vector<std::string> ExtractNumbers(std::string_view text_in) {
-  const std::string text = AsciiDigits(text_in);
-  const size_t n = text.size();
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < n) {
-    if (!IsDigit(text[i])) {
-      ++i;
-      continue;
-    }
-    std::string whole, frac;
-    while (i < n && IsDigit(text[i])) whole += text[i++];
-    // Thousands groups: ",ddd" not followed by another digit.
-    while (i + 3 < n && text[i] == ',' && IsDigit(text[i + 1]) && IsDigit(text[i + 2]) &&
-           IsDigit(text[i + 3]) && (i + 4 >= n || !IsDigit(text[i + 4]))) {
-      whole.append(text, i + 1, 3);
-      i += 4;
-    }
-    if (i + 1 < n && text[i] == '.' && IsDigit(text[i + 1])) {
-      ++i;
-      while (i < n && IsDigit(text[i])) frac += text[i++];
-    }
-    const size_t nz = whole.find_first_not_of('0');
-    whole = nz == std::string::npos ? "0" : whole.substr(nz);
-    while (!frac.empty() && frac.back() == '0') frac.pop_back();
-    out.push_back(frac.empty() ? whole : whole + "." + frac);
-  }
-  return out;
-}
-
 void LogSoftmaxToF16(std::span<const float> logits, std::span<uint16_t> out) {
   if (logits.empty() || out.size() != logits.size()) return;
   ScorePosition(logits.data(), static_cast<int64_t>(logits.size()), 0, out.data());
@@ -463,15 +406,38 @@ StatusOr<std::unique_ptr<EvalReference>> EvalReference::Build(const EvalReferenc
                                      ref->argmax_[static_cast<size_t>(pos)] = s.argmax;
                                    }));
   ref->tokens_ = std::move(plan.tokens);
-  FRUGAL_ASSIGN_OR_RETURN(ref->answers_,
-                          AnswerProbes(*engine, options.probes, options.max_new_tokens,
-                                       options.max_batch, "reference probes", options.progress));
+  if (!options.defer_probes) {
+    FRUGAL_ASSIGN_OR_RETURN(
+        ref->answers_,
+        frugal::AnswerProbes(*engine, options.probes, options.max_new_tokens, options.max_batch,
+                             "reference probes", options.progress));
+    ref->probes_answered_ = true;
+  }
   ref->seconds_ = Seconds(t0, Clock::now());
   return ref;
 }
 
+Status EvalReference::AnswerProbes(const EvalProgress& progress) {
+  if (probes_answered_) return Status::Ok();
+  const auto t0 = Clock::now();
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Open(options_.engine));
+  FRUGAL_ASSIGN_OR_RETURN(answers_,
+                          frugal::AnswerProbes(*engine, options_.probes, options_.max_new_tokens,
+                                               options_.max_batch, "reference probes", progress));
+  probes_answered_ = true;
+  seconds_ += Seconds(t0, Clock::now());
+  return Status::Ok();
+}
+
+namespace {
+Status AddProbeAnswers(Engine& engine, EvalReport& r, const EvalReference& ref,
+                       const EvalProgress& progress);
+}  // namespace
+
 StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptions& model,
-                                     const EvalProgress& progress) {
+                                     const EvalProgress& progress, bool with_probes) {
+  if (with_probes && !ref.probes_answered())
+    return Internal("the reference's probes are not answered yet (EvalReference::AnswerProbes)");
   const auto t0 = Clock::now();
   const EvalReferenceOptions& ro = ref.options();
   FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Open(model));
@@ -520,10 +486,32 @@ StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptio
   r.kld_max = *std::max_element(kld.begin(), kld.end());
   r.kld_p99 = PercentileNearestRank(std::move(kld), 99);
   r.top1_agreement = static_cast<double>(agree) / static_cast<double>(positions);
+  r.seconds_ref = ref.seconds();
+  if (with_probes) FRUGAL_RETURN_IF_ERROR(AddProbeAnswers(*engine, r, ref, progress));
+  r.seconds = Seconds(t0, Clock::now());
+  return r;
+}
 
+Status AddProbes(EvalReport& r, const EvalReference& ref, const EngineOptions& model,
+                 const EvalProgress& progress) {
+  if (!ref.probes_answered())
+    return Internal("the reference's probes are not answered yet (EvalReference::AnswerProbes)");
+  const auto t0 = Clock::now();
+  FRUGAL_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, Engine::Open(model));
+  FRUGAL_RETURN_IF_ERROR(AddProbeAnswers(*engine, r, ref, progress));
+  r.seconds += Seconds(t0, Clock::now());
+  return Status::Ok();
+}
+
+namespace {
+
+// The candidate's answers to the reference's probes, compared, into the report.
+Status AddProbeAnswers(Engine& engine, EvalReport& r, const EvalReference& ref,
+                       const EvalProgress& progress) {
+  const EvalReferenceOptions& ro = ref.options();
   FRUGAL_ASSIGN_OR_RETURN(
       std::vector<ProbeAnswer> answers,
-      AnswerProbes(*engine, ro.probes, ro.max_new_tokens, ro.max_batch, "probes", progress));
+      AnswerProbes(engine, ro.probes, ro.max_new_tokens, ro.max_batch, "probes", progress));
   r.probes = static_cast<int64_t>(answers.size());
   for (size_t i = 0; i < answers.size(); ++i) {
     const ProbeAnswer& a = ref.answers()[i];
@@ -541,9 +529,10 @@ StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptio
   if (r.probes > 0)
     r.numeric_fidelity = static_cast<double>(r.probes_matched) / static_cast<double>(r.probes);
   r.seconds_ref = ref.seconds();
-  r.seconds = Seconds(t0, Clock::now());
-  return r;
+  return Status::Ok();
 }
+
+}  // namespace
 
 StatusOr<std::vector<EvalReport>> Evaluate(const EvalOptions& o) {
   if (o.models.empty()) return InvalidArgument("no model given");

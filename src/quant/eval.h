@@ -14,9 +14,12 @@
 //
 // The reference side is an object of its own (EvalReference) so that a caller evaluating several
 // candidates against one reference (`frugal quantize --auto-mixed`) runs the reference once.
+// The probes, the costly part, may be left for later (EvalReferenceOptions::defer_probes): a
+// gate that already fails on the text (`frugal quantize`) never answers them.
 //
-// Thread safety: an EvalReference is immutable after Build; EvaluateAgainst may run on several
-// threads against one reference (each call opens its own engine).
+// Thread safety: an EvalReference is immutable after Build (and AnswerProbes, when deferred);
+// EvaluateAgainst may run on several threads against one reference (each call opens its own
+// engine).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +33,7 @@
 
 #include "frugal/engine.h"
 #include "frugal/status.h"
+#include "quant/numbers.h"
 #include "tokenizer/chat_template.h"
 
 namespace frugal {
@@ -51,17 +55,7 @@ struct Probe {
 StatusOr<std::vector<Probe>> LoadProbes(const std::string& path);
 StatusOr<std::vector<Probe>> ParseProbes(std::string_view jsonl, std::string_view name);
 
-// The numbers of a text, in order, normalised so that the same value written differently
-// compares equal:
-//   - a number is a run of ASCII (or full-width) digits, with thousands commas (a comma followed
-//     by exactly three digits and then no further digit) and one decimal point followed by a
-//     digit: "1,299.00" -> "1299", "$12.50" -> "12.5", "0.50" -> "0.5", "15%" -> "15";
-//   - anything else separates numbers: "#A-48213-77" -> "48213", "77"; "2024-03-05" -> "2024",
-//     "3", "5"; "10:30" -> "10", "30"; "1,2" -> "1", "2"; signs are not part of a number;
-//   - leading zeros of the integer part and trailing zeros of the fraction are dropped
-//     ("007" -> "7", "12.050" -> "12.05", "3.0" -> "3").
-// Text around the digits does not matter (Chinese, currency signs, units).
-std::vector<std::string> ExtractNumbers(std::string_view text);
+// ExtractNumbers (quant/numbers.h) reads the numbers of the answers.
 
 // How a per-position distribution is kept (see EvalReference): the log-softmax of the logits in
 // double, rounded to IEEE half.
@@ -94,6 +88,8 @@ struct EvalReferenceOptions {
   int64_t max_tokens = 4096;
   int max_new_tokens = 48;  // greedy tokens per probe answer (fewer on EOS)
   int max_batch = 16;       // probes decoded together (continuous batching)
+  // Build scores the text only; AnswerProbes answers the probes when they are first needed.
+  bool defer_probes = false;
   EvalProgress progress;
 };
 
@@ -147,6 +143,11 @@ class EvalReference {
   int64_t positions() const { return static_cast<int64_t>(nll_.size()); }
   double perplexity() const;
   const std::vector<ProbeAnswer>& answers() const { return answers_; }
+  // Whether the probes (if any) have their reference answers: after Build, unless deferred.
+  bool probes_answered() const { return probes_answered_; }
+  // The reference's answers to the probes, when Build deferred them (opens the model again);
+  // nothing when they are answered already. Not thread-safe: call it before sharing the object.
+  Status AnswerProbes(const EvalProgress& progress = {});
   double seconds() const { return seconds_; }
   size_t memory_bytes() const;
 
@@ -175,13 +176,20 @@ class EvalReference {
   std::vector<int32_t> argmax_;     // per scored position, from the float logits
   std::vector<double> nll_;         // per scored position, as Engine::Perplexity computes it
   std::vector<ProbeAnswer> answers_;
+  bool probes_answered_ = false;
   double seconds_ = 0;
 };
 
 // Evaluates one candidate against a built reference. The candidate must tokenize the text to the
-// same tokens and have the reference's vocabulary size (InvalidArgument otherwise).
+// same tokens and have the reference's vocabulary size (InvalidArgument otherwise). Without
+// `with_probes` only the text is scored (numeric_fidelity NaN, probes 0; AddProbes adds them);
+// with it the reference's probes must be answered (Internal otherwise).
 StatusOr<EvalReport> EvaluateAgainst(const EvalReference& ref, const EngineOptions& model,
-                                     const EvalProgress& progress = {});
+                                     const EvalProgress& progress = {}, bool with_probes = true);
+// The probe half of EvaluateAgainst: answers the reference's probes with `model` and fills the
+// report's probe fields (numeric_fidelity, probes*, mismatches, probe_*_tokens, seconds).
+Status AddProbes(EvalReport& report, const EvalReference& ref, const EngineOptions& model,
+                 const EvalProgress& progress = {});
 
 struct EvalOptions {
   std::vector<std::string> models;  // each evaluated against the one reference run

@@ -41,6 +41,11 @@ struct GateClause {
   double value = 0;
 };
 
+// The gate `frugal quantize` applies when none is given (docs/quantization.md, "The default
+// gate": what the default quantization of the shipped model passes on the shipped held-out data,
+// with margin).
+inline constexpr const char* kDefaultGate = "ppl<+10%,kld<0.10,numeric>=0.30";
+
 struct Gate {
   std::string spec;
   std::vector<GateClause> clauses;

@@ -166,8 +166,8 @@ const char* QuantMethodName(QuantMethod m) {
 
 StatusOr<std::vector<std::vector<int32_t>>> LoadCalibration(Engine& engine, const std::string& path,
                                                             int64_t samples, int64_t seq_len) {
-  if (samples <= 0 || seq_len < 8)
-    return InvalidArgument("calibration needs --calib-samples >= 1 and --seq-len >= 8");
+  if (samples < 0 || seq_len < 8)
+    return InvalidArgument("calibration needs --calib-samples >= 0 and --seq-len >= 8");
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot read calibration file " + path);
   std::stringstream ss;
@@ -219,9 +219,16 @@ StatusOr<std::vector<std::vector<int32_t>>> LoadCalibration(Engine& engine, cons
     stream = engine.EncodePrompt(text, /*parse_special=*/false);
   }
   if (stream.empty()) return InvalidArgument("calibration file " + path + " has no tokens");
+  std::vector<std::vector<int32_t>> out;
+  if (samples == 0) {  // all of it: every window, the last one as long as what is left
+    for (size_t b = 0; b < stream.size(); b += static_cast<size_t>(seq_len))
+      out.emplace_back(stream.begin() + static_cast<std::ptrdiff_t>(b),
+                       stream.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                            stream.size(), b + static_cast<size_t>(seq_len))));
+    return out;
+  }
   const int64_t windows = std::max<int64_t>(1, static_cast<int64_t>(stream.size()) / seq_len);
   const int64_t take = std::min(samples, windows);
-  std::vector<std::vector<int32_t>> out;
   for (int64_t i = 0; i < take; ++i) {
     const int64_t w = i * windows / take;  // spread evenly over the stream
     const auto begin = stream.begin() + w * seq_len;

@@ -43,8 +43,8 @@ struct QuantizeOptions {
   std::string input;  // a GGUF file
   Recipe recipe;
   QuantMethod method = QuantMethod::kGptq;
-  std::string calib_path;      // text or JSONL; needed by GPTQ and AWQ
-  int64_t calib_samples = 32;  // sequences of seq_len tokens
+  std::string calib_path;     // text or JSONL; needed by GPTQ and AWQ
+  int64_t calib_samples = 0;  // windows of seq_len tokens; 0 = all of them (every document)
   int64_t seq_len = 256;
   int64_t sample_tokens = 512;  // inputs per layer kept for AWQ's search and the error measure
   // How INT4 group scales are chosen, by every method (GPTQ weighs the search by its Hessian's
@@ -147,7 +147,8 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
 // Calibration token sequences from a file: plain text, or JSONL with {"text": ...},
 // {"prompt": ..., "answer": ...} or {"messages": [...]} per line (chat-rendered). The documents'
 // tokens are concatenated and cut into windows of seq_len; up to `samples` windows spread evenly
-// over the stream are returned.
+// over the stream are returned, or with samples = 0 all of them (the last one shorter when the
+// stream does not divide), so every document is used.
 StatusOr<std::vector<std::vector<int32_t>>> LoadCalibration(Engine& engine, const std::string& path,
                                                             int64_t samples, int64_t seq_len);
 

@@ -30,7 +30,8 @@ CALIB_SEED = 4417
 HELDOUT_SEED = 917203
 
 N_PROBES_PER_KIND = 33  # 8 kinds -> 264 probes
-N_CALIB = 440
+N_CALIB = 2000
+CALIB_ZH_EVERY = 4  # every 4th calibration item is Chinese
 HELDOUT_MIN_BYTES = 30000
 
 PROBES_FILE = "numeric_probes.jsonl"
@@ -964,7 +965,7 @@ def c_ship_bdays(rng):
 
 def c_ship_express(rng):
     m = rand_money(rng, (("USD", 5), ("EUR", 3), ("GBP", 2)))
-    city, s = rng.choice(CITIES), m.small(rng, 12, 30)
+    city, s = rng.choice(CALIB_CITIES), m.small(rng, 12, 30)
     a = rng.choice([1, 2])
     prompt = f"Can I get express delivery to {city}? The checkout shows express at {m.fmt(s)} for {a}-{a + 1} days."
     ans = rng.choice([
@@ -993,7 +994,7 @@ def c_ship_tracking(rng):
 
 def c_ship_address(rng):
     oid = order_id(rng)
-    city = rng.choice(CITIES)
+    city = rng.choice(CALIB_CITIES)
     shipped = rng.random() < 0.4
     prompt = rng.choice([
         f"Can I change the delivery address on order {oid}? I've moved to {city}.",
@@ -1011,7 +1012,7 @@ def c_ship_address(rng):
 
 
 def c_ret_window(rng):
-    name, _, _ = product(rng)
+    name, _, _ = cproduct(rng)
     n = rng.choice([14, 30, 30, 45, 60])
     k = rng.randint(3, n + 20)
     prompt = rng.choice([
@@ -1031,7 +1032,7 @@ def c_ret_window(rng):
 
 
 def c_ret_how(rng):
-    name, _, _ = product(rng)
+    name, _, _ = cproduct(rng)
     oid = order_id(rng)
     prompt = rng.choice([f"How do I return the {name} from order {oid}?",
                          f"What are the steps to send back the {name}? Order number {oid}."])
@@ -1046,7 +1047,7 @@ def c_ret_how(rng):
 
 
 def c_ret_exchange(rng):
-    name, _, _ = product(rng, apparel=True)
+    name, _, _ = cproduct(rng, apparel=True)
     sizes = ["XS", "S", "M", "L", "XL", "XXL"]
     i = rng.randint(0, 4)
     a, b = (sizes[i], sizes[i + 1]) if rng.random() < 0.5 else (sizes[i + 1], sizes[i])
@@ -1059,7 +1060,7 @@ def c_ret_exchange(rng):
 
 def c_ref_label(rng):
     m = rand_money(rng, (("USD", 5), ("EUR", 3), ("GBP", 2)))
-    name, lo, hi = product(rng)
+    name, lo, hi = cproduct(rng)
     p, lab = m.rand(rng, lo, hi), m.small(rng, 4, 9)
     prompt = f"I returned the {name}, which cost {m.fmt(p)}. The return label was {m.fmt(lab)}. How much will I be refunded?"
     ans = (f"Your refund will be {m.fmt(p - lab)}: the {m.fmt(p)} item price minus the "
@@ -1083,7 +1084,7 @@ def c_ref_when(rng):
 
 def c_ref_partial(rng):
     m = rand_money(rng, (("USD", 5), ("EUR", 3), ("GBP", 2)))
-    name, lo, hi = product(rng, cheap=True)
+    name, lo, hi = cproduct(rng, cheap=True)
     n = rng.randint(3, 8)
     k = rng.randint(1, n - 1)
     p = m.rand(rng, lo, min(hi, lo * 2))
@@ -1095,7 +1096,7 @@ def c_ref_partial(rng):
 
 def c_ref_restock(rng):
     m = rand_money(rng, (("USD", 5), ("EUR", 3), ("GBP", 2)))
-    name, lo, hi = product(rng)
+    name, lo, hi = cproduct(rng)
     p = m.rand(rng, lo, hi, rounded=True)
     fee = rng.choice([10, 15, 20])
     prompt = f"I opened the {name} ({m.fmt(p)}) and want to return it. There's a {fee}% restocking fee on opened items. What do I get back?"
@@ -1106,7 +1107,7 @@ def c_ref_restock(rng):
 
 def c_price_sale(rng):
     m = rand_money(rng, (("USD", 5), ("EUR", 3), ("GBP", 2)))
-    name, lo, hi = product(rng)
+    name, lo, hi = cproduct(rng)
     p1 = m.rand(rng, lo, hi, rounded=True)
     off = rng.choice([10, 20, 25, 30, 40, 50])
     p2 = p1 - m.pct(p1, off)
@@ -1118,7 +1119,7 @@ def c_price_sale(rng):
 
 def c_price_pct(rng):
     m = rand_money(rng, (("USD", 5), ("EUR", 3), ("GBP", 2)))
-    name, lo, hi = product(rng)
+    name, lo, hi = cproduct(rng)
     p = m.rand(rng, lo, hi, rounded=rng.random() < 0.5)
     pc = rng.choice([10, 15, 20, 25, 30, 40])
     d = m.pct(p, pc)
@@ -1130,10 +1131,10 @@ def c_price_pct(rng):
 
 def c_price_match(rng):
     m = rand_money(rng, (("USD", 5), ("EUR", 3), ("GBP", 2)))
-    name, lo, hi = product(rng)
+    name, lo, hi = cproduct(rng)
     p1 = m.rand(rng, lo, hi)
     p2 = p1 - m.pct(p1, rng.choice([5, 8, 10, 12]))
-    prompt = f"I found the {name} for {m.fmt(p2)} on another site, but you charge {m.fmt(p1)}. Do you price match?"
+    prompt = f"I found the {name} for {m.fmt(p2)} on another site, but you charge {m.fmt(p1)}. Will you match that price?"
     ans = (f"We match prices from major retailers when the item is identical and in stock. Send us "
            f"a link to the {m.fmt(p2)} listing, and once it is verified we will refund the "
            f"{m.fmt(p1 - p2)} difference.")
@@ -1142,7 +1143,7 @@ def c_price_match(rng):
 
 def c_price_qty(rng):
     m = rand_money(rng, (("USD", 5), ("EUR", 3), ("GBP", 2)))
-    name, lo, hi = product(rng, cheap=True)
+    name, lo, hi = cproduct(rng, cheap=True)
     k = rng.randint(2, 10)
     p = m.rand(rng, lo, min(hi, lo * 2))
     prompt = rng.choice([f"How much for {k} of the {name} at {m.fmt(p)} each?",
@@ -1192,7 +1193,7 @@ def c_ord_status(rng):
 
 def c_ord_add(rng):
     oid = order_id(rng)
-    name, _, _ = product(rng)
+    name, _, _ = cproduct(rng)
     prompt = f"Can I add the {name} to my order {oid}?"
     ans = (f"Items can't be added to an order once it is placed. Please place a separate order for "
            f"the {name}; if order {oid} hasn't shipped yet, we will try to pack both in one box.")
@@ -1200,13 +1201,14 @@ def c_ord_add(rng):
 
 
 def c_size_chart(rng):
-    name, _, _ = product(rng, apparel=True)
+    name, _, _ = cproduct(rng, apparel=True)
     chart = [("S", 86, 91), ("M", 92, 99), ("L", 100, 107), ("XL", 108, 115)]
     x = rng.randint(86, 115)
     size, lo, hi = next(c for c in chart if c[1] <= x <= c[2])
     prompt = (f"Size chart for the {name}: S chest 86-91 cm, M 92-99 cm, L 100-107 cm, "
               f"XL 108-115 cm. My chest is {x} cm. Which size should I get?")
-    ans = f"With a {x} cm chest you fall in size {size} ({lo}-{hi} cm), so {size} is the one to order."
+    ans = (f"With a {x} cm chest you fall in size {size} ({lo}-{hi} cm), so order the {name} in "
+           f"{size}.")
     if x in (91, 92, 99, 100, 107, 108):
         ans += " You are close to the edge, so size up if you prefer a looser fit."
     return prompt, ans
@@ -1215,17 +1217,18 @@ def c_size_chart(rng):
 def c_size_shoe(rng):
     eu_to_us = {39: "6.5", 40: "7", 41: "8", 42: "8.5", 43: "9.5", 44: "10", 45: "11", 46: "12"}
     eu = rng.choice(list(eu_to_us))
-    model = rng.choice(["Trail Runner shoes", "City Sneakers", "Court Classic trainers",
-                        "Hiking Boots", "Penny Loafers"])
+    model = rng.choice(CALIB_COLLECTIONS) + " " + rng.choice(
+        ["Trail Runner shoes", "City Sneakers", "Court Classic trainers", "Hiking Boots",
+         "Penny Loafers"])
     prompt = f"Our chart lists EU {eu} as US {eu_to_us[eu]}. I wear EU {eu}. What US size of the {model} should I order?"
     ans = f"Order the {model} in US {eu_to_us[eu]}, which matches EU {eu} on our chart."
-    if model in ("Hiking Boots", "Trail Runner shoes"):
+    if model.endswith(("Hiking Boots", "Trail Runner shoes")):
         ans += " If you wear thick socks, consider going half a size up."
     return prompt, ans
 
 
 def c_size_fit(rng):
-    name, _, _ = product(rng, apparel=True)
+    name, _, _ = cproduct(rng, apparel=True)
     fit = rng.choice(["runs small", "runs large", "is true to size"])
     prompt = f"Does the {name} run small? The product page says it {fit}."
     if fit == "runs small":
@@ -1239,7 +1242,7 @@ def c_size_fit(rng):
 
 
 def c_warranty_date(rng):
-    name, _, _ = product(rng, electric=True)
+    name, _, _ = cproduct(rng, electric=True)
     d = rand_date(rng)
     n = rng.choice([1, 2, 3])
     today = d + dt.timedelta(days=rng.randint(100, 1300))
@@ -1256,7 +1259,7 @@ def c_warranty_date(rng):
 
 
 def c_warranty_months(rng):
-    name, _, _ = product(rng, electric=True)
+    name, _, _ = cproduct(rng, electric=True)
     w = rng.choice([6, 12, 24])
     k = rng.randint(2, 30)
     prompt = f"My {name} stopped working after {k} months. The warranty is {w} months. Can I get it fixed for free?"
@@ -1344,28 +1347,28 @@ def c_acc_redeem(rng):
 
 
 def c_acc_password(rng):
-    name = rng.choice(FIRST_NAMES)
+    name, shop = rng.choice(CALIB_NAMES), rng.choice(SHOPS)
     mins = rng.choice([15, 30, 60])
-    prompt = rng.choice([f"Hi, this is {name}. I forgot my password. How do I reset it?",
-                         f"{name} here, I can't log in to my account. Can you help me reset my password?"])
+    prompt = rng.choice([f"Hi, this is {name}. I forgot my {shop} password. How do I reset it?",
+                         f"{name} here, I can't log in to my {shop} account. Can you help me reset my password?"])
     ans = (f"Of course, {name}. Click Sign in, then Forgot password, and enter your email address. "
            f"The reset link we send is valid for {mins} minutes.")
     return prompt, ans
 
 
 def c_acc_email(rng):
-    name = rng.choice(FIRST_NAMES)
-    prompt = f"How do I change the email address on my account? This is {name}."
-    ans = (f"Go to Account settings, choose Email, and enter the new address, {name}. We send a "
+    name, shop = rng.choice(CALIB_NAMES), rng.choice(SHOPS)
+    prompt = f"How do I change the email address on my {shop} account? This is {name}."
+    ans = (f"Go to Account settings at {shop}, choose Email, and enter the new address, {name}. We send a "
            "confirmation link to it, and the change takes effect once you click it.")
     return prompt, ans
 
 
 def c_acc_delete(rng):
-    name = rng.choice(FIRST_NAMES)
+    name, shop = rng.choice(CALIB_NAMES), rng.choice(SHOPS)
     days = rng.choice([14, 30])
-    prompt = f"I'd like to delete my account. What happens to my data? - {name}"
-    ans = (f"We can close the account for you, {name}. Your personal data is erased within {days} "
+    prompt = f"I'd like to delete my {shop} account. What happens to my data? - {name}"
+    ans = (f"We can close the {shop} account for you, {name}. Your personal data is erased within {days} "
            "days, except order records we must keep for tax purposes.")
     return prompt, ans
 
@@ -1384,7 +1387,7 @@ def cz_ship(rng):
 
 
 def cz_return(rng):
-    name, _, _ = zh_product(rng)
+    name, _, _ = czp(rng)
     n = rng.choice([7, 15, 30])
     k = rng.randint(2, n + 10)
     prompt = f"{name}收到{k}天了，还能退货吗？你们是{n}天无理由退货吧？"
@@ -1396,7 +1399,7 @@ def cz_return(rng):
 
 
 def cz_refund(rng):
-    name, lo, hi = zh_product(rng)
+    name, lo, hi = czp(rng)
     n = rng.randint(2, 5)
     k = rng.randint(1, n - 1)
     p = cny(rng, lo, min(hi, lo * 2))
@@ -1407,7 +1410,7 @@ def cz_refund(rng):
 
 
 def cz_discount(rng):
-    name, lo, hi = zh_product(rng)
+    name, lo, hi = czp(rng)
     p = rng.randint(lo, hi) * 100
     zhe = rng.choice([9, 8.5, 8, 7, 6])
     off = 100 - int(zhe * 10)
@@ -1430,14 +1433,14 @@ def cz_order(rng):
 def cz_size(rng):
     h = rng.randint(155, 190)
     size = "S" if h < 165 else "M" if h < 175 else "L" if h < 183 else "XL"
-    name = rng.choice(["卫衣", "羽绒服", "衬衫", "冲锋衣", "毛衣"])
+    name = rng.choice(ZH_COLORS) + rng.choice(["卫衣", "羽绒服", "衬衫", "冲锋衣", "毛衣"])
     prompt = f"我身高{h}厘米，这件{name}穿什么码？尺码表上S是155-164，M是165-174，L是175-182，XL是183-190。"
-    ans = f"按尺码表，身高{h}厘米建议选{size}码。如果喜欢宽松一点，可以再大一码。"
+    ans = f"按尺码表，身高{h}厘米的话，{name}建议选{size}码。如果喜欢宽松一点，可以再大一码。"
     return prompt, ans
 
 
 def cz_warranty(rng):
-    name, _, _ = zh_product(rng)
+    name, _, _ = czp(rng)
     w = rng.choice([1, 2])
     k = rng.randint(2, 30)
     prompt = f"{name}买了{k}个月坏了，保修期是{w}年，可以免费修吗？"
@@ -1456,6 +1459,1035 @@ def cz_points(rng):
     return prompt, ans
 
 
+# More calibration templates (2000 items in all, about a quarter Chinese): products, prices,
+# shipping, returns, orders, payments, accounts, subscriptions and repairs, each with its own
+# wording. A calibration-only catalogue adds to the shared one, so the probes and the held-out
+# text (which use the shared one) do not change.
+
+CALIB_EXTRA_PRODUCTS = [
+    ("Wireless Earbuds", 30, 250, False), ("Smartwatch", 90, 500, False),
+    ("Mechanical Keyboard", 50, 220, False), ("Gaming Mouse", 20, 120, False),
+    ("Monitor Arm", 30, 150, False), ("Sunglasses", 20, 180, False),
+    ("Leather Wallet", 25, 120, False), ("Bath Towel Set", 25, 90, False),
+    ("Baby Stroller", 180, 900, False), ("Dog Bed", 30, 150, False), ("Cat Tree", 40, 200, False),
+    ("Garden Hose", 20, 80, False), ("Cordless Drill", 50, 300, False), ("Board Game", 15, 70, False),
+    ("Jigsaw Puzzle", 10, 40, False), ("Face Serum", 15, 90, False), ("Notebook Set", 8, 30, False),
+    ("Fountain Pen", 20, 250, False), ("Bookshelf", 80, 600, False), ("Bed Frame", 200, 1500, False),
+    ("Mattress", 250, 2000, False), ("Rice Cooker", 40, 250, False), ("Air Fryer", 50, 300, False),
+    ("Toaster", 25, 150, False), ("Electric Scooter", 300, 1200, False),
+    ("Tablet Stand", 12, 60, False), ("Power Bank", 15, 90, False), ("Swim Shorts", 20, 60, True),
+    ("Polo Shirt", 25, 90, True), ("Chinos", 40, 120, True), ("Pajama Set", 30, 100, True),
+    ("Winter Gloves", 15, 70, False), ("Beanie", 12, 45, False), ("Picnic Blanket", 20, 80, False),
+]
+CALIB_EXTRA_ELECTRIC = {"Wireless Earbuds", "Smartwatch", "Mechanical Keyboard", "Gaming Mouse",
+                        "Cordless Drill", "Rice Cooker", "Air Fryer", "Toaster", "Electric Scooter",
+                        "Power Bank"}
+CALIB_PRODUCTS = PRODUCTS + CALIB_EXTRA_PRODUCTS
+CALIB_APPAREL = [p for p in CALIB_PRODUCTS if p[3]]
+CALIB_ELECTRIC = ELECTRIC + [p for p in CALIB_EXTRA_PRODUCTS if p[0] in CALIB_EXTRA_ELECTRIC]
+CALIB_CHEAP = [p for p in CALIB_PRODUCTS if p[2] <= 250]
+CALIB_COLLECTIONS = COLLECTIONS + ["Aurora", "Basalt", "Cobalt", "Driftwood", "Ember", "Fjord",
+                                   "Granite", "Hazel", "Indigo", "Kestrel", "Linden", "Marlow"]
+CALIB_CITIES = CITIES + ["Glasgow", "Seattle", "Bordeaux", "Kyoto", "Phoenix", "Antwerp", "Cork",
+                         "Vancouver", "Munich", "Seville", "Perth", "Tampa"]
+CALIB_NAMES = FIRST_NAMES + ["Ada", "Felix", "Ines", "Jonas", "Keiko", "Luca", "Mira", "Noah",
+                             "Olga", "Pablo", "Ruth", "Theo"]
+WEEKDAY_CUTOFFS = [11, 12, 13, 14, 15, 16]
+
+
+def cproduct(rng: Random, apparel: bool = False, electric: bool = False, cheap: bool = False):
+    """(name, low, high) from the calibration catalogue (the shared one and its extras)."""
+    pool = (CALIB_APPAREL if apparel else CALIB_ELECTRIC if electric else CALIB_CHEAP if cheap
+            else CALIB_PRODUCTS)
+    noun, lo, hi, _ = rng.choice(pool)
+    return f"{rng.choice(CALIB_COLLECTIONS)} {noun}", lo, hi
+
+
+def cmoney(rng: Random) -> Money:
+    return rand_money(rng, (("USD", 5), ("EUR", 3), ("GBP", 2)))
+
+
+def ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def hour12(h: int) -> str:
+    return f"{h % 12 or 12} {'am' if h < 12 else 'pm'}"
+
+
+# Shipping
+
+
+def c_ship_locker(rng):
+    carrier = rng.choice(CARRIERS[:7])
+    days = rng.choice([3, 5, 7])
+    city = rng.choice(CALIB_CITIES)
+    prompt = rng.choice([
+        f"Can my parcel go to a {carrier} locker in {city} instead of my home? I'm out all day.",
+        f"Is delivery to a parcel locker possible? I'd like {carrier} to leave it at one near my work in {city}.",
+    ])
+    ans = (f"Yes. Choose Locker at checkout and pick one in {city} from the {carrier} map. You get a "
+           f"code by text when it arrives, and the parcel waits there for {days} days before it is "
+           "sent back.")
+    return prompt, ans
+
+
+def c_ship_saturday(rng):
+    m = cmoney(rng)
+    fee = m.small(rng, 4, 12)
+    base = m.small(rng, 3, 8)
+    prompt = rng.choice([
+        f"Do you deliver on Saturdays? Standard delivery on my order is {m.fmt(base)}.",
+        f"I'm only home at weekends. Can my order of standard delivery ({m.fmt(base)}) come on a Saturday?",
+    ])
+    ans = (f"Saturday delivery is available for an extra {m.fmt(fee)}, so with standard delivery "
+           f"at {m.fmt(base)} you would pay {m.fmt(base + fee)} for shipping in total. Sunday "
+           "delivery is not offered.")
+    return prompt, ans
+
+
+def c_ship_cutoff(rng):
+    cut = rng.choice(WEEKDAY_CUTOFFS)
+    h = rng.randint(8, 20)
+    mins = rng.choice([0, 10, 15, 25, 30, 40, 45, 55])
+    if h == cut and mins == 0:
+        mins = 5
+    when = f"{h % 12 or 12}:{mins:02d} {'am' if h < 12 else 'pm'}"
+    prompt = rng.choice([
+        f"If I order now, at {when}, will it still go out today? Your site says same-day dispatch before {hour12(cut)}.",
+        f"It's {when} on a weekday. Same-day dispatch ends at {hour12(cut)}. Does my order make it?",
+    ])
+    if h < cut:
+        ans = (f"Yes. {when} is before the {hour12(cut)} cut-off, so your order is packed and handed "
+               "to the carrier today.")
+    else:
+        ans = (f"Not today: {when} is past the {hour12(cut)} cut-off, so it will be dispatched on "
+               "the next working day.")
+    return prompt, ans
+
+
+def c_ship_pickup(rng):
+    name, _, _ = cproduct(rng)
+    city = rng.choice(CALIB_CITIES)
+    h = rng.choice([2, 3, 4, 24])
+    k = rng.choice([5, 7, 10, 14])
+    prompt = rng.choice([
+        f"Can I collect the {name} from your {city} store instead of paying for delivery?",
+        f"Is click and collect available in {city}? I want to pick up the {name} myself.",
+    ])
+    ans = (f"Yes, click and collect is free at our {city} store. We email you when the {name} is "
+           f"ready, usually within {plural(h, 'hour')}, and we hold it for {k} days. Bring the "
+           "email and a photo ID.")
+    return prompt, ans
+
+
+def c_ship_per_kg(rng):
+    m = cmoney(rng)
+    base = m.small(rng, 4, 9)
+    incl = rng.choice([1, 2, 5])
+    per = m.small(rng, 1, 3)
+    w = rng.randint(incl + 1, incl + 12)
+    extra = w - incl
+    prompt = (f"Shipping is {m.fmt(base)} for the first {incl} kg and {m.fmt(per)} for each extra kg. "
+              f"My parcel weighs {w} kg. What do I pay?")
+    ans = (f"The first {incl} kg cost {m.fmt(base)}, and the other {extra} kg add {extra} x "
+           f"{m.fmt(per)} = {m.fmt(extra * per)}, so shipping comes to {m.fmt(base + extra * per)}.")
+    return prompt, ans
+
+
+def c_ship_combined(rng):
+    m = cmoney(rng)
+    (n1, lo1, hi1), (n2, lo2, hi2) = cproduct(rng, cheap=True), cproduct(rng)
+    if n1 == n2:
+        n2 = "matching " + n2
+    s = m.small(rng, 3, 9)
+    prompt = rng.choice([
+        f"I ordered the {n1} and the {n2} separately, a few minutes apart. Do I pay shipping of {m.fmt(s)} twice?",
+        f"Two orders today: one for the {n1}, one for the {n2}. Each charged {m.fmt(s)} shipping. Can you combine them?",
+    ])
+    ans = (f"If neither order has been packed yet, we can ship them together and refund one of the "
+           f"{m.fmt(s)} shipping charges. I have merged them, so {m.fmt(s)} goes back to your card.")
+    return prompt, ans
+
+
+def c_ship_remote(rng):
+    m = cmoney(rng)
+    s = m.small(rng, 3, 8)
+    sur = m.small(rng, 5, 20)
+    area = rng.choice(["the Scottish Highlands", "the Channel Islands", "Alaska", "Hawaii",
+                       "the Canary Islands", "Corsica", "Tasmania"])
+    prompt = f"Is there a surcharge for delivery to {area}? Normal shipping is {m.fmt(s)}."
+    ans = (f"Yes, remote areas such as {area} carry a {m.fmt(sur)} surcharge, so delivery there is "
+           f"{m.fmt(s + sur)} and takes 2 to 4 days longer than usual.")
+    return prompt, ans
+
+
+# Returns and refunds
+
+
+def c_ret_final_sale(rng):
+    name, _, _ = cproduct(rng)
+    off = rng.choice([50, 60, 70])
+    prompt = rng.choice([
+        f"I bought the {name} in the clearance sale at {off}% off. Can I still return it?",
+        f"The {name} was marked final sale ({off}% off). It's not what I expected. Can I send it back?",
+    ])
+    ans = (f"Items sold at {off}% off in the clearance sale are final sale, so the {name} can't be "
+           "returned for a refund. If it turns out to be faulty, the warranty still applies.")
+    return prompt, ans
+
+
+def c_ret_gift(rng):
+    m = cmoney(rng)
+    name, lo, hi = cproduct(rng)
+    p = m.rand(rng, lo, hi)
+    prompt = rng.choice([
+        f"I got the {name} as a gift and would like to return it without the giver knowing. It sells for {m.fmt(p)}.",
+        f"Can I return a present? It's the {name}, about {m.fmt(p)}, and I have the gift receipt.",
+    ])
+    ans = (f"Yes. With the gift receipt you receive the {m.fmt(p)} as a gift card in your name, and "
+           "the person who bought it is not told about the return.")
+    return prompt, ans
+
+
+def c_ref_credit_bonus(rng):
+    m = cmoney(rng)
+    name, lo, hi = cproduct(rng)
+    p = m.rand(rng, lo, hi)
+    bonus = rng.choice([5, 10, 15])
+    extra = m.pct(p, bonus)
+    prompt = (f"For the {name} ({m.fmt(p)}) I can take a refund or store credit with a {bonus}% bonus. "
+              "How much credit would that be?")
+    ans = (f"Store credit would be {m.fmt(p)} plus a {bonus}% bonus of {m.fmt(extra)}, so "
+           f"{m.fmt(p + extra)} in total. A refund to your card would be {m.fmt(p)}.")
+    return prompt, ans
+
+
+def c_ref_shipping_back(rng):
+    m = cmoney(rng)
+    name, lo, hi = cproduct(rng)
+    p, s = m.rand(rng, lo, hi), m.small(rng, 3, 9)
+    faulty = rng.random() < 0.5
+    why = "it arrived broken" if faulty else "I changed my mind"
+    prompt = (f"I'm returning the {name} because {why}. I paid {m.fmt(p)} plus {m.fmt(s)} shipping. "
+              "Do I get the shipping back too?")
+    if faulty:
+        ans = (f"Yes. Because the {name} arrived broken, we refund everything: {m.fmt(p)} for the "
+               f"item and {m.fmt(s)} for shipping, {m.fmt(p + s)} in total.")
+    else:
+        ans = (f"For a change of mind we refund the {m.fmt(p)} item price, but the original "
+               f"{m.fmt(s)} shipping charge is not refundable.")
+    return prompt, ans
+
+
+def c_ref_method(rng):
+    method, days = rng.choice([("PayPal", "1 to 2"), ("a gift card", "a few minutes"),
+                               ("a debit card", "3 to 7"), ("Apple Pay", "3 to 5"),
+                               ("a bank transfer", "2 to 4")])
+    oid = order_id(rng)
+    prompt = rng.choice([f"I paid for order {oid} with {method}. How long does the refund take?",
+                         f"How fast will my refund for order {oid} arrive? I used {method}."])
+    ans = (f"Refunds always go back to the way you paid. For {method}, the money for order {oid} "
+           f"usually arrives {'within' if days == 'a few minutes' else 'in'} {days}"
+           f"{'' if days == 'a few minutes' else ' business days'} after we approve the return.")
+    return prompt, ans
+
+
+def c_ret_no_box(rng):
+    name, _, _ = cproduct(rng)
+    prompt = rng.choice([f"I threw away the box of the {name}. Can I still send it back?",
+                         f"Does the {name} have to be returned in its original packaging?"])
+    ans = (f"The original box is not required. Pack the {name} securely in any sturdy box so it "
+           "can't move around, and attach the return label to the outside.")
+    return prompt, ans
+
+
+# Prices and discounts
+
+
+def c_price_second_half(rng):
+    m = cmoney(rng)
+    name, lo, hi = cproduct(rng, cheap=True)
+    p = m.rand(rng, lo, hi)
+    half = m.pct(p, 50)
+    prompt = rng.choice([
+        f"The {name} is {m.fmt(p)} and the second one is half price. What do two cost?",
+        f"There's a second-item-half-price deal on the {name} at {m.fmt(p)}. Total for two?",
+    ])
+    ans = (f"The first {name} is {m.fmt(p)} and the second is half of that, {m.fmt(half)}, so two "
+           f"cost {m.fmt(p + half)} together.")
+    return prompt, ans
+
+
+def c_price_coupon_min(rng):
+    m = cmoney(rng)
+    off = m.whole(rng, 5, 25, 5)
+    mini = m.whole(rng, 50, 150, 10)
+    cart = m.rand(rng, 25, 200)
+    code = rng.choice(["SAVE", "EXTRA", "TAKE", "SPRING", "AUTUMN"]) + str(rng.randint(5, 30))
+    prompt = (f"Code {code} takes {m.fmt(off)} off orders of {m.fmt(mini)} or more. My cart is "
+              f"{m.fmt(cart)}. What's my total with the code?")
+    if cart >= mini:
+        ans = (f"Your cart of {m.fmt(cart)} qualifies, so {code} brings it down to "
+               f"{m.fmt(cart - off)}.")
+    else:
+        ans = (f"The code won't apply yet: {m.fmt(cart)} is {m.fmt(mini - cart)} short of the "
+               f"{m.fmt(mini)} minimum, so the total stays {m.fmt(cart)}.")
+    return prompt, ans
+
+
+def c_price_tax(rng):
+    m = Money("USD", "sym", rng.random() < 0.85)
+    name, lo, hi = cproduct(rng)
+    p = m.rand(rng, lo, hi)
+    state, rate = rng.choice([("Texas", 8.25), ("California", 7.25), ("Arizona", 5.6),
+                              ("Ohio", 5.75), ("Washington", 6.5), ("Florida", 6)])
+    tax = m.pct(p, rate)
+    prompt = f"How much sales tax is added to the {name} at {m.fmt(p)} if I ship to {state} at {pct_str(rate)}%?"
+    ans = (f"At {pct_str(rate)}%, the tax on {m.fmt(p)} is {m.fmt(tax)}, so the {name} costs "
+           f"{m.fmt(p + tax)} delivered to {state}.")
+    return prompt, ans
+
+
+def c_price_student(rng):
+    m = cmoney(rng)
+    name, lo, hi = cproduct(rng)
+    p = m.rand(rng, lo, hi)
+    pc = rng.choice([10, 15, 20])
+    cap_ = m.whole(rng, 20, 60, 10)
+    d = min(m.pct(p, pc), cap_)
+    prompt = (f"Is there a student discount on the {name} ({m.fmt(p)})? I saw {pc}% off, up to "
+              f"{m.fmt(cap_)}.")
+    capped = m.pct(p, pc) > cap_
+    ans = (f"Yes. {pc}% of {m.fmt(p)} is {m.fmt(m.pct(p, pc))}"
+           + (f", which is over the {m.fmt(cap_)} cap, so you save {m.fmt(cap_)}" if capped else "")
+           + f". You pay {m.fmt(p - d)} after verifying your student status.")
+    return prompt, ans
+
+
+def c_price_preorder(rng):
+    m = cmoney(rng)
+    name, lo, hi = cproduct(rng)
+    p = m.rand(rng, lo, hi, rounded=True)
+    dep = rng.choice([10, 20, 25])
+    d = rand_date(rng)
+    prompt = (f"The {name} is on pre-order for {m.fmt(p)} with a {dep}% deposit. How much do I pay "
+              f"now, and when is the rest due? It ships on {fmt_date(d, 'dmy')}.")
+    ans = (f"You pay a deposit of {m.fmt(m.pct(p, dep))} today. The remaining "
+           f"{m.fmt(p - m.pct(p, dep))} is charged on {fmt_date(d, 'dm')}, when the {name} ships.")
+    return prompt, ans
+
+
+def c_price_unit(rng):
+    m = cmoney(rng)
+    k = rng.choice([2, 3, 4, 6, 8, 10, 12])
+    item = rng.choice(["AA batteries", "coffee pods", "tea lights", "hangers", "socks",
+                       "glass jars", "gel pens", "microfibre cloths"])
+    unit = m.rand(rng, 0.5, 4)
+    pack = k * unit
+    prompt = rng.choice([f"A pack of {k} {item} is {m.fmt(pack)}. What is that per item?",
+                         f"How much is each one in the {k}-pack of {item} at {m.fmt(pack)}?"])
+    ans = f"{m.fmt(pack)} for {k} {item} works out to {m.fmt(unit)} each."
+    return prompt, ans
+
+
+def c_price_bundle(rng):
+    m = cmoney(rng)
+    (n1, lo1, hi1), (n2, lo2, hi2) = cproduct(rng), cproduct(rng, cheap=True)
+    if n1 == n2:
+        n2 = "spare " + n2
+    p1, p2 = m.rand(rng, lo1, hi1), m.rand(rng, lo2, hi2)
+    off = rng.choice([10, 15, 20])
+    both = p1 + p2
+    prompt = (f"If I buy the {n1} ({m.fmt(p1)}) with the {n2} ({m.fmt(p2)}), the bundle is {off}% "
+              "off. What's the bundle price?")
+    ans = (f"Together they are {m.fmt(both)}; {off}% off takes away {m.fmt(m.pct(both, off))}, so "
+           f"the bundle costs {m.fmt(both - m.pct(both, off))}.")
+    return prompt, ans
+
+
+# Orders
+
+
+def c_ord_change_qty(rng):
+    m = cmoney(rng)
+    name, lo, hi = cproduct(rng, cheap=True)
+    oid = order_id(rng)
+    p = m.rand(rng, lo, min(hi, lo * 2))
+    a = rng.randint(1, 5)
+    b = rng.choice([x for x in range(1, 9) if x != a])
+    prompt = (f"On order {oid} I asked for {plural(a, 'unit')} of the {name} at {m.fmt(p)} each. "
+              f"Can you make it {b}?")
+    diff = (b - a) * p
+    ans = (f"Done: order {oid} now has {plural(b, 'unit')} of the {name}, {m.fmt(b * p)} in total. "
+           + (f"We will charge the extra {m.fmt(diff)} to the same card." if diff > 0 else
+              f"The {m.fmt(-diff)} difference goes back to your card."))
+    return prompt, ans
+
+
+def c_ord_invoice(rng):
+    oid = order_id(rng)
+    company = rng.choice(["Brightwell Ltd", "Nordlys AS", "Casa Blanca SL", "Fenwick & Hart",
+                          "Kawa Trading", "Greenfield GmbH", "Lakeside Dental"])
+    prompt = rng.choice([f"I need a VAT invoice for order {oid} made out to {company}.",
+                         f"Can I get a company invoice for order {oid}? The business name is {company}."])
+    ans = (f"Of course. Add {company} and its VAT number under Invoice details on order {oid}, and "
+           "the invoice is generated as a PDF within 24 hours.")
+    return prompt, ans
+
+
+def c_ord_backorder(rng):
+    name, _, _ = cproduct(rng)
+    oid = order_id(rng)
+    d = rand_date(rng)
+    w = rng.randint(2, 6)
+    prompt = f"Order {oid} says the {name} is on backorder. I ordered on {fmt_date(d, 'dmy')}. When will it ship?"
+    ans = (f"The {name} is expected back in stock {w} weeks after your order, around "
+           f"{fmt_date(d + dt.timedelta(weeks=w), 'dm')}, and order {oid} ships as soon as it "
+           "arrives. You can cancel for free until then.")
+    return prompt, ans
+
+
+def c_ord_giftwrap(rng):
+    m = cmoney(rng)
+    k = rng.randint(1, 6)
+    fee = m.small(rng, 2, 6)
+    prompt = rng.choice([f"How much is gift wrapping for {plural(k, 'item')}? It says {m.fmt(fee)} per item.",
+                         f"I'd like {plural(k, 'present')} wrapped at {m.fmt(fee)} each. What's the charge?"])
+    ans = (f"Gift wrapping is {m.fmt(fee)} per item, so {k} x {m.fmt(fee)} = {m.fmt(k * fee)}. "
+           "You can add a message card to each one for free.")
+    return prompt, ans
+
+
+def c_ord_duplicate(rng):
+    m = cmoney(rng)
+    o1, o2 = order_id(rng), order_id(rng)
+    p = m.rand(rng, 15, 300)
+    prompt = f"I think I ordered twice by mistake: orders {o1} and {o2}, both {m.fmt(p)}. Please cancel one."
+    ans = (f"I've cancelled order {o2} and kept {o1}. The {m.fmt(p)} for the cancelled order is "
+           "released back to your card, usually within 3 business days.")
+    return prompt, ans
+
+
+def c_ord_confirm_email(rng):
+    oid = order_id(rng)
+    mins = rng.choice([10, 15, 30])
+    prompt = rng.choice([f"I never got a confirmation email for order {oid}.",
+                         f"Where is my order confirmation? The number on screen was {oid}."])
+    ans = (f"Order {oid} went through. Confirmation emails can take up to {mins} minutes and "
+           "sometimes land in the spam folder; I have sent it again to the address on your account.")
+    return prompt, ans
+
+
+# Products
+
+
+def c_prod_fit_space(rng):
+    name, _, _ = cproduct(rng)
+    w = rng.randint(30, 180)
+    space = w + rng.choice([-15, -8, -3, 2, 6, 12, 25])
+    prompt = f"The {name} is {w} cm wide. Will it fit in a gap of {space} cm?"
+    if space >= w + 2:
+        ans = f"Yes. At {w} cm wide it leaves {space - w} cm to spare in a {space} cm gap."
+    elif space >= w:
+        ans = f"Only just: {w} cm in a {space} cm gap leaves {space - w} cm, so measure again before you order."
+    else:
+        ans = f"No. The {name} is {w} cm wide, {w - space} cm more than your {space} cm gap."
+    return prompt, ans
+
+
+def c_prod_battery(rng):
+    name, _, _ = cproduct(rng, electric=True)
+    h = rng.choice([6, 8, 10, 12, 20, 24, 30])
+    c = rng.choice([1, 1.5, 2, 3])
+    prompt = rng.choice([f"How long does the battery of the {name} last?",
+                         f"What's the battery life of the {name}, and how long does it take to charge?"])
+    ans = (f"The {name} runs for up to {h} hours on a full charge, and charging from empty takes "
+           f"about {pct_str(c)} {'hour' if c == 1 else 'hours'}.")
+    return prompt, ans
+
+
+def c_prod_capacity(rng):
+    litres = rng.choice([1.2, 1.5, 1.7, 2.0, 2.5])
+    cup = rng.choice([200, 250])
+    cups = int(litres * 1000) // cup
+    name = rng.choice(CALIB_COLLECTIONS) + rng.choice([" Kettle", " Teapot", " Coffee Maker"])
+    prompt = f"How many {cup} ml cups does the {name} make? It holds {pct_str(litres)} litres."
+    ans = (f"The {name} holds {pct_str(litres)} litres, that is {int(litres * 1000)} ml: enough "
+           f"for {cups} cups of {cup} ml.")
+    return prompt, ans
+
+
+def c_prod_care(rng):
+    name, _, _ = cproduct(rng, apparel=True)
+    t = rng.choice([30, 40])
+    prompt = rng.choice([f"How should I wash the {name}?", f"Can the {name} go in the washing machine?"])
+    ans = (f"Yes, machine wash the {name} at {t}°C with similar colours, inside out. Don't tumble "
+           "dry: hang it to dry to keep its shape.")
+    return prompt, ans
+
+
+def c_prod_store_stock(rng):
+    name, _, _ = cproduct(rng)
+    c1, c2 = rng.sample(CALIB_CITIES, 2)
+    a, b = rng.randint(0, 12), rng.randint(1, 15)
+    prompt = f"Do your {c1} or {c2} stores have the {name} in stock?"
+    if a == 0:
+        ans = (f"The {c1} store is out of the {name} at the moment, but {c2} has {b} on the shelf. "
+               "You can reserve one online for pickup today.")
+    else:
+        ans = f"Yes: {c1} has {a} and {c2} has {b} of the {name} right now. Stock updates every hour."
+    return prompt, ans
+
+
+def c_prod_restock_alert(rng):
+    name, _, _ = cproduct(rng)
+    w = rng.randint(1, 6)
+    prompt = rng.choice([f"The {name} is sold out. Can you tell me when it's back?",
+                         f"When will the {name} be available again?"])
+    ans = (f"We expect the {name} back in about {plural(w, 'week')}. Click Notify me on the "
+           "product page and we'll email you the moment it can be ordered.")
+    return prompt, ans
+
+
+def c_prod_compat(rng):
+    acc = rng.choice(["charger", "replacement filter", "spare battery", "carry case", "wall mount"])
+    name, _, _ = cproduct(rng, electric=True)
+    gen = rng.randint(2, 5)
+    prompt = f"Does the {acc} for generation {gen - 1} fit the new {name} (generation {gen})?"
+    ans = (f"No. The generation {gen} {name} uses a new {acc}. Accessories for generation {gen - 1} "
+           f"don't fit, so look for the ones marked Gen {gen}.")
+    return prompt, ans
+
+
+# Payments
+
+
+def c_pay_declined(rng):
+    m = cmoney(rng)
+    p = m.rand(rng, 20, 600)
+    prompt = rng.choice([f"My card was declined for a {m.fmt(p)} order. Why?",
+                         f"Checkout keeps refusing my card. The order is {m.fmt(p)}."])
+    ans = (f"We don't see the reason, but declines usually come from the bank: a daily limit below "
+           f"{m.fmt(p)}, a billing address that doesn't match, or an online-payment block. Your bank "
+           "can check it, or you can try PayPal.")
+    return prompt, ans
+
+
+def c_pay_cod(rng):
+    m = cmoney(rng)
+    p = m.rand(rng, 15, 300)
+    fee = m.small(rng, 1, 5)
+    prompt = f"Can I pay cash on delivery for my {m.fmt(p)} order?"
+    ans = (f"Yes, cash on delivery costs an extra {m.fmt(fee)}, so the courier will collect "
+           f"{m.fmt(p + fee)}. Please have the exact amount ready.")
+    return prompt, ans
+
+
+def c_pay_instalments_month(rng):
+    m = cmoney(rng)
+    name, lo, hi = cproduct(rng)
+    n = rng.choice([3, 6, 10, 12])
+    per = m.rand(rng, max(lo / n, 5), max(hi / n, 10))
+    prompt = f"If I pay for the {name} over {n} months, what is each payment? The price is {m.fmt(per * n)}."
+    ans = (f"{m.fmt(per * n)} over {n} months is {m.fmt(per)} a month, with no interest if every "
+           "payment is made on time.")
+    return prompt, ans
+
+
+def c_pay_currency(rng):
+    code = rng.choice(["EUR", "GBP", "USD"])
+    country = rng.choice(COUNTRIES)
+    prompt = rng.choice([f"I'm in {country}. Which currency will I be charged in?",
+                         f"Will my card be charged in {code} when I order from {country}?"])
+    ans = (f"Orders to {country} are charged in {code}, as all our prices are. Your bank converts "
+           "the amount, and some banks add a small foreign transaction fee.")
+    return prompt, ans
+
+
+# Accounts and membership
+
+
+def c_acc_locked(rng):
+    n = rng.choice([3, 5, 10])
+    mins = rng.choice([15, 30, 60])
+    name = rng.choice(CALIB_NAMES)
+    prompt = f"This is {name}. My account is locked after I typed the wrong password {n} times."
+    ans = (f"For your security, {n} failed attempts lock the account for {mins} minutes, {name}. "
+           "After that you can sign in again, or use Forgot password to set a new one right away.")
+    return prompt, ans
+
+
+def c_acc_2fa(rng):
+    s = rng.choice([30, 60, 90, 120, 300])
+    name = rng.choice(CALIB_NAMES)
+    via = rng.choice(["text message", "email", "authenticator app"])
+    prompt = rng.choice([f"Hi, {name} here. My login code from the {via} doesn't work.",
+                         f"The verification code I got by {via} is rejected. - {name}"])
+    ans = (f"Sorry about that, {name}. Each code sent by {via} is valid for {s} seconds and only "
+           "for the latest request. Request a new code and enter it straight away; older codes "
+           "stop working.")
+    return prompt, ans
+
+
+def c_acc_membership(rng):
+    m = cmoney(rng)
+    fee = m.whole(rng, 20, 80, 5)
+    s = m.small(rng, 4, 9)
+    k = -(-fee // s)
+    prompt = (f"Membership is {m.fmt(fee)} a year and includes free shipping, which is normally "
+              f"{m.fmt(s)} an order. After how many orders does it pay for itself?")
+    ans = (f"{m.fmt(fee)} divided by {m.fmt(s)} per order is more than {k - 1} but less than {k}, "
+           f"so from your {ordinal(k)} order in the year the membership saves you money.")
+    if (k - 1) * s == fee:
+        ans = (f"{m.fmt(fee)} is exactly {k - 1} orders at {m.fmt(s)}, so it breaks even after "
+               f"{k - 1} orders and saves money from the {ordinal(k)}.")
+    return prompt, ans
+
+
+def c_acc_referral(rng):
+    m = cmoney(rng)
+    per = m.whole(rng, 5, 20, 5)
+    cap_n = rng.choice([5, 10])
+    k = rng.randint(1, 14)
+    prompt = (f"I get {m.fmt(per)} for every friend who orders with my link, for up to {cap_n} "
+              f"friends. {plural(k, 'friend has', 'friends have')} ordered. What have I earned?")
+    got = min(k, cap_n)
+    ans = (f"{got} x {m.fmt(per)} = {m.fmt(got * per)} in credit"
+           + (f"; the referral limit is {cap_n} friends, so the others don't add more." if k > cap_n
+              else "."))
+    return prompt, ans
+
+
+def c_acc_birthday(rng):
+    m = cmoney(rng)
+    v = m.whole(rng, 5, 20, 5)
+    d = rng.choice([14, 30])
+    name, shop = rng.choice(CALIB_NAMES), rng.choice(SHOPS)
+    prompt = rng.choice([f"Do {shop} members get anything on their birthday? I'm {name}.",
+                         f"{name} here. I added my birthday to my {shop} account. Is there a reward?"])
+    ans = (f"Yes, {name}: {shop} emails members a {m.fmt(v)} voucher at the start of their "
+           f"birthday month. It works on any order and is valid for {d} days.")
+    return prompt, ans
+
+
+def c_acc_unsubscribe(rng):
+    d = rng.choice([2, 3, 5, 7])
+    name = rng.choice(CALIB_NAMES)
+    shop = rng.choice(SHOPS)
+    prompt = rng.choice([f"How do I stop the marketing emails from {shop}? This is {name}.",
+                         f"I keep getting {shop} newsletters. Please take me off the list. {name}"])
+    ans = (f"Of course, {name}. Click Unsubscribe at the bottom of any {shop} newsletter, or turn "
+           f"off Marketing emails in your account. It can take up to {d} days for the last "
+           "scheduled emails to stop; order and delivery emails keep coming.")
+    return prompt, ans
+
+
+# Subscriptions and repairs
+
+
+def c_sub_saving(rng):
+    m = cmoney(rng)
+    item = rng.choice(["coffee", "dog food", "contact lenses", "shaving kit", "protein powder",
+                       "printer ink", "cat litter"])
+    p = m.rand(rng, 10, 60)
+    pc = rng.choice([5, 10, 15])
+    per_year = rng.choice([4, 6, 12])
+    save = m.pct(p, pc)
+    prompt = (f"The {item} is {m.fmt(p)}, or {pc}% less on subscribe and save. How much do I save "
+              f"with {per_year} deliveries a year?")
+    ans = (f"Each delivery costs {m.fmt(p - save)} instead of {m.fmt(p)}, a saving of "
+           f"{m.fmt(save)}; over {per_year} deliveries that is {m.fmt(per_year * save)} a year.")
+    return prompt, ans
+
+
+def c_sub_cancel(rng):
+    d = rand_date(rng)
+    k = rng.choice([1, 2, 3])
+    prompt = (f"My subscription renews on {fmt_date(d, 'mdy')}. How late can I cancel without "
+              "being charged again?")
+    last = d - dt.timedelta(days=k)
+    ans = (f"Cancel by {fmt_date(last, 'md')}, {plural(k, 'day')} before the renewal, and you won't be "
+           "charged again. You keep access until the end of the period you have paid for.")
+    return prompt, ans
+
+
+def c_rep_quote(rng):
+    m = cmoney(rng)
+    name, _, _ = cproduct(rng, electric=True)
+    parts = m.small(rng, 10, 80)
+    labour = m.whole(rng, 20, 60, 5)
+    prompt = (f"My {name} is out of warranty. The repair quote says parts {m.fmt(parts)} and "
+              f"labour {m.fmt(labour)}. What's the total?")
+    ans = (f"The repair costs {m.fmt(parts + labour)}: {m.fmt(parts)} for parts plus "
+           f"{m.fmt(labour)} for labour. Return shipping to you is included.")
+    return prompt, ans
+
+
+def c_war_extended(rng):
+    m = cmoney(rng)
+    name, lo, hi = cproduct(rng, electric=True)
+    p = m.rand(rng, lo, hi, rounded=True)
+    pc = rng.choice([10, 12, 15])
+    y = rng.choice([2, 3])
+    prompt = f"What does the {y}-year extended warranty cost on the {name} ({m.fmt(p)})? It's {pc}% of the price."
+    ans = (f"{pc}% of {m.fmt(p)} is {m.fmt(m.pct(p, pc))}, so the {name} with the {y}-year "
+           f"extended warranty comes to {m.fmt(p + m.pct(p, pc))}.")
+    return prompt, ans
+
+
+# Chinese
+
+
+def zm(rng) -> Money:
+    return Money("CNY", rng.choice(["sym", "yuan", "yuan"]), rng.random() < 0.7)
+
+
+ZH_EXTRA_PRODUCTS = [
+    ("智能手表", 399, 2499), ("空气炸锅", 199, 899), ("电饭煲", 199, 1299), ("扫地机器人", 999, 4999),
+    ("充电宝", 69, 299), ("儿童推车", 599, 3999), ("猫爬架", 129, 699), ("电动滑板车", 1299, 4999),
+    ("护肤精华", 99, 599), ("登山鞋", 399, 1299), ("真丝睡衣", 299, 999), ("书架", 299, 1599),
+    ("床垫", 999, 6999), ("烤面包机", 149, 599), ("电钻", 199, 899), ("桌游", 59, 299),
+]
+ZH_ALL_PRODUCTS = ZH_PRODUCTS + ZH_EXTRA_PRODUCTS
+ZH_CITIES = ["北京", "上海", "广州", "深圳", "杭州", "成都", "武汉", "西安", "南京", "重庆", "苏州",
+             "厦门"]
+ZH_REMOTE = ["新疆", "西藏", "青海", "内蒙古", "宁夏"]
+ZH_NUM = "零一二三四五六七八九"
+
+
+def zh_small(n: int) -> str:
+    """1-99 in Chinese numerals (十五, 二十, 三十七)."""
+    if n < 10:
+        return ZH_NUM[n]
+    t, u = divmod(n, 10)
+    return ("" if t == 1 else ZH_NUM[t]) + "十" + (ZH_NUM[u] if u else "")
+
+
+def czp(rng):
+    noun, lo, hi = rng.choice(ZH_ALL_PRODUCTS)
+    return rng.choice(ZH_COLORS) + noun, lo, hi
+
+
+def cz_ship_time(rng):
+    city = rng.choice(ZH_CITIES)
+    carrier = rng.choice(ZH_CARRIERS)
+    h = rng.choice([24, 48, 72])
+    n = rng.randint(1, 4)
+    name, _, _ = czp(rng)
+    prompt = rng.choice([f"{name}发到{city}一般几天能到？", f"我在{city}，今天下单{name}什么时候能收到？"])
+    ans = rng.choice([
+        f"我们会在{h}小时内发货，默认{carrier}，发到{city}一般{n}到{n + 2}天送达。",
+        f"付款后{h}小时内发出，{city}通常{zh_small(n)}到{zh_small(n + 2)}天可以收到，发货后可以在订单里查看物流。",
+    ])
+    return prompt, ans
+
+
+def cz_ship_remote(rng):
+    area = rng.choice(ZH_REMOTE)
+    m = zm(rng)
+    fee = rng.choice([10, 15, 20, 25]) * 100
+    name, _, _ = czp(rng)
+    prompt = rng.choice([f"{name}寄到{area}还包不包邮？", f"买{name}寄到{area}需要加运费吗？"])
+    extra = rng.randint(1, 4)
+    ans = f"{area}属于偏远地区，不参加包邮活动，每单需补运费{m.fmt(fee)}，到货时间比其他地区多{extra}到{extra + 2}天。"
+    return prompt, ans
+
+
+def cz_full_reduction(rng):
+    m = zm(rng)
+    th = rng.choice([199, 299, 399, 499]) * 100
+    off = rng.choice([20, 30, 50, 60]) * 100
+    cart = rng.randint(120, 700) * 100 + rng.choice([0, 0, 50, 90])
+    prompt = f"满{m.fmt(th)}减{m.fmt(off)}，我的购物车是{m.fmt(cart)}，实付多少？"
+    if cart >= th:
+        ans = f"您的购物车{m.fmt(cart)}已满{m.fmt(th)}，可以减{m.fmt(off)}，实付{m.fmt(cart - off)}。"
+    else:
+        ans = f"您的购物车{m.fmt(cart)}还差{m.fmt(th - cart)}才满{m.fmt(th)}，暂时不能减，实付{m.fmt(cart)}。"
+    return prompt, ans
+
+
+def cz_coupon_stack(rng):
+    m = zm(rng)
+    a = rng.choice([10, 20, 30, 40]) * 100
+    b = rng.choice([5, 8, 10, 15]) * 100
+    cart = rng.randint(100, 900) * 100 + rng.choice([0, 0, 50, 90])
+    prompt = rng.choice([f"店铺券{m.fmt(a)}和平台券{m.fmt(b)}能一起用吗？我买了{m.fmt(cart)}。",
+                         f"订单{m.fmt(cart)}，我有一张{m.fmt(a)}的店铺优惠券，还有一张{m.fmt(b)}的平台券，可以叠加吗？"])
+    ans = (f"可以叠加。店铺券和平台券各用一张，一共优惠{m.fmt(a + b)}，{m.fmt(cart)}的订单实付"
+           f"{m.fmt(cart - a - b)}。同一种券每单只能用一张。")
+    return prompt, ans
+
+
+def cz_member_discount(rng):
+    m = zm(rng)
+    name, lo, hi = czp(rng)
+    p = rng.randint(lo, hi) * 100
+    zhe = rng.choice([9.5, 9, 8.8, 8.5])
+    off = round(100 - zhe * 10, 1)
+    pay = p - m.pct(p, off)
+    prompt = f"会员打{pct_str(zhe)}折，{name}原价{m.fmt(p)}，会员价是多少？"
+    ans = f"{name}原价{m.fmt(p)}，会员打{pct_str(zhe)}折后是{m.fmt(pay)}，便宜了{m.fmt(p - pay)}。"
+    return prompt, ans
+
+
+def cz_invoice(rng):
+    oid = order_id(rng)
+    prompt = rng.choice([f"订单{oid}可以开增值税专票吗？", f"订单{oid}需要开公司抬头的发票，怎么弄？"])
+    ans = rng.choice([
+        f"可以。在订单{oid}的发票页面填写公司名称和税号，电子发票一般在确认收货后{zh_small(rng.choice([1, 2, 3]))}个工作日内发到您的邮箱。",
+        f"可以开。请在订单{oid}详情里点“申请发票”，填写抬头和税号，我们会在3个工作日内开好。",
+    ])
+    return prompt, ans
+
+
+def cz_price_protect(rng):
+    m = zm(rng)
+    name, lo, hi = czp(rng)
+    paid = rng.randint(lo, hi) * 100
+    drop = rng.choice([10, 20, 30, 50, 80]) * 100
+    k = rng.randint(2, 40)
+    days = rng.choice([7, 15, 30])
+    prompt = f"我{k}天前买的{name}花了{m.fmt(paid)}，现在降了{m.fmt(drop)}，能退差价吗？"
+    if k <= days:
+        ans = f"可以。我们支持{days}天价格保护，您购买{k}天，在保价期内，差价{m.fmt(drop)}会退回到您的账户。"
+    else:
+        ans = f"很抱歉，价格保护期是{days}天，您的订单已经{k}天了，超过保价期，差价{m.fmt(drop)}无法退还。"
+    return prompt, ans
+
+
+def cz_trade_in(rng):
+    m = zm(rng)
+    name, lo, hi = czp(rng)
+    p = rng.randint(lo, hi) * 100
+    sub = rng.choice([x for x in (50, 100, 200, 300) if x * 100 * 2 <= p] or [20]) * 100
+    prompt = f"以旧换新能补贴多少？我想买{m.fmt(p)}的{name}。"
+    ans = f"旧机评估合格后可以补贴{m.fmt(sub)}，新买的{name}实付{m.fmt(p - sub)}。旧机由快递上门免费取件。"
+    return prompt, ans
+
+
+def cz_instalment(rng):
+    m = zm(rng)
+    n = rng.choice([3, 6, 12, 24])
+    per = rng.randint(50, 900) * 100
+    name, _, _ = czp(rng)
+    prompt = rng.choice([f"{name}{m.fmt(per * n)}，分{n}期免息每期多少钱？",
+                         f"{m.fmt(per * n)}的{name}可以分{n}期吗？每个月还多少？"])
+    ans = f"可以分{n}期免息，{m.fmt(per * n)}分{n}期，每期{m.fmt(per)}，没有手续费。"
+    return prompt, ans
+
+
+def cz_tracking(rng):
+    carrier = rng.choice(ZH_CARRIERS)
+    trk = tracking(rng, carrier)
+    n = rng.randint(2, 6)
+    prompt = rng.choice([f"运单号{trk}的物流{n}天没更新了，怎么回事？",
+                         f"{carrier}单号{trk}显示{n}天没动了，是不是丢件了？"])
+    if n <= 3:
+        ans = f"中转期间物流可能{zh_small(n)}天不更新，属于正常情况。如果超过{zh_small(4)}天还没有更新，我们会联系{carrier}核查。"
+    else:
+        ans = f"已经{n}天没有更新，我们已联系{carrier}核查运单{trk}，2个工作日内给您答复，如确认丢件会补发或全额退款。"
+    return prompt, ans
+
+
+def cz_change_address(rng):
+    oid = order_id(rng)
+    city = rng.choice(ZH_CITIES)
+    shipped = rng.random() < 0.4
+    prompt = f"订单{oid}的收货地址填错了，应该是{city}，能改吗？"
+    if shipped:
+        ans = f"订单{oid}已经发货，我们无法直接修改地址。您可以联系快递员改派，或拒收后我们安排退款。"
+    else:
+        ans = f"可以，订单{oid}还没有发货。请把{city}的详细地址和收件人电话发给我，我马上帮您修改。"
+    return prompt, ans
+
+
+def cz_cancel(rng):
+    oid = order_id(rng)
+    mins = rng.choice([30, 60])
+    k = rng.randint(5, 120)
+    prompt = f"订单{oid}是{k}分钟前下的，还能取消吗？"
+    if k <= mins:
+        ans = f"可以取消。订单{oid}下单{k}分钟，还在{mins}分钟的取消时限内，款项会原路退回。"
+    else:
+        ans = f"订单{oid}已经下单{k}分钟，超过了{mins}分钟的取消时限，仓库已经在打包。收到后可以申请退货。"
+    return prompt, ans
+
+
+def cz_restock(rng):
+    name, _, _ = czp(rng)
+    d = rng.randint(3, 20)
+    prompt = rng.choice([f"{name}什么时候补货？", f"{name}显示缺货，还会有吗？"])
+    ans = rng.choice([
+        f"{name}预计{d}天后补货，您可以点击“到货提醒”，补货后会第一时间短信通知您。",
+        f"这款{name}大约{zh_small(d)}天后到货，可以先收藏，到货后我们会发消息提醒。",
+    ])
+    return prompt, ans
+
+
+def cz_shoe_size(rng):
+    foot = rng.choice([230, 235, 240, 245, 250, 255, 260, 265, 270])
+    size = (foot - 230) // 5 + 36
+    name = rng.choice(ZH_COLORS) + rng.choice(["运动鞋", "登山鞋", "帆布鞋", "皮鞋"])
+    prompt = f"我的脚长{foot}毫米，这款{name}穿多大码？尺码表上36码是230毫米，每大一码加5毫米。"
+    ans = f"按尺码表，脚长{foot}毫米穿{name}对应{size}码。脚背较高的话建议选大一码，也就是{size + 1}码。"
+    return prompt, ans
+
+
+def cz_gift(rng):
+    m = zm(rng)
+    th = rng.choice([99, 199, 299]) * 100
+    cart = rng.randint(50, 400) * 100
+    gift = rng.choice(["保温杯", "帆布袋", "收纳盒", "数据线"])
+    prompt = f"买满{m.fmt(th)}送{gift}，我买了{m.fmt(cart)}，有赠品吗？"
+    if cart >= th:
+        ans = f"有的。您的订单{m.fmt(cart)}已满{m.fmt(th)}，{gift}会和商品一起发出，不需要另外领取。"
+    else:
+        ans = f"暂时没有。您的订单{m.fmt(cart)}还差{m.fmt(th - cart)}才满{m.fmt(th)}，凑够后{gift}会自动加入订单。"
+    return prompt, ans
+
+
+def cz_points_redeem(rng):
+    pts = rng.randint(200, 20000)
+    per = rng.choice([100, 200, 500])
+    val = rng.choice([1, 2, 5])
+    k = pts // per
+    prompt = f"我有{pts}积分，每{per}积分抵{val}元，最多能抵多少钱？"
+    ans = f"{pts}积分按每{per}积分抵{val}元计算，可以抵{k * val}元，剩下{pts - k * per}积分继续保留。"
+    return prompt, ans
+
+
+def cz_password(rng):
+    s = rng.choice(ZH_SURNAMES)
+    mins = rng.choice([5, 10, 15])
+    tail = rng.randint(1000, 9999)
+    prompt = rng.choice([f"我是{s}先生，手机尾号{tail}，忘记登录密码了怎么办？",
+                         f"{s}女士，尾号{tail}的账号登不上去，密码忘了。"])
+    ans = (f"{s}{'先生' if '先生' in prompt else '女士'}您好，请在登录页点“忘记密码”，用尾号{tail}的手机获取"
+           f"验证码，验证码{mins}分钟内有效，然后设置新密码即可。")
+    return prompt, ans
+
+
+def cz_phone_change(rng):
+    s = rng.choice(ZH_SURNAMES)
+    tail = rng.randint(1000, 9999)
+    prompt = rng.choice([f"我是{s}女士，手机号换了，尾号{tail}的旧号不用了，账号怎么换绑？",
+                         f"{s}先生，我换了新手机号，原来尾号{tail}的号码收不到验证码了。"])
+    d = rng.choice([1, 2, 3, 5, 7])
+    ans = (f"请在“账户设置-安全中心”里选择更换手机号。尾号{tail}的旧号码如果已停用，可以上传身份证照片"
+           f"申请人工换绑，审核需要{zh_small(d)}个工作日。")
+    return prompt, ans
+
+
+def cz_delete_account(rng):
+    d = rng.choice([7, 15, 30])
+    pts = rng.randint(50, 9000)
+    prompt = rng.choice([f"账号要怎么注销？我还有{pts}积分。", f"我想注销会员账户，账户里的{pts}积分会怎样？"])
+    ans = f"注销申请提交后有{d}天冷静期，期满后账号和{pts}积分会被清空且无法恢复，建议先把积分用掉。订单记录会按法律要求保存。"
+    return prompt, ans
+
+
+def cz_install(rng):
+    m = zm(rng)
+    name = rng.choice(["空调", "洗衣机", "热水器", "油烟机", "电视挂架", "洗碗机", "净水器"])
+    name = rng.choice(["", "", "新买的", "刚下单的", "这台"]) + name
+    fee = rng.choice([0, 50, 80, 100, 150]) * 100
+    d = rng.randint(1, 3)
+    prompt = rng.choice([f"{name}包安装吗？", f"买{name}上门安装要收费吗？"])
+    if fee == 0:
+        ans = f"{name}免费上门安装，送货后{d}天内安装师傅会联系您预约时间。"
+    else:
+        ans = f"{name}基础安装收费{m.fmt(fee)}，送货后{d}天内师傅会电话预约，辅材费用按实际使用另算。"
+    return prompt, ans
+
+
+def cz_refund_time(rng):
+    way, days = rng.choice([("支付宝", "1到3"), ("微信", "1到3"), ("银行卡", "3到7"), ("信用卡", "5到10")])
+    oid = order_id(rng)
+    prompt = rng.choice([f"订单{oid}退款多久能到账？我用的是{way}。", f"{way}付的款，退款几天到？订单{oid}。"])
+    ans = f"订单{oid}的退款审核通过后会原路退回{way}，一般{days}个工作日到账，请留意账户通知。"
+    return prompt, ans
+
+
+def cz_damaged(rng):
+    name, _, _ = czp(rng)
+    prompt = rng.choice([f"收到的{name}外壳破了，怎么处理？", f"{name}到货就有划痕，可以换吗？"])
+    h = rng.choice([24, 48, 72])
+    ans = f"非常抱歉。请在签收后{h}小时内把{name}的照片上传到订单页面，我们核实后免费换新，退回的运费由我们承担。"
+    return prompt, ans
+
+
+def cz_unit_price(rng):
+    m = zm(rng)
+    n = rng.choice([2, 3, 4, 5, 6, 10, 12])
+    unit = rng.randint(5, 200) * 100 + rng.choice([0, 0, 50, 90])
+    item = rng.choice(["抽纸", "洗衣液", "矿泉水", "咖啡胶囊", "牙刷", "毛巾"])
+    prompt = rng.choice([f"{item}一组{n}件卖{m.fmt(unit * n)}，一件合多少钱？",
+                         f"{n}件装的{item}{m.fmt(unit * n)}，单价是多少？"])
+    ans = f"{m.fmt(unit * n)}除以{n}件，每件{m.fmt(unit)}。"
+    return prompt, ans
+
+
+def cz_total(rng):
+    m = zm(rng)
+    (n1, lo1, hi1), (n2, lo2, hi2) = czp(rng), czp(rng)
+    p1, p2 = cny(rng, lo1, hi1), cny(rng, lo2, hi2)
+    k = rng.randint(1, 3)
+    prompt = f"买{k}件{n1}（{m.fmt(p1)}一件）和一件{n2}（{m.fmt(p2)}），一共多少钱？"
+    ans = f"{k}件{n1}是{m.fmt(k * p1)}，加上{n2}的{m.fmt(p2)}，一共{m.fmt(k * p1 + p2)}。"
+    return prompt, ans
+
+
+def cz_deposit(rng):
+    m = zm(rng)
+    name, lo, hi = czp(rng)
+    dep = rng.choice([50, 100, 200]) * 100
+    off = rng.choice([100, 150, 300]) * 100
+    p = rng.randint(max(lo, off // 100 + 50), max(hi, off // 100 + 100)) * 100
+    d = rand_date(rng)
+    prompt = f"{name}预售，定金{m.fmt(dep)}抵{m.fmt(off)}，到手价{m.fmt(p)}的话尾款多少？"
+    ans = f"定金{m.fmt(dep)}可以抵{m.fmt(off)}，所以尾款是{m.fmt(p - off)}，请在{zh_date(d, year=False)}当天支付尾款。"
+    return prompt, ans
+
+
+def cz_same_day(rng):
+    city = rng.choice(ZH_CITIES)
+    cut = rng.choice([11, 12, 14, 15])
+    h = rng.randint(8, 20)
+    prompt = f"我在{city}，现在{h}点下单，今天能送到吗？"
+    if h < cut:
+        ans = f"可以。{city}支持当日达，{cut}点前下单当天送到，您{h}点下单赶得上。"
+    else:
+        ans = f"今天送不到了。{city}当日达要在{cut}点前下单，{h}点下单会在明天送达。"
+    return prompt, ans
+
+
+def cz_warranty_claim(rng):
+    name, _, _ = czp(rng)
+    y = rng.choice([1, 2, 3])
+    prompt = rng.choice([f"{name}的保修期有多长？", f"{name}坏了保修怎么申请？"])
+    ans = f"{name}整机保修{zh_small(y)}年，在订单页面点“申请售后”，上传故障照片和购买凭证，审核通过后我们安排上门取件。"
+    return prompt, ans
+
+
+CALIB_EN_MORE = [c_ship_locker, c_ship_saturday, c_ship_cutoff, c_ship_pickup, c_ship_per_kg,
+                 c_ship_combined, c_ship_remote, c_ret_final_sale, c_ret_gift, c_ref_credit_bonus,
+                 c_ref_shipping_back, c_ref_method, c_ret_no_box, c_price_second_half,
+                 c_price_coupon_min, c_price_tax, c_price_student, c_price_preorder, c_price_unit,
+                 c_price_bundle, c_ord_change_qty, c_ord_invoice, c_ord_backorder, c_ord_giftwrap,
+                 c_ord_duplicate, c_ord_confirm_email, c_prod_fit_space, c_prod_battery,
+                 c_prod_capacity, c_prod_care, c_prod_store_stock, c_prod_restock_alert,
+                 c_prod_compat, c_pay_declined, c_pay_cod, c_pay_instalments_month, c_pay_currency,
+                 c_acc_locked, c_acc_2fa, c_acc_membership, c_acc_referral, c_acc_birthday,
+                 c_acc_unsubscribe, c_sub_saving, c_sub_cancel, c_rep_quote, c_war_extended]
+CALIB_ZH_MORE = [cz_ship_time, cz_ship_remote, cz_full_reduction, cz_coupon_stack,
+                 cz_member_discount, cz_invoice, cz_price_protect, cz_trade_in, cz_instalment,
+                 cz_tracking, cz_change_address, cz_cancel, cz_restock, cz_shoe_size, cz_gift,
+                 cz_points_redeem, cz_password, cz_phone_change, cz_delete_account, cz_install,
+                 cz_refund_time, cz_damaged, cz_unit_price, cz_total, cz_deposit, cz_same_day,
+                 cz_warranty_claim]
+
+
 CALIB_EN = [c_ship_threshold, c_ship_bdays, c_ship_express, c_ship_tracking, c_ship_address,
             c_ret_window, c_ret_how, c_ret_exchange, c_ref_label, c_ref_when, c_ref_partial,
             c_ref_restock, c_price_sale, c_price_pct, c_price_match, c_price_qty, c_ord_cancel,
@@ -1471,10 +2503,10 @@ def gen_calib() -> list[dict]:
     en_order: list = []
     zh_order_: list = []
     for i in range(N_CALIB):
-        zh = i % 10 == 7
+        zh = i % CALIB_ZH_EVERY == CALIB_ZH_EVERY - 1
         pool = zh_order_ if zh else en_order
         if not pool:
-            pool.extend(CALIB_ZH if zh else CALIB_EN)
+            pool.extend(CALIB_ZH + CALIB_ZH_MORE if zh else CALIB_EN + CALIB_EN_MORE)
             rng.shuffle(pool)
         tmpl = pool.pop()
         for _ in range(200):
@@ -1916,8 +2948,8 @@ def main(argv=None) -> int:
     answers = {c["answer"] for c in calib}
     for line in heldout.splitlines():
         assert line not in answers, line
-    for a in answers:
-        assert a not in heldout, a
+    for c in calib:  # tests/python/test_quant_data.py checks sentences and the other files
+        assert c["answer"] not in heldout and c["prompt"] not in heldout, c
 
     for name, text in [(PROBES_FILE, jsonl(probes)), (CALIB_FILE, jsonl(calib)),
                        (HELDOUT_FILE, heldout)]:

@@ -52,13 +52,13 @@ class Frugal:
     def __init__(self, binary: Path):
         self.binary = binary
 
-    def run(self, *args, timeout=DEFAULT_TIMEOUT_S, input=None) -> subprocess.CompletedProcess:
+    def run(self, *args, timeout=DEFAULT_TIMEOUT_S, input=None, cwd=None) -> subprocess.CompletedProcess:
         assert self.binary.exists(), (
             f"frugal binary not found at {self.binary}; build it (cmake --build build) or set "
             "FRUGAL_BIN")
-        cmd = [str(self.binary)] + [str(a) for a in args]
+        cmd = [str(self.binary.absolute())] + [str(a) for a in args]  # absolute: cwd may change
         try:
-            return subprocess.run(cmd, capture_output=True, timeout=timeout, input=input,
+            return subprocess.run(cmd, capture_output=True, timeout=timeout, input=input, cwd=cwd,
                                   stdin=None if input is not None else subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             pytest.fail(f"timed out after {timeout} s: {' '.join(cmd)}")

@@ -1,11 +1,13 @@
 """The quantization datasets in tests/data (docs/quant-data.md): the committed files are exactly
 what tests/data/gen_quant_data.py writes, and they keep the shape `frugal quantize` and
-`frugal eval` rely on. Pure Python, no binary and no model; well under a second or two.
+`frugal eval` rely on; the calibration set shares no text with the held-out data. Pure Python,
+no binary and no model; a few seconds.
 """
 
 from __future__ import annotations
 
 import json
+import collections
 import re
 import subprocess
 import sys
@@ -19,6 +21,7 @@ GEN = DATA / "gen_quant_data.py"
 PROBES = DATA / "numeric_probes.jsonl"
 CALIB = DATA / "calib_cs.jsonl"
 HELDOUT = DATA / "heldout_cs.txt"
+CACHE_HELDOUT = DATA / "cache_heldout.jsonl"
 
 KINDS = {"price", "stock", "order", "discount", "date", "total", "shipping", "refund"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -88,7 +91,7 @@ def test_order_probes_expect_ids_copied_from_the_prompt(probes):
 
 
 def test_calib_shape(calib):
-    assert len(calib) >= 400
+    assert len(calib) == 2000
     lines = [json.dumps(c, ensure_ascii=False, sort_keys=True) for c in calib]
     assert len(set(lines)) == len(lines), "calibration lines must be unique"
     for c in calib:
@@ -117,8 +120,54 @@ def cjk_share(texts) -> float:
 def test_about_ten_percent_chinese(probes, calib, heldout):
     shares = {
         "probes": cjk_share(p["messages"][1]["content"] for p in probes),
-        "calib": cjk_share(c["prompt"] for c in calib),
         "heldout": cjk_share(heldout.splitlines()),
     }
     for name, share in shares.items():
         assert 0.05 <= share <= 0.20, (name, share)
+
+
+def test_calib_is_a_quarter_chinese(calib):
+    # English and Chinese: every 4th item is Chinese, question and answer.
+    zh = [c for c in calib if CJK.search(c["prompt"])]
+    assert len(zh) == len(calib) // 4
+    assert all(CJK.search(c["answer"]) for c in zh)
+    assert not [c for c in calib if CJK.search(c["prompt"]) is None and CJK.search(c["answer"])]
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.?!。？！])\s*", text) if s.strip()]
+
+
+def test_calib_shares_no_text_with_the_held_out_data(calib, probes, heldout):
+    """No calibration item, nor any sentence of one (6 words or more, or 10 Chinese characters),
+    appears in the held-out data: the text the quantize gate scores, the numeric probes, and the
+    semantic cache's held-out pairs; and no held-out cache query (4 characters or more) appears
+    inside a calibration item."""
+    cache = read_jsonl(CACHE_HELDOUT)
+    queries = [q for c in cache for q in (c["a"], c["b"])]
+    held = "\n".join([heldout] + [m["content"] for p in probes for m in p["messages"]] + queries)
+    whole = [t for c in calib for t in (c["prompt"], c["answer"]) if t in held]
+    assert not whole, whole[:5]
+    shared = {s for c in calib for t in (c["prompt"], c["answer"]) for s in sentences(t)
+              if (len(s.split()) >= 6 or len(CJK.findall(s)) >= 10) and s in held}
+    assert not shared, sorted(shared)[:5]
+    calib_text = "\n".join(c["prompt"] + "\n" + c["answer"] for c in calib)
+    inside = [q for q in queries if len(q) >= 4 and q in calib_text]
+    assert not inside, inside[:5]
+
+
+def skeleton(text: str) -> str:
+    """The wording of a text without its numbers, amounts and names."""
+    text = re.sub(r"[$€£¥]?\d[\d,.:]*(元)?", "0", text)
+    return re.sub(r"\b[A-Z][A-Za-z'&-]*\b", "X", text)
+
+
+def test_calib_has_real_variety(calib):
+    # Not 2000 near-copies: hundreds of distinct wordings once numbers and names are taken out,
+    # none used for more than 2% of the items, and a vocabulary to match.
+    forms = collections.Counter(skeleton(c["answer"]) for c in calib)
+    assert len(forms) >= 400, len(forms)
+    assert forms.most_common(1)[0][1] <= len(calib) // 50, forms.most_common(3)
+    words = {w.lower() for c in calib for w in re.findall(r"[A-Za-z']+", c["prompt"] + " " + c["answer"])}
+    hanzi = set(CJK.findall("".join(c["prompt"] + c["answer"] for c in calib)))
+    assert len(words) >= 800 and len(hanzi) >= 400, (len(words), len(hanzi))

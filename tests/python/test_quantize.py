@@ -1,15 +1,19 @@
 """Black-box tests of `frugal quantize` (issue 5): the file it writes, read back by the engine
 and by an independent numpy model of the formats (frugal_format.py); calibration through the
-layer-by-layer pipeline; metadata; bad input refused with exit 2 and nothing left behind.
+layer-by-layer pipeline; metadata; bad input refused with exit 2 and nothing left behind; the
+quality gate, on by default (issue 27).
 
-Slow paths are kept short: calibration uses a few short sequences; the GPTQ / AWQ quality
-numbers are measured by bench/quant_table.py (docs/quantization.md), not here.
+Slow paths are kept short: calibration uses a few short sequences (--calib-samples, where the
+default is every item of the file); tests about the file rather than the gate pass --no-gate,
+and the gate's own tests mostly score a short held-out sample. The GPTQ / AWQ quality numbers
+are measured by bench/quant_table.py (docs/quantization.md), not here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -21,13 +25,17 @@ from conftest import ROOT
 
 CALIB = ROOT / "tests" / "data" / "calib_cs.jsonl"
 HELDOUT = ROOT / "tests" / "data" / "heldout_cs.txt"
+PROBES = ROOT / "tests" / "data" / "numeric_probes.jsonl"
 TOKENS = [1, 504, 3458, 282, 4649, 314, 260, 1789, 30, 378, 2437, 28, 1112, 2]
 
 
 def quantize(frugal, model, out: Path, *args, timeout=600):
-    p = frugal.ok("quantize", "-q", "-m", model, "-o", out, "--json", *args, timeout=timeout)
+    """An ungated run (--no-gate): the tests using it are about the file, not the gate."""
+    p = frugal.ok("quantize", "-q", "-m", model, "-o", out, "--json", "--no-gate", *args, timeout=timeout)
     assert out.exists()
-    return json.loads(p.stdout)
+    rep = json.loads(p.stdout)
+    assert rep["validated"] is False and rep["gate"] == {"spec": None, "skipped": True}
+    return rep
 
 
 def info(frugal, model):
@@ -54,6 +62,22 @@ def test_calibrated_pipeline_without_quantizing_keeps_the_model(frugal, smollm2_
                    "--calib-samples", "2", "--seq-len", "32")
     assert rep["calib_tokens"] == 64
     np.testing.assert_array_equal(frugal.logits(out, TOKENS, tmp_path), frugal.logits(smollm2_gguf, TOKENS, tmp_path))
+
+
+def test_calibration_uses_every_token_by_default(frugal, tmp_path):
+    """Issue 27: by default (--calib-samples 0) every window of --seq-len tokens is used, the last
+    one as long as what is left, so every item of the file is calibrated on; an explicit count
+    takes that many full windows, spread over the file. A tiny random model keeps it fast."""
+    src = tmp_path / "src.gguf"
+    synth.write_gguf_llama(str(src), seed=3)
+    calib = tmp_path / "c.txt"
+    calib.write_text(HELDOUT.read_text(encoding="utf-8")[:600], encoding="utf-8")
+    args = ("--preset", "all-int8", "--method", "gptq", "--calib", calib, "--seq-len", "16")
+    every = quantize(frugal, src, tmp_path / "a.gguf", *args)["calib_tokens"]
+    assert quantize(frugal, src, tmp_path / "b.gguf", *args, "--calib-samples", "0")["calib_tokens"] == every
+    full = quantize(frugal, src, tmp_path / "c.gguf", *args, "--calib-samples", "100000")["calib_tokens"]
+    assert every % 16 != 0 and full == every // 16 * 16, (every, full)
+    assert quantize(frugal, src, tmp_path / "d.gguf", *args, "--calib-samples", "2")["calib_tokens"] == 32
 
 
 def test_rtn_bytes_match_an_independent_packer(frugal, smollm2_gguf, tmp_path):
@@ -260,7 +284,8 @@ def test_recipe_file_and_progress(frugal, smollm2_gguf, tmp_path):
         "  - {match: \"blk.*.ffn_down.weight\", type: int4_sym, group_size: 32}\n"
         "default: keep\n")
     out = tmp_path / "r.gguf"
-    p = frugal.ok("quantize", "-m", smollm2_gguf, "-o", out, "--recipe", recipe, "--method", "rtn", "--json")
+    p = frugal.ok("quantize", "-m", smollm2_gguf, "-o", out, "--recipe", recipe, "--method", "rtn", "--json",
+                  "--no-gate")
     rep = json.loads(p.stdout)
     types = {t["name"]: t["type"] for t in rep["tensors"]}
     assert types["blk.5.ffn_down.weight"] == "I4S_G32"
@@ -325,7 +350,96 @@ def test_gate_passes_and_auto_mixed_raises_the_sensitive_layers(frugal, smollm2_
 
 
 def test_auto_mixed_needs_a_gate(frugal, smollm2_gguf, tmp_path):
-    p = frugal.run("quantize", "-q", "-m", smollm2_gguf, "-o", tmp_path / "x.gguf", "--method", "rtn", "--auto-mixed")
-    assert p.returncode == 2 and "--auto-mixed needs --gate" in p.stderr.decode()
+    p = frugal.run("quantize", "-q", "-m", smollm2_gguf, "-o", tmp_path / "x.gguf", "--method", "rtn", "--auto-mixed",
+                   "--no-gate")
+    assert p.returncode == 2 and "--auto-mixed needs the gate" in p.stderr.decode()
+    p = frugal.run("quantize", "-q", "-m", smollm2_gguf, "-o", tmp_path / "x.gguf", "--method", "rtn", "--no-gate",
+                   "--gate", "kld<0.1")
+    assert p.returncode == 2 and "excludes" in p.stderr.decode()
     p = frugal.run("quantize", "-q", "-m", smollm2_gguf, "-o", tmp_path / "x.gguf", "--method", "rtn", "--gate", "ppl<<3")
     assert p.returncode == 2
+
+
+# A recipe no gate should pass: every matrix, the embeddings included, INT4 symmetric in groups
+# of 128 with min-max scales (RTN, --no-scale-search).
+BROKEN_RECIPE = ("name: broken\n"
+                 "rules:\n"
+                 "  - {match: \"*\", type: int4_sym, group_size: 128}\n"
+                 "default: keep\n")
+
+
+def default_gate(frugal) -> str:
+    """The default gate, as `frugal quantize --help` prints it."""
+    help_text = frugal.ok("quantize", "--help").stdout.decode()
+    m = re.search(r"\(default (ppl[^)]*)\)", help_text)
+    assert m, help_text
+    return m.group(1)
+
+
+def test_plain_quantize_refuses_a_broken_model_by_default(frugal, smollm2_gguf, tmp_path):
+    """Issue 27: with no gate flag at all, `frugal quantize` evaluates the result against the input
+    model on the held-out text and the numeric probes, and a model that fails the default gate
+    exits 3 with a one-line reason and leaves nothing behind (no file, no .tmp, no .candidate).
+    Run from another directory: the held-out data are the binary's built-in copies. The model
+    fails on the held-out text already, so the numeric probes (the costly part) are not run."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    recipe = tmp_path / "broken.yaml"
+    recipe.write_text(BROKEN_RECIPE)
+    out = elsewhere / "broken.gguf"
+    p = frugal.run("quantize", "-q", "-m", Path(smollm2_gguf).absolute(), "-o", out, "--recipe", recipe,
+                   "--method", "rtn", "--no-scale-search", "--json", cwd=elsewhere, timeout=1800)
+    err = p.stderr.decode()
+    assert p.returncode == 3, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "the gate refused the model" in lines[0] and "--no-gate" in lines[0], err
+    rep = json.loads(p.stdout)
+    g = rep["gate"]
+    assert g["default"] is True and g["passed"] is False and rep["validated"] is False, g
+    assert g["spec"] == default_gate(frugal)
+    assert g["eval_text"] == "built-in tests/data/heldout_cs.txt"
+    assert g["eval_probes"] == "built-in tests/data/numeric_probes.jsonl"
+    assert g["failures"] and rep["output"] == ""
+    ev = rep["eval"]
+    assert 1000 <= ev["tokens_scored"] <= 1100 and ev["kld_mean"] > 0.1, ev
+    numeric = [c for c in g["spec"].split(",") if c.startswith("numeric")]
+    assert numeric and g["not_measured"] == numeric and ev["probes"] == 0, (g, ev)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_no_gate_writes_the_model_and_says_it_was_not_validated(frugal, smollm2_gguf, tmp_path):
+    recipe = tmp_path / "broken.yaml"
+    recipe.write_text(BROKEN_RECIPE)
+    args = ("-q", "-m", smollm2_gguf, "--recipe", recipe, "--method", "rtn", "--no-scale-search", "--no-gate")
+    out = tmp_path / "broken.gguf"
+    p = frugal.run("quantize", "-o", out, "--json", *args)
+    assert p.returncode == 0, p.stderr.decode()
+    assert "NOT validated (--no-gate)" in p.stderr.decode()
+    rep = json.loads(p.stdout)
+    assert rep["validated"] is False and rep["gate"] == {"spec": None, "skipped": True}
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["broken.gguf", "broken.yaml"]
+    assert info(frugal, out)["loadable"]
+    # The text report says so as well.
+    p = frugal.run("quantize", "-o", tmp_path / "text.gguf", *args)
+    assert p.returncode == 0 and "NOT validated" in p.stderr.decode()
+    assert "not validated: --no-gate" in p.stdout.decode()
+
+
+def test_default_gate_passes_a_good_model(frugal, smollm2_gguf, tmp_path):
+    """All-INT8 RTN (KLD about 0.002 on the held-out text, docs/quantization.md) passes the default
+    gate and is written. Scored on 512 held-out tokens and 16 probes to keep the test short; the
+    gate itself is the default."""
+    probes = tmp_path / "probes.jsonl"
+    probes.write_text("".join(PROBES.read_text(encoding="utf-8").splitlines(keepends=True)[:16]),
+                      encoding="utf-8")
+    out = tmp_path / "int8.gguf"
+    p = frugal.run("quantize", "-q", "-m", smollm2_gguf, "-o", out, "--preset", "all-int8", "--method", "rtn",
+                   "--eval-max-tokens", "512", "--eval-probes", probes, "--json", timeout=900)
+    assert p.returncode == 0, p.stderr.decode()
+    rep = json.loads(p.stdout)
+    assert rep["validated"] is True and rep["gate"]["default"] is True and rep["gate"]["passed"] is True
+    assert rep["gate"]["eval_probes"] == str(probes) and rep["eval"]["probes"] == 16
+    assert rep["gate"]["not_measured"] == [] and rep["eval"]["numeric_fidelity"] >= 0.3
+    assert rep["output"] == str(out) and out.exists()
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["int8.gguf", "probes.jsonl"]
+    assert p.stderr.decode() == ""

@@ -22,7 +22,7 @@ GGUF_TYPES = {gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.Q4_0,
 
 
 def quantize(frugal, model, out: Path, *args):
-    p = frugal.ok("quantize", "-q", "-m", model, "-o", out, "--json", "--method", "rtn", *args,
+    p = frugal.ok("quantize", "-q", "-m", model, "-o", out, "--json", "--method", "rtn", "--no-gate", *args,
                   timeout=600)
     assert out.exists()
     return json.loads(p.stdout)
