@@ -103,6 +103,15 @@ std::function<void(const QuantProgress&)> ProgressPrinter() {
   };
 }
 
+// A tensor type as the file names it: for llama.cpp, a Frugal type is written as the GGUF block
+// type with its values (Q8_0, Q4_0, Q4_1).
+std::string WrittenTypeName(TensorType t, QuantTarget target) {
+  if (target == QuantTarget::kLlamaCpp) {
+    if (const std::optional<TensorType> g = GgufEquivalent(t)) return TypeName(*g);
+  }
+  return TypeName(t);
+}
+
 // The reports describe the file as written: `raised` tensors in the alternative it names.
 nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o,
                           const std::string& output, const Raise& raised) {
@@ -125,19 +134,20 @@ nlohmann::json ReportJson(const QuantizedModel& m, const QuantizeOptions& o,
   nlohmann::json ts = nlohmann::json::array();
   for (const TensorReport& t : m.tensors()) {
     nlohmann::json e{{"name", t.name},
-                     {"type", TypeName(t.TypeIn(raised))},
+                     {"type", WrittenTypeName(t.TypeIn(raised), o.target)},
                      {"source_type", TypeName(t.source)},
                      {"elements", t.elements},
                      {"bytes", t.BytesIn(raised)}};
-    if (raised.count(t.name)) e["raised_from"] = TypeName(t.type);
+    if (raised.count(t.name)) e["raised_from"] = WrittenTypeName(t.type, o.target);
     if (!t.note.empty()) e["note"] = t.note;
     if (t.rel_error >= 0)
       e["rel_error"] = t.rel_error;  // as quantized to `type` (raised_from when raised)
     if (!t.alternatives.empty()) {
       nlohmann::json alts = nlohmann::json::array();
       for (const TensorReport::Alternative& a : t.alternatives) {
-        alts.push_back(
-            {{"type", TypeName(a.type)}, {"bytes", a.bytes}, {"rel_error", a.rel_error}});
+        alts.push_back({{"type", WrittenTypeName(a.type, o.target)},
+                        {"bytes", a.bytes},
+                        {"rel_error", a.rel_error}});
       }
       e["alternatives"] = std::move(alts);
     }
@@ -158,7 +168,7 @@ std::string ReportText(const QuantizedModel& m, const QuantizeOptions& o, const 
   double worst = -1;
   std::string worst_name;
   for (const TensorReport& t : m.tensors()) {
-    auto& e = by_type[TypeName(t.TypeIn(raised))];
+    auto& e = by_type[WrittenTypeName(t.TypeIn(raised), o.target)];
     ++e.first;
     e.second += t.BytesIn(raised);
     if (!t.note.empty()) ++notes[t.note];
@@ -209,6 +219,7 @@ StatusOr<QuantizeOptions> OptionsFromFlags(const QuantizeFlags& f) {
   }
   if (f.group_size != 0) OverrideGroupSize(o.recipe, f.group_size);
   FRUGAL_ASSIGN_OR_RETURN(const QuantTarget target, ParseQuantTarget(f.target));
+  o.target = target;
   if (target == QuantTarget::kLlamaCpp) {
     // llama.cpp's block types with Frugal's values: 32 inputs per scale (Q8_0, Q4_0, Q4_1).
     if (f.group_size != 0 && f.group_size != 32) {
@@ -572,7 +583,8 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
   cmd->add_option("--target", f->target,
                   WithDefault("who reads the file: frugal (its tiled INT8/INT4 formats) or "
                               "llama.cpp (GGUF Q8_0 / Q4_0 / Q4_1 with the same values, groups "
-                              "of 32; int4 -> Q4_1, int4_sym -> Q4_0)",
+                              "of 32; int4 -> Q4_1, int4_sym -> Q4_0; and the recipe types "
+                              "q4_k, q5_k, q6_k, q5_0, q5_1, which both read)",
                               f->target))
       ->check(CLI::IsMember({"frugal", "llama.cpp"}));
   cmd->add_option("--group-size", f->group_size,

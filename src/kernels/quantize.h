@@ -21,6 +21,11 @@ enum class IntKind {
   kInt8,      // [-127, 127], value q * d (per group, or per channel for I8_C)
   kInt4Sym,   // [0, 15], value (q - 8) * d
   kInt4Asym,  // [0, 15], value q * d + m
+  // The grids of GGUF block types that frugal quantize also writes (src/quant/gguf_grid.h): d and
+  // m are then a block's or a K-quant sub-block's effective scale and offset.
+  kInt5Sym,   // [0, 31], value (q - 16) * d (Q5_0)
+  kInt5Asym,  // [0, 31], value q * d + m (Q5_1, Q5_K)
+  kInt6Sym,   // [-32, 31], value q * d (Q6_K)
 };
 // The kind of a Frugal type (IsFrugalType(type)).
 IntKind IntKindOf(TensorType type);
@@ -53,6 +58,12 @@ inline int8_t QuantizeLevel(IntKind kind, const GroupParams& p, float w) {
       return static_cast<int8_t>(RoundSmall(std::clamp(w * id, -8.0f, 7.0f)) + 8.0f);
     case IntKind::kInt4Asym:
       return static_cast<int8_t>(RoundSmall(std::clamp((w - p.m) * id, 0.0f, 15.0f)));
+    case IntKind::kInt5Sym:
+      return static_cast<int8_t>(RoundSmall(std::clamp(w * id, -16.0f, 15.0f)) + 16.0f);
+    case IntKind::kInt5Asym:
+      return static_cast<int8_t>(RoundSmall(std::clamp((w - p.m) * id, 0.0f, 31.0f)));
+    case IntKind::kInt6Sym:
+      return static_cast<int8_t>(RoundSmall(std::clamp(w * id, -32.0f, 31.0f)));
   }
   return 0;
 }
@@ -64,7 +75,12 @@ inline float DequantizeLevel(IntKind kind, const GroupParams& p, int8_t q) {
     case IntKind::kInt4Sym:
       return static_cast<float>(q - 8) * p.d;
     case IntKind::kInt4Asym:
+    case IntKind::kInt5Asym:
       return static_cast<float>(q) * p.d + p.m;
+    case IntKind::kInt5Sym:
+      return static_cast<float>(q - 16) * p.d;
+    case IntKind::kInt6Sym:
+      return static_cast<float>(q) * p.d;
   }
   return 0;
 }

@@ -15,9 +15,9 @@ using MatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColM
 
 StatusOr<GptqResult> QuantizeGptq(const QuantFormat& f, const float* w, int64_t rows, int64_t cols,
                                   const float* h, const GptqOptions& options) {
-  if (rows <= 0 || cols <= 0 || cols % f.group != 0)
+  if (rows <= 0 || cols <= 0 || cols % f.span() != 0)
     return InvalidArgument("GPTQ: bad matrix shape");
-  const int64_t groups = f.groups(cols);
+  const int64_t groups = f.groups(cols), span = f.span(), spans = cols / span;
   // Column order: by decreasing H diagonal with act-order.
   std::vector<int64_t> perm(static_cast<size_t>(cols));
   std::iota(perm.begin(), perm.end(), 0);
@@ -78,29 +78,31 @@ StatusOr<GptqResult> QuantizeGptq(const QuantFormat& f, const float* w, int64_t 
   out.cols = cols;
   out.q.resize(static_cast<size_t>(rows * cols));
   out.params.resize(static_cast<size_t>(rows * groups));
-  std::vector<char> fitted(static_cast<size_t>(groups), 0);
-  std::vector<float> gw(static_cast<size_t>(f.group)), gimp(static_cast<size_t>(f.group));
+  if (f.super > 0) out.supers.resize(static_cast<size_t>(rows * spans));
+  std::vector<char> fitted(static_cast<size_t>(spans), 0);
+  std::vector<float> gw(static_cast<size_t>(span)), gimp(static_cast<size_t>(span));
 
   const int64_t block = std::max<int64_t>(1, options.block);
   MatrixF Err(rows, block);
   for (int64_t i1 = 0; i1 < cols; i1 += block) {
     const int64_t i2 = std::min(cols, i1 + block), bn = i2 - i1;
     for (int64_t j = i1; j < i2; ++j) {
-      const int64_t col = perm[static_cast<size_t>(j)], g = col / f.group;
-      if (!fitted[static_cast<size_t>(g)]) {
-        // This group's scales, from its weights as they are now (earlier columns' errors
-        // already folded in).
-        for (int64_t k = 0; k < f.group; ++k) {
-          const int64_t c = g * f.group + k;
+      const int64_t col = perm[static_cast<size_t>(j)], g = col / f.group, s = col / span;
+      if (!fitted[static_cast<size_t>(s)]) {
+        // This group's (or K-quant super-block's) scales, from its weights as they are now
+        // (earlier columns' errors already folded in).
+        for (int64_t k = 0; k < span; ++k) {
+          const int64_t c = s * span + k;
           gimp[static_cast<size_t>(k)] = std::max(0.0f, h[c * cols + c]);
         }
         for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t k = 0; k < f.group; ++k)
-            gw[static_cast<size_t>(k)] = W(r, pos[static_cast<size_t>(g * f.group + k)]);
-          out.params[static_cast<size_t>(r * groups + g)] =
-              FitGroup(f, gw.data(), f.group, options.fit, gimp.data());
+          for (int64_t k = 0; k < span; ++k)
+            gw[static_cast<size_t>(k)] = W(r, pos[static_cast<size_t>(s * span + k)]);
+          FitSpan(f, gw.data(), options.fit, gimp.data(),
+                  &out.params[static_cast<size_t>(r * groups + s * span / f.group)],
+                  f.super > 0 ? &out.supers[static_cast<size_t>(r * spans + s)] : nullptr);
         }
-        fitted[static_cast<size_t>(g)] = 1;
+        fitted[static_cast<size_t>(s)] = 1;
       }
       const float djj = U(j, j);
       for (int64_t r = 0; r < rows; ++r) {

@@ -5,10 +5,12 @@
 
 #include "common/thread_pool.h"
 #include "kernels/quantize.h"
+#include "quant/gguf_grid.h"
 
 namespace frugal {
 
 StatusOr<QuantFormat> QuantFormat::Of(TensorType type, int64_t cols) {
+  if (IsGgufGrid(type)) return GgufGridFormat(type, cols);
   const TypeInfo* info = GetTypeInfo(type);
   if (!IsFrugalType(type) || info == nullptr)
     return InvalidArgument(TypeName(type) + " is not a Frugal format");
@@ -36,38 +38,42 @@ float Sum(const float (&v)[kLanes]) {
   return s;
 }
 
-// sum_i a_i (deq(Q(w_i)) - w_i)^2 with p as stored.
+}  // namespace
+
 float GroupError(IntKind kind, const GroupParams& p, const float* w, const float* a, int64_t n) {
+  const GridLevels lv = LevelsOf(kind);
   const float id = p.d != 0 ? 1.0f / p.d : 0.0f, d = p.d, m = p.m;
   float acc[kLanes] = {};
   for (int64_t j = 0; j < n; j += kLanes) {
     for (int k = 0; k < kLanes; ++k) {
       const float x = w[j + k];
-      const float e = kind == IntKind::kInt4Asym
-                          ? RoundSmall(std::clamp((x - m) * id, 0.0f, 15.0f)) * d + m - x
-                          : RoundSmall(std::clamp(x * id, -8.0f, 7.0f)) * d - x;
+      const float e = lv.asym ? RoundSmall(std::clamp((x - m) * id, 0.0f, lv.hi)) * d + m - x
+                              : RoundSmall(std::clamp(x * id, lv.lo, lv.hi)) * d - x;
       acc[k] += a[j + k] * e * e;
     }
   }
   return Sum(acc);
 }
 
+namespace {
+
 // Candidates per direction: the range spans 15 (or 8) levels, +- kSteps / 10.
 constexpr int kSteps = 10;
 
 GroupParams SearchAsym(const QuantFormat& f, const float* w, const float* a, int64_t n,
                        GroupParams best, float best_e) {
+  const float top = LevelsOf(f.kind).hi;
   float lo = w[0], hi = w[0];
   for (int64_t j = 1; j < n; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
   if (!(hi > lo)) return best;
   for (int k = -kSteps; k <= kSteps; ++k) {
-    const float iscale = (15.0f + 0.1f * static_cast<float>(k)) / (hi - lo);
+    const float iscale = (top + 0.1f * static_cast<float>(k)) / (hi - lo);
     // Least squares for d and m given the candidate's integers L: min sum a (d L + m - x)^2.
     float sw[kLanes] = {}, sl[kLanes] = {}, sl2[kLanes] = {}, sx[kLanes] = {}, sxl[kLanes] = {};
     for (int64_t j = 0; j < n; j += kLanes) {
       for (int i = 0; i < kLanes; ++i) {
         const float x = w[j + i], wt = a[j + i];
-        const float l = RoundSmall(std::clamp(iscale * (x - lo), 0.0f, 15.0f));
+        const float l = RoundSmall(std::clamp(iscale * (x - lo), 0.0f, top));
         sw[i] += wt, sl[i] += wt * l, sl2[i] += wt * l * l, sx[i] += wt * x, sxl[i] += wt * x * l;
       }
     }
@@ -87,13 +93,14 @@ GroupParams SearchAsym(const QuantFormat& f, const float* w, const float* a, int
 GroupParams SearchSym(const QuantFormat& f, const float* w, const float* a, int64_t n,
                       GroupParams best, float best_e) {
   // The signed value of largest magnitude may go to -8 (the level the positive side lacks, so
-  // the scale's sign follows it) or to +7.
+  // the scale's sign follows it) or to +7 (-16 / +15 for 5 bits).
+  const GridLevels lv = LevelsOf(f.kind);
   float xm = 0;
   for (int64_t j = 0; j < n; ++j) {
     if (std::fabs(w[j]) > std::fabs(xm)) xm = w[j];
   }
   if (xm == 0) return best;
-  for (const float levels : {-8.0f, 7.0f}) {
+  for (const float levels : {lv.lo, lv.hi}) {
     for (int k = -kSteps; k <= kSteps; ++k) {
       const float iscale = (levels + (levels < 0 ? -0.1f : 0.1f) * static_cast<float>(k)) / xm;
       float sxl[kLanes] = {},
@@ -101,7 +108,7 @@ GroupParams SearchSym(const QuantFormat& f, const float* w, const float* a, int6
       for (int64_t j = 0; j < n; j += kLanes) {
         for (int i = 0; i < kLanes; ++i) {
           const float x = w[j + i], wt = a[j + i];
-          const float l = RoundSmall(std::clamp(iscale * x, -8.0f, 7.0f));
+          const float l = RoundSmall(std::clamp(iscale * x, lv.lo, lv.hi));
           sxl[i] += wt * x * l, sl2[i] += wt * l * l;
         }
       }
@@ -120,7 +127,8 @@ GroupParams SearchSym(const QuantFormat& f, const float* w, const float* a, int6
 
 GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n, ScaleFit fit,
                      const float* importance) {
-  const GroupParams p = MinMaxParams(f.type, w, n);
+  const GroupParams p =
+      IsFrugalType(f.type) ? MinMaxParams(f.type, w, n) : MinMaxGgufBlock(f, w, n);
   if (fit == ScaleFit::kMinMax || f.kind == IntKind::kInt8 || n % kLanes != 0) return p;
   std::vector<float> ones;
   if (importance == nullptr) {
@@ -128,8 +136,17 @@ GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n, ScaleFit f
     importance = ones.data();
   }
   const float e = GroupError(f.kind, p, w, importance, n);
-  return f.kind == IntKind::kInt4Asym ? SearchAsym(f, w, importance, n, p, e)
-                                      : SearchSym(f, w, importance, n, p, e);
+  return LevelsOf(f.kind).asym ? SearchAsym(f, w, importance, n, p, e)
+                               : SearchSym(f, w, importance, n, p, e);
+}
+
+void FitSpan(const QuantFormat& f, const float* w, ScaleFit fit, const float* importance,
+             GroupParams* params, SuperParams* super) {
+  if (f.super > 0) {
+    FitSuperBlock(f, w, importance, params, super);
+  } else {
+    params[0] = FitGroup(f, w, f.group, fit, importance);
+  }
 }
 
 std::vector<float> QuantizedMatrix::Dequantize() const {
@@ -146,6 +163,7 @@ std::vector<float> QuantizedMatrix::Dequantize() const {
 }
 
 StatusOr<std::vector<uint8_t>> QuantizedMatrix::Pack() const {
+  if (IsGgufGrid(format.type)) return PackGgufBlocks(*this);
   FRUGAL_ASSIGN_OR_RETURN(const size_t row_bytes, RowBytes(format.type, cols));
   std::vector<float> scale(params.size()), offset;
   for (size_t i = 0; i < params.size(); ++i) scale[i] = params[i].d;
@@ -169,6 +187,11 @@ QuantizedMatrix PermuteRows(const QuantizedMatrix& m, const std::vector<int64_t>
                 out.q.begin() + static_cast<std::ptrdiff_t>(to * cols));
     std::copy_n(m.params.begin() + static_cast<std::ptrdiff_t>(f * groups), groups,
                 out.params.begin() + static_cast<std::ptrdiff_t>(to * groups));
+    if (!m.supers.empty()) {
+      const size_t supers = m.supers.size() / static_cast<size_t>(m.rows);
+      std::copy_n(m.supers.begin() + static_cast<std::ptrdiff_t>(f * supers), supers,
+                  out.supers.begin() + static_cast<std::ptrdiff_t>(to * supers));
+    }
   }
   return out;
 }
@@ -180,16 +203,22 @@ QuantizedMatrix QuantizeRtn(const QuantFormat& f, const float* w, int64_t rows, 
   m.rows = rows;
   m.cols = cols;
   m.q.resize(static_cast<size_t>(rows * cols));
-  const int64_t groups = f.groups(cols);
+  const int64_t groups = f.groups(cols), span = f.span(), spans = cols / span;
   m.params.resize(static_cast<size_t>(rows * groups));
+  if (f.super > 0) m.supers.resize(static_cast<size_t>(rows * spans));
   auto quantize_rows = [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t s = 0; s < spans; ++s) {
+        const int64_t g0 = s * span / f.group;
+        FitSpan(f, w + r * cols + s * span, fit,
+                importance != nullptr ? importance + s * span : nullptr,
+                &m.params[static_cast<size_t>(r * groups + g0)],
+                f.super > 0 ? &m.supers[static_cast<size_t>(r * spans + s)] : nullptr);
+      }
       for (int64_t g = 0; g < groups; ++g) {
-        const float* src = w + r * cols + g * f.group;
-        const GroupParams p = FitGroup(f, src, f.group, fit,
-                                       importance != nullptr ? importance + g * f.group : nullptr);
-        m.params[static_cast<size_t>(r * groups + g)] = p;
-        QuantizeGroup(f.kind, p, src, f.group, &m.q[static_cast<size_t>(r * cols + g * f.group)]);
+        QuantizeGroup(f.kind, m.params[static_cast<size_t>(r * groups + g)],
+                      w + r * cols + g * f.group, f.group,
+                      &m.q[static_cast<size_t>(r * cols + g * f.group)]);
       }
     }
   };

@@ -19,12 +19,26 @@ class ThreadPool;
 
 struct QuantFormat {
   TensorType type = TensorType::kI8_C;
-  IntKind kind = IntKind::kInt8;  // IntKindOf(type)
+  IntKind kind = IntKind::kInt8;  // IntKindOf(type), or the grid of a GGUF type (gguf_grid.h)
   int64_t group = 0;              // inputs per scale; the row length for per-channel INT8
+  // K-quants (Q4_K, Q5_K, Q6_K): the inputs of a super-block (256), whose sub-block scales are
+  // chosen together as they share a stored super-scale; 0 for every other type.
+  int64_t super = 0;
 
-  // The format of `type` (a Frugal type) for rows of `cols` inputs.
+  // The format of `type` (a Frugal type, or a GGUF type of gguf_grid.h) for rows of `cols`
+  // inputs.
   static StatusOr<QuantFormat> Of(TensorType type, int64_t cols);
   int64_t groups(int64_t cols) const { return cols / group; }
+  // The inputs whose parameters are fitted together: a group, or a K-quant super-block.
+  int64_t span() const { return super > 0 ? super : group; }
+};
+
+// A K-quant super-block's stored scales, as the file holds them.
+struct SuperParams {
+  uint16_t d = 0;      // fp16 bits: the sub-block scales' scale
+  uint16_t dmin = 0;   // fp16 bits: the sub-block minimums' scale (Q4_K, Q5_K)
+  int8_t sc[16] = {};  // sub-block scales: 8 of 6 bits (Q4_K, Q5_K) or 16 signed bytes (Q6_K)
+  uint8_t mn[8] = {};  // sub-block minimums, 6 bits (Q4_K, Q5_K)
 };
 
 // How a group's scale (and offset) is chosen.
@@ -47,6 +61,15 @@ enum class ScaleFit {
 GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n,
                      ScaleFit fit = ScaleFit::kMinMax, const float* importance = nullptr);
 
+// sum_i a_i (deq(Q(w_i)) - w_i)^2 over the n weights w (n a multiple of 8) under p.
+float GroupError(IntKind kind, const GroupParams& p, const float* w, const float* a, int64_t n);
+
+// The parameters of the span() weights w (a group, or a K-quant super-block, gguf_grid.h
+// FitSuperBlock): params[0 .. span / group), and *super for K-quants (else unused, may be null).
+// importance: span() weights (null = all ones).
+void FitSpan(const QuantFormat& f, const float* w, ScaleFit fit, const float* importance,
+             GroupParams* params, SuperParams* super);
+
 // The stored integer of w ([-127, 127] for INT8, [0, 15] for INT4) and the value it stands for
 // (kernels/quantize.h QuantizeLevel and DequantizeLevel).
 inline int8_t QuantizeValue(const QuantFormat& f, const GroupParams& p, float w) {
@@ -56,16 +79,18 @@ inline float DequantizeValue(const QuantFormat& f, const GroupParams& p, int8_t 
   return DequantizeLevel(f.kind, p, q);
 }
 
-// A quantized matrix before packing: q[r * cols + c], params[r * groups + g].
+// A quantized matrix before packing: q[r * cols + c], params[r * groups + g], and for K-quants
+// supers[r * (cols / super) + s].
 struct QuantizedMatrix {
   QuantFormat format;
   int64_t rows = 0, cols = 0;
   std::vector<int8_t> q;
   std::vector<GroupParams> params;
+  std::vector<SuperParams> supers;
 
   // The values the matrix now stands for, [rows][cols].
   std::vector<float> Dequantize() const;
-  // The file layout (kernels/quantize.h PackRows).
+  // The file layout (kernels/quantize.h PackRows; GGUF's blocks for a GGUF type).
   StatusOr<std::vector<uint8_t>> Pack() const;
 };
 

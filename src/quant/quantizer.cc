@@ -19,6 +19,7 @@
 #include "kernels/quantize.h"
 #include "models/llama.h"
 #include "models/model_source.h"
+#include "quant/gguf_grid.h"
 #include "quant/hf_export.h"
 #include "tokenizer/chat_template.h"
 
@@ -386,8 +387,19 @@ Status QuantizedModel::Write(const std::string& path, const Raise& raise,
     for (const Tensor& t : out_) {
       const TensorType type = &t.DataIn(raise) == &t.data ? t.type : raise.at(t.name);
       if (const std::optional<TensorType> g = GgufEquivalent(type)) written.insert(*g);
+      if (IsGgufGrid(type)) written.insert(type);
     }
-    if (written.count(TensorType::kQ4_1) != 0) {
+    if (written.count(TensorType::kQ4_K) != 0) {
+      w.SetUint32("general.file_type", 15);  // Q4_K_M
+    } else if (written.count(TensorType::kQ5_K) != 0) {
+      w.SetUint32("general.file_type", 17);  // Q5_K_M
+    } else if (written.count(TensorType::kQ6_K) != 0) {
+      w.SetUint32("general.file_type", 18);
+    } else if (written.count(TensorType::kQ5_1) != 0) {
+      w.SetUint32("general.file_type", 9);
+    } else if (written.count(TensorType::kQ5_0) != 0) {
+      w.SetUint32("general.file_type", 8);
+    } else if (written.count(TensorType::kQ4_1) != 0) {
       w.SetUint32("general.file_type", 3);
     } else if (written.count(TensorType::kQ4_0) != 0) {
       w.SetUint32("general.file_type", 2);
@@ -472,7 +484,7 @@ TypePlan PlanTensorTypes(const QuantizeOptions& o, const Source& s) {
     if (auto f = o.force.find(name); f != o.force.end()) {
       c.type = f->second;
       c.keep = false;
-      c.quantize = IsFrugalType(f->second);
+      c.quantize = IsFrugalType(f->second) || IsGgufGrid(f->second);
       c.note = "forced";
     }
     plan[name] = c;
@@ -860,6 +872,7 @@ StatusOr<std::vector<TensorType>> AlternativeTypes(const QuantizeOptions& o, Ten
                                                    int64_t cols) {
   const TypeInfo* ti = GetTypeInfo(type);
   std::vector<TensorType> alt_types;
+  if (!IsFrugalType(type)) return alt_types;  // GGUF grids: written as planned
   if (ti->bits == 4 && o.g32_alternatives && ti->group_size > 32 && cols % 32 == 0) {
     FRUGAL_ASSIGN_OR_RETURN(const TensorType t, IntType(IntKindOf(type), 32));
     alt_types.push_back(t);
@@ -1042,7 +1055,7 @@ Status PermuteQk(const LayerContext& c, QuantizedLayers& layers, OutputTensor& o
   if (c.qk.Of(out.name).empty()) return Status::Ok();
   if (auto e = layers.export_data.find(out.name); e != layers.export_data.end()) {
     out.data = std::move(e->second);
-  } else if (IsFrugalType(out.type)) {
+  } else if (IsFrugalType(out.type) || IsGgufGrid(out.type)) {
     return Internal(out.name + ": a packed Q/K matrix was not re-packed in llama.cpp's row order");
   } else {
     const int64_t rows = out.ne.size() >= 2 ? out.ne[1] : out.ne[0];

@@ -42,6 +42,9 @@ struct QuantProgress {
 struct QuantizeOptions {
   std::string input;  // a GGUF file
   Recipe recipe;
+  // Who reads the file (the reports name the types as it is written; QuantizedModel::Write
+  // takes the target itself).
+  QuantTarget target = QuantTarget::kFrugal;
   QuantMethod method = QuantMethod::kGptq;
   std::string calib_path;     // text or JSONL; needed by GPTQ and AWQ
   int64_t calib_samples = 0;  // windows of seq_len tokens; 0 = all of them (every document)

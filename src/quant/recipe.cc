@@ -13,19 +13,26 @@ struct KindName {
   WeightKind kind;
   const char* name;
 };
-constexpr KindName kKinds[] = {{{WeightStorage::kKeep}, "keep"},
-                               {{WeightStorage::kF32}, "f32"},
-                               {{WeightStorage::kF16}, "f16"},
-                               {{WeightStorage::kInt, IntKind::kInt8}, "int8"},
-                               {{WeightStorage::kInt, IntKind::kInt4Asym}, "int4"},
-                               {{WeightStorage::kInt, IntKind::kInt4Sym}, "int4_sym"}};
+constexpr KindName kKinds[] = {
+    {{WeightStorage::kKeep}, "keep"},
+    {{WeightStorage::kF32}, "f32"},
+    {{WeightStorage::kF16}, "f16"},
+    {{WeightStorage::kInt, IntKind::kInt8}, "int8"},
+    {{WeightStorage::kInt, IntKind::kInt4Asym}, "int4"},
+    {{WeightStorage::kInt, IntKind::kInt4Sym}, "int4_sym"},
+    {{WeightStorage::kGguf, IntKind::kInt4Asym, TensorType::kQ4_K}, "q4_k"},
+    {{WeightStorage::kGguf, IntKind::kInt5Asym, TensorType::kQ5_K}, "q5_k"},
+    {{WeightStorage::kGguf, IntKind::kInt6Sym, TensorType::kQ6_K}, "q6_k"},
+    {{WeightStorage::kGguf, IntKind::kInt5Sym, TensorType::kQ5_0}, "q5_0"},
+    {{WeightStorage::kGguf, IntKind::kInt5Asym, TensorType::kQ5_1}, "q5_1"}};
 
 StatusOr<WeightKind> ParseKind(const std::string& s, const std::string& where) {
   for (const KindName& k : kKinds) {
     if (s == k.name) return k.kind;
   }
   return InvalidArgument(where + ": type '" + s +
-                         "' is not one of keep, f32, f16, int8, int4, int4_sym");
+                         "' is not one of keep, f32, f16, int8, int4, int4_sym, q4_k, q5_k, q6_k, "
+                         "q5_0, q5_1");
 }
 
 Status CheckGroup(IntKind kind, int g, const std::string& where) {
@@ -73,6 +80,10 @@ StatusOr<TensorType> IntType(IntKind kind, int g) {
       if (gi >= 0)
         return static_cast<TensorType>(static_cast<uint32_t>(TensorType::kI4S_G32) +
                                        static_cast<uint32_t>(gi));
+      break;
+    case IntKind::kInt5Sym:  // GGUF grids only (WeightStorage::kGguf)
+    case IntKind::kInt5Asym:
+    case IntKind::kInt6Sym:
       break;
   }
   return InvalidArgument(std::string(WeightKindName({WeightStorage::kInt, kind})) +
@@ -186,6 +197,38 @@ std::string Recipe::ToYaml() const {
   return s;
 }
 
+namespace {
+
+// A GGUF grid type for rows of `cols` inputs; where the rows do not divide into its blocks,
+// llama-quantize's fallback for the type (Q6_K's is Q8_0, written by Frugal as INT8 g32).
+TensorChoice ChooseGgufType(TensorType type, int64_t cols, int64_t rows) {
+  TensorChoice c;
+  c.type = type;
+  c.quantize = true;
+  const bool k_quant =
+      type == TensorType::kQ4_K || type == TensorType::kQ5_K || type == TensorType::kQ6_K;
+  if (k_quant && cols % kQKK != 0) {
+    c.type = type == TensorType::kQ4_K   ? TensorType::kQ5_0
+             : type == TensorType::kQ5_K ? TensorType::kQ5_1
+                                         : TensorType::kI8_G32;
+    c.note = TypeName(type) + " -> " + (c.type == TensorType::kI8_G32 ? "Q8_0" : TypeName(c.type)) +
+             ": " + std::to_string(cols) + " inputs are not a multiple of 256";
+    if (c.type == TensorType::kI8_G32 && rows % kTileRows != 0) {
+      c.type = TensorType::kF16;
+      c.quantize = false;
+      c.note += "; F16: " + std::to_string(rows) + " rows are not a multiple of 8";
+    }
+  }
+  if (cols % kQK != 0) {
+    c.type = TensorType::kF16;
+    c.quantize = false;
+    c.note = "F16: " + std::to_string(cols) + " inputs are not a multiple of 32";
+  }
+  return c;
+}
+
+}  // namespace
+
 TensorChoice ChooseType(const Recipe& recipe, std::string_view name, int n_dims, int64_t cols,
                         int64_t rows, TensorType source) {
   TensorChoice c;
@@ -214,6 +257,8 @@ TensorChoice ChooseType(const Recipe& recipe, std::string_view name, int n_dims,
     case WeightStorage::kF16:
       c.type = TensorType::kF16;
       return c;
+    case WeightStorage::kGguf:
+      return ChooseGgufType(kind.gguf, cols, rows);
     case WeightStorage::kInt:
       break;
   }

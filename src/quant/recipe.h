@@ -5,7 +5,8 @@
 //   name: mixed-int4-int8
 //   rules:                          # the first rule whose pattern matches a tensor wins
 //     - match: "blk.*.attn_*.weight"  # shell glob over GGUF names (fnmatch)
-//       type: int8                  # int8 | int4 | int4_sym | f16 | f32 | keep
+//       type: int8                  # int8 | int4 | int4_sym | q4_k | q5_k | q6_k | q5_0 | q5_1
+//                                   # | f16 | f32 | keep
 //       group_size: 128             # 32 | 64 | 128; int8 also 0 = one scale per row
 //   default: keep                   # tensors no rule matches (default: keep)
 //
@@ -13,6 +14,8 @@
 // tensor's row length is not a multiple of the group size, the largest of 128/64/32 that
 // divides it is used and the choice says so (SmolLM2's 576-wide rows take 64); a tensor whose
 // rows cannot be tiled (row count not a multiple of 8, or no group divides) falls back to F16.
+// A K-quant rule on rows whose length is not a multiple of 256 falls back as llama-quantize's
+// does: q4_k -> q5_0, q5_k -> q5_1, q6_k -> int8 g32 (Q8_0 in llama.cpp's files).
 #pragma once
 
 #include <cstdint>
@@ -28,12 +31,16 @@ namespace frugal {
 
 // What a rule asks a tensor to become: kept as stored, F32, F16, or an integer format of one of
 // the kinds of kernels/quantize.h (the recipe's names: int8, int4 = kInt4Asym, int4_sym).
-enum class WeightStorage { kKeep, kF32, kF16, kInt };
+// kGguf: a GGUF block type on its own grid (src/quant/gguf_grid.h; the recipe's names q4_k,
+// q5_k, q6_k, q5_0, q5_1), which stock llama.cpp reads and Frugal re-lays at load.
+enum class WeightStorage { kKeep, kF32, kF16, kInt, kGguf };
 struct WeightKind {
   WeightStorage storage = WeightStorage::kKeep;
-  IntKind int_kind = IntKind::kInt8;  // storage kInt only
+  IntKind int_kind = IntKind::kInt8;   // storage kInt only
+  TensorType gguf = TensorType::kF32;  // storage kGguf only
 
   bool is_int() const { return storage == WeightStorage::kInt; }
+  bool is_gguf() const { return storage == WeightStorage::kGguf; }
   bool operator==(const WeightKind&) const = default;
 };
 
