@@ -8,6 +8,9 @@ reference logits (issue 27). Every file has the same GGUF type per tensor (so th
              Q4_0 --pure --token-embedding-type q8_0)
   mixed row  attention Q8_0, FFN Q4_1, token_embd Q8_0 (Frugal's mixed preset at g32;
              llama-quantize Q4_1 --pure with attn_*=q8_0 and --token-embedding-type q8_0)
+  Q4_K_M row llama-quantize's own Q4_K_M mix (Q4_K / Q6_K, with its fallbacks Q5_0 / Q8_0 where
+             rows do not divide into 256); Frugal gets a recipe with one rule per tensor naming
+             the type llama-quantize chose (q4_k, q6_k, q5_0, ..., on Frugal's own grids)
 
     scripts/build-llama-cpp.sh llama-quantize llama-imatrix llama-perplexity   # once; cached
     .venv/bin/python bench/dither_reference.py --frugal build/frugal \
@@ -17,6 +20,8 @@ reference logits (issue 27). Every file has the same GGUF type per tensor (so th
 The reference is an F16 model off every quantization grid (bench/dither_reference.py: the
 shipped SmolLM2 is Q4_1, whose own grid would favour Q4_1). Calibration: tests/data/calib_cs.jsonl
 (Frugal reads it as chat; llama-imatrix reads the same prompts and answers as plain text).
+Frugal takes --calib-samples windows of 256 tokens of it (default 32; every window, as
+`frugal quantize` does by default, takes an hour a method here), llama-imatrix all of it.
 Evaluation: tests/data/heldout_cs.txt, which neither side calibrates on. Files already in
 --out-dir are reused. Prints a Markdown table and writes results.json.
 """
@@ -38,7 +43,24 @@ RECIPES = {
     "Q4_0": ('name: q4_0\nrules:\n  - {match: "blk.*.weight", type: int4_sym, group_size: 32}\n'
              '  - {match: "*.weight", type: int8, group_size: 32}\n'),
     "mixed": None,  # the mixed-int4-int8 preset, groups of 32
+    "Q4_K_M": "from llama-quantize's file",  # recipe_like() below
 }
+
+# GGUF type -> Frugal recipe type (with --target llama.cpp each is written as that GGUF type).
+RECIPE_TYPE = {"Q4_K": "q4_k", "Q5_K": "q5_k", "Q6_K": "q6_k", "Q5_0": "q5_0", "Q5_1": "q5_1",
+               "Q8_0": "int8, group_size: 32", "Q4_0": "int4_sym, group_size: 32",
+               "Q4_1": "int4, group_size: 32", "F16": "f16", "F32": "f32"}
+
+
+def recipe_like(gguf_file: Path) -> str:
+    """A recipe with one rule per 2-D tensor: the type llama-quantize gave it."""
+    import gguf  # noqa: PLC0415 (only this row needs it)
+    rules = []
+    for t in gguf.GGUFReader(gguf_file).tensors:
+        if len(t.shape) < 2:
+            continue
+        rules.append(f'  - {{match: "{t.name}", type: {RECIPE_TYPE[t.tensor_type.name]}}}')
+    return "name: like-" + gguf_file.stem + "\nrules:\n" + "\n".join(rules) + "\n"
 
 
 def llama_bin(tool: str) -> str:
@@ -77,6 +99,9 @@ def main() -> int:
     ap.add_argument("--frugal", default=str(ROOT / "build" / "frugal"))
     ap.add_argument("--methods", default="gptq,awq+gptq", help="Frugal's methods to compare")
     ap.add_argument("-c", "--ctx", type=int, default=512, help="llama-perplexity context")
+    ap.add_argument("--rows", default=",".join(RECIPES), help="which rows: " + ", ".join(RECIPES))
+    ap.add_argument("--calib-samples", type=int, default=32,
+                    help="Frugal's calibration windows of 256 tokens (0 = all)")
     a = ap.parse_args()
     out = Path(a.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -100,13 +125,18 @@ def main() -> int:
             out / "imatrix.log")
 
     files = {}
-    for row, recipe in RECIPES.items():
+    for row in a.rows.split(","):
+        recipe = RECIPES[row]
         lc = out / f"llamacpp-{row}.gguf"
-        if not lc.exists():
+        if not lc.exists() and row == "Q4_K_M":
+            run([quantize, "--imatrix", imat, ref, lc, "Q4_K_M"], out / f"{lc.stem}.log")
+        elif not lc.exists():
             base_type = "Q4_0" if row == "Q4_0" else "Q4_1"
             extra = [] if row == "Q4_0" else [x for t in ATTN for x in ("--tensor-type", f"{t}=q8_0")]
             run([quantize, "--imatrix", imat, "--pure", "--token-embedding-type", "q8_0",
                  "--output-tensor-type", "q8_0", *extra, ref, lc, base_type], out / f"{lc.stem}.log")
+        if row == "Q4_K_M":
+            recipe = recipe_like(lc)
         files[f"{row}: llama-quantize + imatrix"] = lc
         for method in a.methods.split(","):
             fq = out / f"frugal-{row}-{method.replace('+', '-')}.gguf"
@@ -117,7 +147,8 @@ def main() -> int:
                     rf.write_text(recipe)
                     args = ["--recipe", rf]
                 run([a.frugal, "quantize", "-q", "-m", ref, "-o", fq, "--target", "llama.cpp",
-                     "--method", method, "--calib", CALIB, "--no-gate", *args], out / f"{fq.stem}.log")
+                     "--method", method, "--calib", CALIB, "--calib-samples", a.calib_samples,
+                     "--no-gate", *args], out / f"{fq.stem}.log")
             files[f"{row}: Frugal {method}"] = fq
 
     results = {name: kld(perplexity, path, base, a.ctx, out / f"{path.stem}.kld.log")
