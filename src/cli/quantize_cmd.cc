@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "cli/commands.h"
 #include "quant/eval.h"
 #include "quant/gate.h"
+#include "quant/gptq_export.h"
 #include "quant/quantizer.h"
 #include "quant_gate_data.h"  // generated: the built-in held-out data
 
@@ -25,7 +27,8 @@ namespace {
 struct QuantizeFlags {
   std::string input, output, recipe_file, preset = "mixed-int4-int8", method = "gptq";
   std::string calib;
-  std::string target = "frugal";  // who reads the file: frugal | llama.cpp
+  std::string target = "frugal";  // who reads the output: frugal | llama.cpp | vllm
+  std::string frugal_gguf;        // --target vllm: also keep the Frugal GGUF here
   int group_size = 0;
   int64_t calib_samples = QuantizeOptions{}.calib_samples;
   int64_t seq_len = QuantizeOptions{}.seq_len;
@@ -207,6 +210,30 @@ std::string ReportText(const QuantizedModel& m, const QuantizeOptions& o, const 
   return s + "\n";
 }
 
+// --target vllm: a Hugging Face folder in, a Hugging Face folder in GPTQ's layout out. Only the
+// layers' Linears are quantized (embeddings and output head stay as the source has them, as
+// GPTQ checkpoints keep them), with group scales, and INT4 asymmetric on integer zero points.
+Status PrepareVllmTarget(const QuantizeFlags& f, QuantizeOptions& o) {
+  if (!std::filesystem::is_directory(f.input)) {
+    return InvalidArgument(
+        "--target vllm needs a Hugging Face checkpoint folder as -m (it writes "
+        "the folder back in GPTQ's layout), not the file " +
+        f.input);
+  }
+  for (const RecipeRule& r : o.recipe.rules) {
+    if (r.kind.is_int() && r.group_size == 0) {
+      return InvalidArgument("--target vllm: rule '" + r.match +
+                             "' has one INT8 scale per row, which GPTQ cannot store (fp16 group "
+                             "scales): give it a group_size");
+    }
+  }
+  const WeightKind keep{WeightStorage::kKeep};
+  o.recipe.rules.insert(o.recipe.rules.begin(), {RecipeRule{"token_embd.weight", keep, 128},
+                                                 RecipeRule{"output.weight", keep, 128}});
+  o.integer_zero = true;
+  return Status::Ok();
+}
+
 // The flags as QuantizeOptions (everything but the progress printer and the alternatives, which
 // depend on the gate and --max-size).
 StatusOr<QuantizeOptions> OptionsFromFlags(const QuantizeFlags& f) {
@@ -234,6 +261,9 @@ StatusOr<QuantizeOptions> OptionsFromFlags(const QuantizeFlags& f) {
       }
     }
   }
+  if (target == QuantTarget::kVllm) FRUGAL_RETURN_IF_ERROR(PrepareVllmTarget(f, o));
+  if (!f.frugal_gguf.empty() && target != QuantTarget::kVllm)
+    return InvalidArgument("--frugal-gguf goes with --target vllm (the other targets are GGUF)");
   FRUGAL_ASSIGN_OR_RETURN(o.method, ParseQuantMethod(f.method));
   o.calib_path = f.calib;
   o.calib_samples = f.calib_samples;
@@ -250,13 +280,19 @@ StatusOr<QuantizeOptions> OptionsFromFlags(const QuantizeFlags& f) {
   return o;
 }
 
-// Fails on a bad output path before the work.
-Status CheckWritable(const std::string& output) {
+Status CheckWritableFile(const std::string& output) {
   FILE* probe = std::fopen((output + ".tmp").c_str(), "wb");
   if (probe == nullptr) return InvalidArgument("cannot write " + output);
   std::fclose(probe);
   std::remove((output + ".tmp").c_str());
   return Status::Ok();
+}
+
+// Fails on a bad output path before the work.
+Status CheckWritable(const QuantizeFlags& f) {
+  if (f.target != "vllm") return CheckWritableFile(f.output);
+  FRUGAL_RETURN_IF_ERROR(CheckGptqOutputDir(f.output));
+  return f.frugal_gguf.empty() ? Status::Ok() : CheckWritableFile(f.frugal_gguf);
 }
 
 // The held-out files the gate reads when --eval-text / --eval-probes are not given: copies of
@@ -318,7 +354,66 @@ struct QuantizeRun {
   SizeSummary base;  // before any raise
   std::optional<size_t> max_size;
   Raise raised;
+  std::optional<GptqExportReport> vllm;  // --target vllm: what the folder holds, once written
 };
+
+bool IsVllm(const QuantizeFlags& f) { return f.target == "vllm"; }
+
+// The GGUF a run writes: the target's file, or for --target vllm the Frugal file of the same
+// quantization (what the gate evaluates and --frugal-gguf keeps).
+QuantTarget GgufTarget(const QuantizeFlags& f) {
+  const QuantTarget t = *ParseQuantTarget(f.target);
+  return t == QuantTarget::kVllm ? QuantTarget::kFrugal : t;
+}
+
+// --target vllm: the Hugging Face folder in GPTQ's layout.
+Status WriteVllmFolder(QuantizeRun& r) {
+  GptqExportOptions eo;
+  eo.source_dir = r.f.input;
+  eo.output_dir = r.f.output;
+  eo.method = QuantMethodName(r.o.method);
+  eo.scale_fit = r.o.fit == ScaleFit::kSearch ? "search" : "minmax";
+  eo.damp = r.o.gptq.damp;
+  FRUGAL_ASSIGN_OR_RETURN(GptqExportReport rep, WriteGptqFolder(r.qm, r.raised, eo));
+  r.vllm = std::move(rep);
+  return Status::Ok();
+}
+
+// The folder's formats in the reports: each Linear's GPTQ scheme next to Frugal's type.
+void AddVllm(const QuantizeRun& r, nlohmann::json& j) {
+  if (!r.vllm) return;
+  const GptqExportReport& v = *r.vllm;
+  j["target"] = "vllm";
+  j["vllm"] = {{"dir", r.f.output},
+               {"checkpoint_format", "gptq"},
+               {"base", v.base.Name()},
+               {"dynamic", v.dynamic},
+               {"formats", v.formats},
+               {"modules", v.modules},
+               {"notes", v.notes},
+               {"safetensors_bytes", v.safetensors_bytes},
+               {"quantization_config", nlohmann::json::parse(v.quantization_config)}};
+  if (!r.f.frugal_gguf.empty()) j["vllm"]["frugal_gguf"] = r.f.frugal_gguf;
+  for (nlohmann::json& t : j["tensors"]) {
+    const std::string hf = LlamaHfTensorName(t["name"].get<std::string>());
+    const auto m =
+        hf.ends_with(".weight") ? v.modules.find(hf.substr(0, hf.size() - 7)) : v.modules.end();
+    t["vllm_format"] = m != v.modules.end() ? m->second : "as in the source";
+  }
+}
+
+std::string VllmText(const QuantizeRun& r) {
+  if (!r.vllm) return "";
+  const GptqExportReport& v = *r.vllm;
+  std::string s = "vLLM folder " + r.f.output + " (GPTQ v1 layout, model.safetensors " +
+                  std::to_string(v.safetensors_bytes) + " bytes): base " + v.base.Name() + "\n";
+  for (const auto& [name, n] : v.formats) s += "  " + name + " x" + std::to_string(n) + "\n";
+  for (const auto& [pattern, what] : v.dynamic) s += "  dynamic " + pattern + " -> " + what + "\n";
+  for (const std::string& n : v.notes) s += "  note: " + n + "\n";
+  if (!r.f.frugal_gguf.empty())
+    s += "Frugal GGUF of the same quantization: " + r.f.frugal_gguf + "\n";
+  return s;
+}
 
 std::vector<std::string> RaisedNames(const Raise& r) {
   std::vector<std::string> n;
@@ -362,9 +457,19 @@ void PrintRaised(const QuantizeRun& r, const char* why) {
 }
 
 // --no-gate: write the file, report it, and say that it was not validated.
-int WriteUngated(const QuantizeRun& r) {
-  if (Status st = r.qm.Write(r.f.output, r.raised, *ParseQuantTarget(r.f.target)); !st.ok())
+int WriteUngated(QuantizeRun& r) {
+  if (IsVllm(r.f)) {
+    if (!r.f.frugal_gguf.empty()) {
+      if (Status st = r.qm.Write(r.f.frugal_gguf, r.raised, QuantTarget::kFrugal); !st.ok())
+        return Fail(st);
+    }
+    if (Status st = WriteVllmFolder(r); !st.ok()) {
+      if (!r.f.frugal_gguf.empty()) std::remove(r.f.frugal_gguf.c_str());
+      return Fail(st);
+    }
+  } else if (Status st = r.qm.Write(r.f.output, r.raised, GgufTarget(r.f)); !st.ok()) {
     return Fail(st);
+  }
   // Not progress: said with -q too.
   std::fprintf(stderr,
                "frugal quantize: %s was NOT validated (--no-gate): check it with `frugal eval` "
@@ -373,11 +478,13 @@ int WriteUngated(const QuantizeRun& r) {
   if (r.f.json) {
     nlohmann::json j = ReportJson(r.qm, r.o, r.f.output, r.raised);
     AddMaxSize(r, j);
+    AddVllm(r, j);
     j["validated"] = false;
     j["gate"] = {{"spec", nullptr}, {"skipped", true}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::fputs(ReportText(r.qm, r.o, r.f.output, r.raised).c_str(), stdout);
+    std::fputs(VllmText(r).c_str(), stdout);
     PrintRaised(r, "max-size");
     std::printf("not validated: --no-gate\n");
   }
@@ -434,7 +541,7 @@ StatusOr<GateOutcome> RunGateSteps(QuantizeRun& r, const Gate& gate, EvalReferen
   const auto order = r.qm.RaiseCandidates();
   GateOutcome g;
   for (size_t step = 0;; ++step) {
-    FRUGAL_RETURN_IF_ERROR(r.qm.Write(candidate, r.raised, *ParseQuantTarget(r.f.target)));
+    FRUGAL_RETURN_IF_ERROR(r.qm.Write(candidate, r.raised, GgufTarget(r.f)));
     EngineOptions eo;
     eo.model_path = candidate;
     eo.threads = f.threads;
@@ -469,6 +576,7 @@ void PrintGateReport(const QuantizeRun& r, const GateInputs& gi, const GateOutco
   if (f.json) {
     nlohmann::json j = ReportJson(r.qm, r.o, passed ? f.output : "", r.raised);
     AddMaxSize(r, j);
+    AddVllm(r, j);
     j["eval"] = nlohmann::json::parse(frugal::ReportJson(g.report));
     nlohmann::json fails = nlohmann::json::array();
     for (const GateFailure& x : g.failures) fails.push_back(x.message);
@@ -491,6 +599,7 @@ void PrintGateReport(const QuantizeRun& r, const GateInputs& gi, const GateOutco
     return;
   }
   if (passed) std::fputs(ReportText(r.qm, r.o, f.output, r.raised).c_str(), stdout);
+  if (passed) std::fputs(VllmText(r).c_str(), stdout);
   std::fputs(FormatReport(g.report).c_str(), stdout);
   PrintRaised(r, f.auto_mixed ? "auto-mixed" : "max-size");
   if (passed) {
@@ -519,11 +628,22 @@ int RunGated(QuantizeRun& r, const GateInputs& gi) {
   ro.progress = progress;
   auto ref = EvalReference::Build(ro);
   if (!ref.ok()) return Fail(ref.status());
-  const std::string candidate = f.output + ".candidate";
+  const std::string candidate = f.output + (IsVllm(f) ? ".candidate.gguf" : ".candidate");
   auto g = RunGateSteps(r, *gi.gate, **ref, progress, candidate);
   if (!g.ok()) return Fail(g.status());
   const bool passed = g->failures.empty();
-  if (passed) {
+  if (passed && IsVllm(f)) {
+    // The folder from the quantization the gate passed; the candidate is its Frugal GGUF, kept
+    // with --frugal-gguf.
+    const std::string gguf = f.frugal_gguf.empty() ? candidate : f.frugal_gguf;
+    if (gguf != candidate && std::rename(candidate.c_str(), gguf.c_str()) != 0) {
+      std::remove(candidate.c_str());
+      return Fail(IoError("cannot rename " + candidate + " to " + gguf));
+    }
+    const Status st = WriteVllmFolder(r);
+    if (!st.ok() || gguf == candidate) std::remove(gguf.c_str());
+    if (!st.ok()) return Fail(st);
+  } else if (passed) {
     if (std::rename(candidate.c_str(), f.output.c_str()) != 0) {
       std::remove(candidate.c_str());
       return Fail(IoError("cannot rename " + candidate + " to " + f.output));
@@ -547,7 +667,7 @@ int RunGated(QuantizeRun& r, const GateInputs& gi) {
 int RunQuantize(const QuantizeFlags& f) {
   auto o = OptionsFromFlags(f);
   if (!o.ok()) return Fail(o.status());
-  if (Status st = CheckWritable(f.output); !st.ok()) return Fail(st);
+  if (Status st = CheckWritable(f); !st.ok()) return Fail(st);
   auto gi = LoadGateInputs(f);
   if (!gi.ok()) return Fail(gi.status());
   auto max_size = MaxSizeFlag(f);
@@ -557,7 +677,7 @@ int RunQuantize(const QuantizeFlags& f) {
   if (!f.quiet) o->progress = ProgressPrinter();
   auto m = QuantizeModel(*o);
   if (!m.ok()) return Fail(m.status());
-  QuantizeRun r{f, *o, **m, (*m)->Size(), *max_size, {}};
+  QuantizeRun r{f, *o, **m, (*m)->Size(), *max_size, {}, std::nullopt};
   if (Status st = RaiseWithinMaxSize(r); !st.ok()) return Fail(st);
   return gi->gate ? RunGated(r, *gi) : WriteUngated(r);
 }
@@ -572,7 +692,9 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
                   "the model to quantize: a GGUF file (any type the engine reads) or a Hugging "
                   "Face folder (llama, mistral, qwen2)")
       ->required();
-  cmd->add_option("-o,--output", f->output, "the quantized GGUF file to write")->required();
+  cmd->add_option("-o,--output", f->output,
+                  "the quantized GGUF file to write (--target vllm: a folder)")
+      ->required();
   auto* recipe =
       cmd->add_option("--recipe", f->recipe_file, "a recipe YAML file (docs/quantization.md)");
   cmd->add_option(
@@ -581,12 +703,16 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
       ->excludes(recipe);
   cmd->add_option("--method", f->method, WithDefault("rtn | gptq | awq | awq+gptq", f->method));
   cmd->add_option("--target", f->target,
-                  WithDefault("who reads the file: frugal (its tiled INT8/INT4 formats) or "
+                  WithDefault("who reads the output: frugal (its tiled INT8/INT4 formats), "
                               "llama.cpp (GGUF Q8_0 / Q4_0 / Q4_1 with the same values, groups "
                               "of 32; int4 -> Q4_1, int4_sym -> Q4_0; and the recipe types "
-                              "q4_k, q5_k, q6_k, q5_0, q5_1, which both read)",
+                              "q4_k, q5_k, q6_k, q5_0, q5_1, which both read) or vllm (-m and -o "
+                              "are Hugging Face folders, -o in GPTQ's layout: vLLM, transformers)",
                               f->target))
-      ->check(CLI::IsMember({"frugal", "llama.cpp"}));
+      ->check(CLI::IsMember({"frugal", "llama.cpp", "vllm"}));
+  cmd->add_option("--frugal-gguf", f->frugal_gguf,
+                  "with --target vllm: also keep the Frugal GGUF of the same quantization (the "
+                  "file the gate evaluates) here");
   cmd->add_option("--group-size", f->group_size,
                   "inputs per scale for every INT rule: 32, 64 or 128")
       ->check(CLI::IsMember({32, 64, 128}));

@@ -102,6 +102,12 @@ int64_t GroupsPerRow(TensorType type, int64_t cols);
 Status PackRows(TensorType type, int64_t rows, int64_t cols, const int8_t* q, const float* scale,
                 const float* offset, uint8_t* dst);
 
+// The inverse of PackRows: from src (rows * RowBytes(type, cols) bytes of a Frugal type), the
+// stored integers q[r * cols + c], scales scale[r * groups + g] and, for I4A (else null), offsets
+// offset[r * groups + g], every bit as stored (fp16 scales widened to float).
+Status UnpackRows(TensorType type, int64_t rows, int64_t cols, const uint8_t* src, int8_t* q,
+                  float* scale, float* offset);
+
 // The value a scale (or offset) of `type` has once stored: fp16 for the group types, float for
 // INT8 per channel.
 float RoundScale(TensorType type, float v);

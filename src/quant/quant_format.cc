@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/fp16.h"
 #include "common/thread_pool.h"
 #include "kernels/quantize.h"
 #include "quant/gguf_grid.h"
@@ -123,12 +124,112 @@ GroupParams SearchSym(const QuantFormat& f, const float* w, const float* a, int6
   return best;
 }
 
+// --- integer zero points (QuantFormat::integer_zero) ---
+
+// GPTQ's v1 checkpoints store z - 1 in the zero's bits, and GPTQModel's v1 -> v2 conversion adds
+// 1 to every packed field without carry: z = 0 cannot be stored, z = 16 would overflow.
+constexpr int kMinZero = 1, kMaxZero = 15;
+
+bool IsFp16(float v) { return Fp16ToFp32(Fp32ToFp16(v)) == v; }
+
+// The fp16 scale nearest d (> 0) whose product with z is an fp16 too, so that Frugal's fp16
+// offset -z * d is exact. Positive fp16 values are ordered as their bit patterns, so the
+// neighbours are +-k; a significand that is a multiple of 16 always qualifies (z < 16), so at
+// most 8 steps are needed in either direction.
+float ScaleForZero(float d, int z) {
+  const auto h = static_cast<int32_t>(Fp32ToFp16(d));
+  const auto fz = static_cast<float>(z);
+  for (int32_t k = 0; k <= 16; ++k) {
+    float best = 0;
+    for (const int32_t c : {h - k, h + k}) {
+      if (c < 1 || c >= 0x7c00) continue;  // zero or negative, or infinity
+      const float v = Fp16ToFp32(static_cast<uint16_t>(c));
+      if (IsFp16(fz * v) && (best == 0 || std::fabs(v - d) < std::fabs(best - d))) best = v;
+    }
+    if (best > 0) return best;
+  }
+  return RoundScale(TensorType::kI4A_G32, d);  // not reached for normal scales
+}
+
+// Parameters with the zero point nearest -m / d and the scale moved for it.
+GroupParams ZeroPointParams(double d, double m) {
+  const int z = static_cast<int>(std::clamp<double>(std::nearbyint(-m / d), kMinZero, kMaxZero));
+  const float s = ScaleForZero(static_cast<float>(d), z);
+  return {s, -static_cast<float>(z) * s};
+}
+
+GroupParams MinMaxIntegerZero(const float* w, int64_t n) {
+  float lo = w[0], hi = w[0];
+  for (int64_t j = 1; j < n; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
+  if (!(hi > lo)) {  // one value c: level z + 1 or z - 1 with d = |c| (or all zero)
+    if (lo == 0) return {0, 0};
+    return ZeroPointParams(std::fabs(lo), -std::fabs(lo));
+  }
+  const double d = (static_cast<double>(hi) - lo) / 15.0;
+  if (-lo / d < kMinZero - 0.5) return ZeroPointParams(hi / 14.0, -hi / 14.0);  // above zero
+  if (-lo / d > kMaxZero + 0.5) return ZeroPointParams(-lo / 15.0, lo);         // below zero
+  return ZeroPointParams(d, lo);
+}
+
+// SearchAsym's candidates, each one's offset rounded to a zero point, then its scale refitted by
+// least squares for that zero point on the levels it gives: min sum a (d (q - z) - x)^2.
+GroupParams SearchIntegerZero(const float* w, const float* a, int64_t n, GroupParams best,
+                              float best_e) {
+  float lo = w[0], hi = w[0];
+  for (int64_t j = 1; j < n; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
+  if (!(hi > lo)) return best;
+  auto consider = [&](const GroupParams& p) {
+    const float e = GroupError(IntKind::kInt4Asym, p, w, a, n);
+    if (e < best_e) best_e = e, best = p;
+  };
+  for (int k = -kSteps; k <= kSteps; ++k) {
+    const float iscale = (15.0f + 0.1f * static_cast<float>(k)) / (hi - lo);
+    float sw[kLanes] = {}, sl[kLanes] = {}, sl2[kLanes] = {}, sx[kLanes] = {}, sxl[kLanes] = {};
+    for (int64_t j = 0; j < n; j += kLanes) {
+      for (int i = 0; i < kLanes; ++i) {
+        const float x = w[j + i], wt = a[j + i];
+        const float l = RoundSmall(std::clamp(iscale * (x - lo), 0.0f, 15.0f));
+        sw[i] += wt, sl[i] += wt * l, sl2[i] += wt * l * l, sx[i] += wt * x, sxl[i] += wt * x * l;
+      }
+    }
+    const double W = Sum(sw), L = Sum(sl), L2 = Sum(sl2), X = Sum(sx), XL = Sum(sxl);
+    const double det = W * L2 - L * L;
+    if (!(det > 0)) continue;
+    const double d = (W * XL - X * L) / det, m = (L2 * X - L * XL) / det;
+    if (!(d > 0)) continue;
+    const GroupParams p = ZeroPointParams(d, m);
+    consider(p);
+    const float z = -p.m / p.d, id = 1.0f / p.d;
+    float sxv[kLanes] = {}, sv2[kLanes] = {};
+    for (int64_t j = 0; j < n; j += kLanes) {
+      for (int i = 0; i < kLanes; ++i) {
+        const float x = w[j + i], wt = a[j + i];
+        const float v = RoundSmall(std::clamp((x - p.m) * id, 0.0f, 15.0f)) - z;
+        sxv[i] += wt * x * v, sv2[i] += wt * v * v;
+      }
+    }
+    const double V2 = Sum(sv2), dz = V2 > 0 ? Sum(sxv) / V2 : 0;
+    if (dz > 0) consider(ZeroPointParams(dz, -static_cast<double>(z) * dz));
+  }
+  return best;
+}
+
 }  // namespace
+
+std::optional<int> IntegerZeroOf(const GroupParams& p) {
+  if (p.d == 0) return p.m == 0 ? std::optional<int>(kMinZero) : std::nullopt;
+  const float z = -p.m / p.d;
+  if (!(z >= kMinZero && z <= kMaxZero) || z != std::nearbyint(z) || -z * p.d != p.m)
+    return std::nullopt;
+  return static_cast<int>(z);
+}
 
 GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n, ScaleFit fit,
                      const float* importance) {
-  const GroupParams p =
-      IsFrugalType(f.type) ? MinMaxParams(f.type, w, n) : MinMaxGgufBlock(f, w, n);
+  const bool integer_zero = f.integer_zero && f.kind == IntKind::kInt4Asym;
+  const GroupParams p = integer_zero           ? MinMaxIntegerZero(w, n)
+                        : IsFrugalType(f.type) ? MinMaxParams(f.type, w, n)
+                                               : MinMaxGgufBlock(f, w, n);
   if (fit == ScaleFit::kMinMax || f.kind == IntKind::kInt8 || n % kLanes != 0) return p;
   std::vector<float> ones;
   if (importance == nullptr) {
@@ -136,6 +237,7 @@ GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n, ScaleFit f
     importance = ones.data();
   }
   const float e = GroupError(f.kind, p, w, importance, n);
+  if (integer_zero) return SearchIntegerZero(w, importance, n, p, e);
   return LevelsOf(f.kind).asym ? SearchAsym(f, w, importance, n, p, e)
                                : SearchSym(f, w, importance, n, p, e);
 }

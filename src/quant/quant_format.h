@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "formats/tensor_types.h"
@@ -24,6 +25,10 @@ struct QuantFormat {
   // K-quants (Q4_K, Q5_K, Q6_K): the inputs of a super-block (256), whose sub-block scales are
   // chosen together as they share a stored super-scale; 0 for every other type.
   int64_t super = 0;
+  // kInt4Asym only: the offset is an integer zero point, m = -z * d with z in [1, 15] and z * d
+  // an fp16 (so the stored offset holds it exactly): value q * d + m == (q - z) * d, the grid
+  // of GPTQ checkpoints (`--target vllm`, src/quant/gptq_export.h). Off for Frugal's own files.
+  bool integer_zero = false;
 
   // The format of `type` (a Frugal type, or a GGUF type of gguf_grid.h) for rows of `cols`
   // inputs.
@@ -58,6 +63,10 @@ enum class ScaleFit {
 // min-max included, has the least squared error sum_i a_i (deq(q_i) - w_i)^2, where a is
 // `importance` (n weights; null = all ones). This is the clipping search of AWQ's and GPTQ's
 // reference code and of llama.cpp's K-quants.
+// With f.integer_zero (INT4 asymmetric): min-max puts the range on 15 steps (on 14 above zero, or
+// 15 below, when the range lies on one side of it) and rounds the zero point into [1, 15]; each
+// search candidate's least-squares offset is rounded to a zero point and its scale refitted for
+// it; every scale is moved to the nearest fp16 whose product with its zero point is an fp16.
 GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n,
                      ScaleFit fit = ScaleFit::kMinMax, const float* importance = nullptr);
 
@@ -69,6 +78,9 @@ float GroupError(IntKind kind, const GroupParams& p, const float* w, const float
 // importance: span() weights (null = all ones).
 void FitSpan(const QuantFormat& f, const float* w, ScaleFit fit, const float* importance,
              GroupParams* params, SuperParams* super);
+// The zero point z of integer-zero parameters (QuantFormat::integer_zero): p.m == -z * p.d
+// exactly with z in [1, 15]; nullopt when p is not on that grid.
+std::optional<int> IntegerZeroOf(const GroupParams& p);
 
 // The stored integer of w ([-127, 127] for INT8, [0, 15] for INT4) and the value it stands for
 // (kernels/quantize.h QuantizeLevel and DequantizeLevel).

@@ -349,11 +349,24 @@ Status QuantizedModel::FinishHfExport(const LlamaHParams& hp) {
 StatusOr<QuantTarget> ParseQuantTarget(std::string_view name) {
   if (name == "frugal") return QuantTarget::kFrugal;
   if (name == "llama.cpp") return QuantTarget::kLlamaCpp;
-  return InvalidArgument("unknown target '" + std::string(name) + "' (frugal | llama.cpp)");
+  if (name == "vllm") return QuantTarget::kVllm;
+  return InvalidArgument("unknown target '" + std::string(name) + "' (frugal | llama.cpp | vllm)");
+}
+
+std::vector<QuantizedModel::TensorOut> QuantizedModel::TensorsIn(const Raise& raise) const {
+  std::vector<TensorOut> out;
+  out.reserve(out_.size());
+  for (const Tensor& t : out_) {
+    const std::vector<uint8_t>& data = t.DataIn(raise);
+    out.push_back({&t.name, &data == &t.data ? t.type : raise.at(t.name), &t.ne, &data});
+  }
+  return out;
 }
 
 Status QuantizedModel::Write(const std::string& path, const Raise& raise,
                              QuantTarget target) const {
+  if (target == QuantTarget::kVllm)
+    return InvalidArgument("--target vllm writes a Hugging Face folder (WriteGptqFolder)");
   GgufWriter w = metadata_;
   std::vector<std::string> to_int8, to_g32;
   bool frugal_types = false;
@@ -416,6 +429,13 @@ Status QuantizedModel::Write(const std::string& path, const Raise& raise,
 namespace {
 
 // --- QuantizeModel's stages ---
+
+// The format of a matrix of `type` with rows of `cols` inputs, on the options' grid.
+StatusOr<QuantFormat> FormatFor(const QuantizeOptions& o, TensorType type, int64_t cols) {
+  FRUGAL_ASSIGN_OR_RETURN(QuantFormat f, QuantFormat::Of(type, cols));
+  f.integer_zero = o.integer_zero;
+  return f;
+}
 
 // The model being quantized: its tensors under GGUF names, and the float model that runs the
 // calibration (its matrices are replaced by their quantized forms, layer by layer).
@@ -558,7 +578,7 @@ int64_t RowsOf(const LayerContext& c, const LayerState& l, std::string_view m) {
 std::optional<QuantFormat> FormatOf(const LayerContext& c, const LayerState& l, const char* m) {
   const TensorChoice& choice = c.plan.at(l.NameOf(m));
   if (!choice.quantize) return std::nullopt;
-  auto f = QuantFormat::Of(choice.type, static_cast<int64_t>(l.w.at(m).size()) / RowsOf(c, l, m));
+  auto f = FormatFor(c.o, choice.type, static_cast<int64_t>(l.w.at(m).size()) / RowsOf(c, l, m));
   return f.ok() ? std::optional<QuantFormat>(*f) : std::nullopt;
 }
 
@@ -892,7 +912,7 @@ Status QuantizeMatrix(const LayerContext& c, const QuantMethodImpl& method, cons
   const TensorType type = c.plan.at(name).type;
   const std::vector<int64_t>& order = c.qk.Of(name);
   auto quantize = [&](TensorType t) -> StatusOr<QuantizedMatrix> {
-    FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(t, cols));
+    FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, FormatFor(c.o, t, cols));
     return method.Quantize(f, w.data(), rows, cols, in, c.pool);
   };
   FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix q, quantize(type));
@@ -1036,7 +1056,7 @@ Status ConvertOtherTensor(const LayerContext& c, const NamedTensor& nt, OutputTe
     out.type = t->type;
     out.data.assign(t->data, t->data + t->nbytes);
   } else if (choice.quantize) {
-    FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, QuantFormat::Of(choice.type, t->ne[0]));
+    FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, FormatFor(c.o, choice.type, t->ne[0]));
     const std::vector<float> v = Dequantized(*t);
     FRUGAL_ASSIGN_OR_RETURN(
         out.data, QuantizeRtn(f, v.data(), t->rows(), t->ne[0], c.o.fit, nullptr, &c.pool).Pack());

@@ -27,8 +27,10 @@ namespace frugal {
 
 enum class QuantMethod { kRtn, kGptq, kAwq, kAwqGptq };
 
-// Who reads the file: Frugal (its tiled formats) or stock llama.cpp (GGUF block types only).
-enum class QuantTarget { kFrugal, kLlamaCpp };
+// Who reads the output: Frugal (its tiled formats), stock llama.cpp (GGUF block types only), or
+// vLLM / transformers (a Hugging Face folder in GPTQ's layout, src/quant/gptq_export.h; the
+// quantization itself is Frugal's, INT4 asymmetric on integer zero points).
+enum class QuantTarget { kFrugal, kLlamaCpp, kVllm };
 StatusOr<QuantTarget> ParseQuantTarget(std::string_view name);
 StatusOr<QuantMethod> ParseQuantMethod(std::string_view name);
 const char* QuantMethodName(QuantMethod m);
@@ -53,6 +55,9 @@ struct QuantizeOptions {
   // How INT4 group scales are chosen, by every method (GPTQ weighs the search by its Hessian's
   // diagonal); overrides gptq.fit and awq.fit.
   ScaleFit fit = ScaleFit::kSearch;
+  // INT4 asymmetric groups on integer zero points (QuantFormat::integer_zero), as GPTQ
+  // checkpoints store them (--target vllm); every method quantizes on that grid.
+  bool integer_zero = false;
   GptqOptions gptq;
   AwqOptions awq;
   int threads = 0;
@@ -120,6 +125,17 @@ class QuantizedModel {
   // is refused (InvalidArgument).
   Status Write(const std::string& path, const Raise& raise = {},
                QuantTarget target = QuantTarget::kFrugal) const;
+  // The tensors as Write writes them for QuantTarget::kFrugal under `raise`, in the file's
+  // order: GGUF name, type, shape (ne[0] contiguous) and bytes (Frugal's packed tiles for the
+  // INT types; Q/K of a Hugging Face source of arch llama in llama.cpp's row order). Views into
+  // this model.
+  struct TensorOut {
+    const std::string* name;
+    TensorType type;
+    const std::vector<int64_t>* ne;
+    const std::vector<uint8_t>* data;
+  };
+  std::vector<TensorOut> TensorsIn(const Raise& raise = {}) const;
 
   int64_t calib_tokens() const { return calib_tokens_; }
   const std::string& calib_sha256() const { return calib_sha256_; }

@@ -236,6 +236,79 @@ Status PackRows(TensorType type, int64_t rows, int64_t cols, const int8_t* q, co
   return Status::Ok();
 }
 
+Status UnpackRows(TensorType type, int64_t rows, int64_t cols, const uint8_t* src, int8_t* q,
+                  float* scale, float* offset) {
+  if (!IsFrugalType(type) || GetTypeInfo(type) == nullptr) {
+    return InvalidArgument("UnpackRows: " + TypeName(type) + " is not a Frugal format");
+  }
+  const IntKind kind = IntKindOf(type);
+  if (rows % kR != 0) {
+    return InvalidArgument(TypeName(type) + " needs a multiple of 8 rows, not " +
+                           std::to_string(rows));
+  }
+  if ((kind == IntKind::kInt4Asym) != (offset != nullptr)) {
+    return InvalidArgument("UnpackRows: offsets are read exactly for the asymmetric INT4 types");
+  }
+  FRUGAL_ASSIGN_OR_RETURN(const size_t row_bytes, RowBytes(type, cols));
+  const bool per_channel = GetTypeInfo(type)->group_size == 0;
+  const int64_t groups = GroupsPerRow(type, cols);
+  const int64_t gsize = cols / groups;
+  const int64_t chunks = gsize / kQK;
+  // The same walk as PackRows, reading where it writes.
+  for (int64_t t = 0; t < rows / kR; ++t) {
+    const uint8_t* p = src + static_cast<size_t>(t * kR) * row_bytes;
+    const int64_t r0 = t * kR;
+    if (per_channel) {
+      TileI8CHeader h;
+      std::memcpy(&h, p, sizeof(h));
+      p += sizeof(h);
+      for (int r = 0; r < kR; ++r) scale[r0 + r] = h.d[r];
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      if (!per_channel) {
+        for (int r = 0; r < kR; ++r) {
+          uint16_t d;
+          std::memcpy(&d, p + 2 * r, 2);
+          scale[(r0 + r) * groups + g] = Fp16ToFp32(d);
+        }
+        p += 2 * kR;
+        if (kind == IntKind::kInt4Asym) {
+          for (int r = 0; r < kR; ++r) {
+            uint16_t m;
+            std::memcpy(&m, p + 2 * r, 2);
+            offset[(r0 + r) * groups + g] = Fp16ToFp32(m);
+          }
+          p += 2 * kR;
+        }
+      }
+      for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t col0 = g * gsize + c * kQK;
+        if (kind == IntKind::kInt8) {
+          for (int k = 0; k < kQK / kStepBytes; ++k) {
+            for (int r = 0; r < kR; ++r) {
+              std::memcpy(q + (r0 + r) * cols + col0 + kStepBytes * k, p, kStepBytes);
+              p += kStepBytes;
+            }
+          }
+        } else {
+          for (int k = 0; k < kQK / 2 / kStepBytes; ++k) {
+            for (int r = 0; r < kR; ++r) {
+              int8_t* dst = q + (r0 + r) * cols + col0;
+              for (int i = 0; i < kStepBytes; ++i) {
+                const int j = kStepBytes * k + i;
+                dst[j] = static_cast<int8_t>(*p & 0x0f);
+                dst[j + 16] = static_cast<int8_t>(*p >> 4);
+                ++p;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 GroupParams MinMaxParams(TensorType type, const float* w, int64_t n) {
   GroupParams p;
   const IntKind kind = IntKindOf(type);
