@@ -139,7 +139,9 @@ def main() -> int:
             recipe = recipe_like(lc)
         files[f"{row}: llama-quantize + imatrix"] = lc
         for method in a.methods.split(","):
-            fq = out / f"frugal-{row}-{method.replace('+', '-')}.gguf"
+            calib = "" if a.calib_samples == 32 else (
+                "-calib-all" if a.calib_samples == 0 else f"-calib{a.calib_samples}")
+            fq = out / f"frugal-{row}-{method.replace('+', '-')}{calib}.gguf"
             if not fq.exists():
                 args = ["--preset", "mixed-int4-int8"]
                 if recipe is not None:
@@ -149,7 +151,8 @@ def main() -> int:
                 run([a.frugal, "quantize", "-q", "-m", ref, "-o", fq, "--target", "llama.cpp",
                      "--method", method, "--calib", CALIB, "--calib-samples", a.calib_samples,
                      "--no-gate", *args], out / f"{fq.stem}.log")
-            files[f"{row}: Frugal {method}"] = fq
+            windows = "every window" if a.calib_samples == 0 else f"{a.calib_samples} windows"
+            files[f"{row}: Frugal {method} ({windows} of 256 tokens)"] = fq
 
     results = {name: kld(perplexity, path, base, a.ctx, out / f"{path.stem}.kld.log")
                for name, path in files.items()}

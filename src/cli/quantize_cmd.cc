@@ -221,6 +221,12 @@ Status PrepareVllmTarget(const QuantizeFlags& f, QuantizeOptions& o) {
         f.input);
   }
   for (const RecipeRule& r : o.recipe.rules) {
+    if (r.kind.is_gguf()) {
+      return InvalidArgument("--target vllm: rule '" + r.match + "' asks for " +
+                             TypeName(r.kind.gguf) +
+                             ", a GGUF block type that GPTQ checkpoints cannot hold (int8, int4 "
+                             "or int4_sym)");
+    }
     if (r.kind.is_int() && r.group_size == 0) {
       return InvalidArgument("--target vllm: rule '" + r.match +
                              "' has one INT8 scale per row, which GPTQ cannot store (fp16 group "

@@ -278,6 +278,9 @@ def test_refusals_leave_nothing(frugal, tmp_path):
     split.write_text('name: s\nrules:\n  - {match: "blk.*.attn_q.weight", type: int8}\n'
                      '  - {match: "blk.*.weight", type: int4}\n')
     refused(hf, "--recipe", split, message="qkv_proj")
+    kq = tmp_path / "kq.yaml"  # a GGUF block type: no GPTQ layout
+    kq.write_text('name: k\nrules:\n  - {match: "blk.*.weight", type: q4_k}\n')
+    refused(hf, "--recipe", kq, message="GGUF block type")
     out.mkdir()
     (out / "keep.txt").write_text("x")
     p = quantize(frugal, hf, out, "--method", "rtn", "--no-gate", check=False)
