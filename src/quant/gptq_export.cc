@@ -222,9 +222,10 @@ nlohmann::ordered_json DynamicRules(
     for (const auto& [kind, layers] : kinds) by_layers[layers].push_back(kind);
     for (const auto& [layers, kind_list] : by_layers) {
       std::vector<std::string> names = kind_list;
+      const std::vector<std::string>& kl = kind_list;  // lambdas cannot capture bindings (clang)
       for (const auto& [fused, parts] : FusedModules()) {
-        if (std::all_of(parts.begin(), parts.end(), [&](const std::string& p) {
-              return std::find(kind_list.begin(), kind_list.end(), p) != kind_list.end();
+        if (std::all_of(parts.begin(), parts.end(), [&kl](const std::string& p) {
+              return std::find(kl.begin(), kl.end(), p) != kl.end();
             }))
           names.push_back(fused);
       }
