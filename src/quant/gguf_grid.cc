@@ -25,25 +25,18 @@ void FitSubAsym(const float* w, const float* a, int64_t n, float top, float* d_o
   *d_out = 0;
   *mn_out = -lo;
   if (!(hi > lo)) return;
+  const IntKind kind = top == 15 ? IntKind::kInt4Asym : IntKind::kInt5Asym;
   GroupParams best{(hi - lo) / top, lo};
-  float best_e = GroupError(top == 15 ? IntKind::kInt4Asym : IntKind::kInt5Asym, best, w, a, n);
-  for (int k = -kSteps; k <= kSteps; ++k) {
-    const float iscale = (top + 0.1f * static_cast<float>(k)) / (hi - lo);
-    double sw = 0, sl = 0, sl2 = 0, sx = 0, sxl = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      const double x = w[j], wt = a[j];
-      const double l = RoundSmall(std::clamp(iscale * (w[j] - lo), 0.0f, top));
-      sw += wt, sl += wt * l, sl2 += wt * l * l, sx += wt * x, sxl += wt * x * l;
-    }
-    const double det = sw * sl2 - sl * sl;
-    if (!(det > 0)) continue;
-    double d = (sw * sxl - sx * sl) / det, m = (sl2 * sx - sl * sxl) / det;
-    if (m > 0) m = 0, d = sl2 > 0 ? sxl / sl2 : 0;  // no positive offset: refit d alone
-    if (!(d > 0)) continue;
+  float best_e = GroupError(kind, best, w, a, n);
+  ForEachAsymCandidate(w, a, n, lo, hi, top, [&](const AsymSums& s) {
+    double d, m;
+    if (!SolveAsym(s, &d, &m)) return;
+    if (m > 0) m = 0, d = s.l2 > 0 ? s.xl / s.l2 : 0;  // no positive offset: refit d alone
+    if (!(d > 0)) return;
     const GroupParams p{static_cast<float>(d), static_cast<float>(m)};
-    const float e = GroupError(top == 15 ? IntKind::kInt4Asym : IntKind::kInt5Asym, p, w, a, n);
+    const float e = GroupError(kind, p, w, a, n);
     if (e < best_e) best_e = e, best = p;
-  }
+  });
   *d_out = best.d;
   *mn_out = -best.m;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "common/fp16.h"
 #include "common/thread_pool.h"
@@ -32,6 +33,8 @@ namespace {
 // the compiler vectorises them; the arithmetic per weight is QuantizeValue's and
 // DequantizeValue's.
 constexpr int kLanes = 8;
+// Candidates per direction: the range spans 15 (or 8) levels, +- kSteps / 10.
+constexpr int kSteps = 10;
 
 float Sum(const float (&v)[kLanes]) {
   float s = 0;
@@ -56,20 +59,10 @@ float GroupError(IntKind kind, const GroupParams& p, const float* w, const float
   return Sum(acc);
 }
 
-namespace {
-
-// Candidates per direction: the range spans 15 (or 8) levels, +- kSteps / 10.
-constexpr int kSteps = 10;
-
-GroupParams SearchAsym(const QuantFormat& f, const float* w, const float* a, int64_t n,
-                       GroupParams best, float best_e) {
-  const float top = LevelsOf(f.kind).hi;
-  float lo = w[0], hi = w[0];
-  for (int64_t j = 1; j < n; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
-  if (!(hi > lo)) return best;
+void ForEachAsymCandidate(const float* w, const float* a, int64_t n, float lo, float hi, float top,
+                          const std::function<void(const AsymSums&)>& take) {
   for (int k = -kSteps; k <= kSteps; ++k) {
     const float iscale = (top + 0.1f * static_cast<float>(k)) / (hi - lo);
-    // Least squares for d and m given the candidate's integers L: min sum a (d L + m - x)^2.
     float sw[kLanes] = {}, sl[kLanes] = {}, sl2[kLanes] = {}, sx[kLanes] = {}, sxl[kLanes] = {};
     for (int64_t j = 0; j < n; j += kLanes) {
       for (int i = 0; i < kLanes; ++i) {
@@ -78,16 +71,34 @@ GroupParams SearchAsym(const QuantFormat& f, const float* w, const float* a, int
         sw[i] += wt, sl[i] += wt * l, sl2[i] += wt * l * l, sx[i] += wt * x, sxl[i] += wt * x * l;
       }
     }
-    const double W = Sum(sw), L = Sum(sl), L2 = Sum(sl2), X = Sum(sx), XL = Sum(sxl);
-    const double det = W * L2 - L * L;
-    if (!(det > 0)) continue;
-    const double d = (W * XL - X * L) / det, m = (L2 * X - L * XL) / det;
-    if (!(d > 0)) continue;
+    take(AsymSums{Sum(sw), Sum(sl), Sum(sl2), Sum(sx), Sum(sxl)});
+  }
+}
+
+bool SolveAsym(const AsymSums& s, double* d, double* m) {
+  const double det = s.w * s.l2 - s.l * s.l;
+  if (!(det > 0)) return false;
+  *d = (s.w * s.xl - s.x * s.l) / det;
+  *m = (s.l2 * s.x - s.l * s.xl) / det;
+  return true;
+}
+
+namespace {
+
+GroupParams SearchAsym(const QuantFormat& f, const float* w, const float* a, int64_t n,
+                       GroupParams best, float best_e) {
+  const float top = LevelsOf(f.kind).hi;
+  float lo = w[0], hi = w[0];
+  for (int64_t j = 1; j < n; ++j) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
+  if (!(hi > lo)) return best;
+  ForEachAsymCandidate(w, a, n, lo, hi, top, [&](const AsymSums& s) {
+    double d, m;
+    if (!SolveAsym(s, &d, &m) || !(d > 0)) return;
     const GroupParams p{RoundScale(f.type, static_cast<float>(d)),
                         RoundScale(f.type, static_cast<float>(m))};
     const float e = GroupError(f.kind, p, w, a, n);
     if (e < best_e) best_e = e, best = p;
-  }
+  });
   return best;
 }
 
@@ -182,21 +193,9 @@ GroupParams SearchIntegerZero(const float* w, const float* a, int64_t n, GroupPa
     const float e = GroupError(IntKind::kInt4Asym, p, w, a, n);
     if (e < best_e) best_e = e, best = p;
   };
-  for (int k = -kSteps; k <= kSteps; ++k) {
-    const float iscale = (15.0f + 0.1f * static_cast<float>(k)) / (hi - lo);
-    float sw[kLanes] = {}, sl[kLanes] = {}, sl2[kLanes] = {}, sx[kLanes] = {}, sxl[kLanes] = {};
-    for (int64_t j = 0; j < n; j += kLanes) {
-      for (int i = 0; i < kLanes; ++i) {
-        const float x = w[j + i], wt = a[j + i];
-        const float l = RoundSmall(std::clamp(iscale * (x - lo), 0.0f, 15.0f));
-        sw[i] += wt, sl[i] += wt * l, sl2[i] += wt * l * l, sx[i] += wt * x, sxl[i] += wt * x * l;
-      }
-    }
-    const double W = Sum(sw), L = Sum(sl), L2 = Sum(sl2), X = Sum(sx), XL = Sum(sxl);
-    const double det = W * L2 - L * L;
-    if (!(det > 0)) continue;
-    const double d = (W * XL - X * L) / det, m = (L2 * X - L * XL) / det;
-    if (!(d > 0)) continue;
+  ForEachAsymCandidate(w, a, n, lo, hi, 15.0f, [&](const AsymSums& s) {
+    double d, m;
+    if (!SolveAsym(s, &d, &m) || !(d > 0)) return;
     const GroupParams p = ZeroPointParams(d, m);
     consider(p);
     const float z = -p.m / p.d, id = 1.0f / p.d;
@@ -210,7 +209,7 @@ GroupParams SearchIntegerZero(const float* w, const float* a, int64_t n, GroupPa
     }
     const double V2 = Sum(sv2), dz = V2 > 0 ? Sum(sxv) / V2 : 0;
     if (dz > 0) consider(ZeroPointParams(dz, -static_cast<double>(z) * dz));
-  }
+  });
   return best;
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -72,6 +73,19 @@ GroupParams FitGroup(const QuantFormat& f, const float* w, int64_t n,
 
 // sum_i a_i (deq(Q(w_i)) - w_i)^2 over the n weights w (n a multiple of 8) under p.
 float GroupError(IntKind kind, const GroupParams& p, const float* w, const float* a, int64_t n);
+
+// Weighted sums over a candidate's integers L: a, a L, a L^2, a x, a x L.
+struct AsymSums {
+  double w = 0, l = 0, l2 = 0, x = 0, xl = 0;
+};
+// The candidates of an asymmetric grid's scale search for the n weights w (n a multiple of 8,
+// importance a): the range [lo, hi] mapped onto top + k / 10 levels (k = -10 .. 10), rounded and
+// clamped to [0, top]; take() gets each candidate's sums, from which the caller fits its grid's
+// scale and offset (SolveAsym, or a constrained fit).
+void ForEachAsymCandidate(const float* w, const float* a, int64_t n, float lo, float hi, float top,
+                          const std::function<void(const AsymSums&)>& take);
+// The least-squares d and m of min sum a (d L + m - x)^2; false when the sums are singular.
+bool SolveAsym(const AsymSums& s, double* d, double* m);
 
 // The parameters of the span() weights w (a group, or a K-quant super-block, gguf_grid.h
 // FitSuperBlock): params[0 .. span / group), and *super for K-quants (else unused, may be null).
