@@ -330,7 +330,7 @@ TEST(GgufTilesTest, TilePairsEqualTileDotsBitForBit) {
 TEST(GgufTilesTest, MatMulOfRepackedEqualsOriginal) {
   std::mt19937 rng(25);
   std::normal_distribution<float> nd;
-  ThreadPool pool(2);
+  ThreadPool pool(2), serial(1);
   for (TensorType type : kGgufTypes) {
     const int64_t cols = 2 * std::max<int64_t>(GetTypeInfo(type)->block_size, 64), rows = 40,
                   batch = 9;
@@ -363,10 +363,14 @@ TEST(GgufTilesTest, MatMulOfRepackedEqualsOriginal) {
         ASSERT_LE(std::fabs(yb[o] - ya[o]), rounding + 1e-5 * magnitude) << TypeName(type);
       }
     }
-    for (int64_t b = 0; b < batch; ++b) {
-      MatMul(p.view, x.data() + b * cols, 1, one.data(), pool, ActivationPrecision::kInt8);
-      ASSERT_EQ(0, std::memcmp(one.data(), &yb[static_cast<size_t>(b * rows)], one.size() * 4))
-          << TypeName(type) << " batch row " << b;
+    // One row at a time (decode; the K-quants decode through tile pairs where the level has
+    // them): on one thread the 5 tiles are two pairs and a single tile, on two the split decides.
+    for (ThreadPool* on : {&pool, &serial}) {
+      for (int64_t b = 0; b < batch; ++b) {
+        MatMul(p.view, x.data() + b * cols, 1, one.data(), *on, ActivationPrecision::kInt8);
+        ASSERT_EQ(0, std::memcmp(one.data(), &yb[static_cast<size_t>(b * rows)], one.size() * 4))
+            << TypeName(type) << " batch row " << b << " threads " << on->size();
+      }
     }
   }
 }
