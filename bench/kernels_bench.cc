@@ -7,8 +7,11 @@
 // Counters: "bytes_per_second" is weight bytes streamed; "FLOPS" counts 2 per multiply-add.
 #include <benchmark/benchmark.h>
 
+#include <cstddef>
 #include <cstring>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/fp16.h"
@@ -206,6 +209,81 @@ void BM_DotQ8Rows(benchmark::State& state) {
                  CpuLevelName(level));
 }
 
+// Decode's kernel for GGUF block types re-laid into tiles at load (Q4_K ... re-laid as
+// Q4_K_X8 ...): one INT8 activation row against one 576 x 1536 matrix on one thread (it stays in
+// L2, so this is the kernel's own rate, not memory's), a tile at a time (dot_q8_tile) or, at the
+// AVX-512 levels, two at a time (dot_q8_tile_pair with one row: what decode runs where
+// KernelTraits::decode_in_pairs). Weight bytes/s of the re-laid matrix.
+void BM_DotQ8Relaid(benchmark::State& state) {
+  const auto source = static_cast<TensorType>(state.range(0));
+  const auto level = static_cast<CpuLevel>(state.range(1));
+  const bool pairs = state.range(2) != 0;
+  const int64_t k = 1536, rows = 576, blocks = k / kQK;
+  std::vector<uint8_t> raw = RandomWeights(source, k, rows);
+  // Sane fp16 scales (random bytes make NaN and denormal ones): d, and dmin / m where the block
+  // has one, at the start of every block; Q6_K keeps d last.
+  const TypeInfo* info = GetTypeInfo(source);
+  const size_t d_at = source == TensorType::kQ6_K ? offsetof(BlockQ6_K, d) : 0;
+  const bool has_min = source == TensorType::kQ4_1 || source == TensorType::kQ5_1 ||
+                       source == TensorType::kQ4_K || source == TensorType::kQ5_K;
+  for (size_t o = 0; o < raw.size(); o += info->block_bytes) {
+    const uint16_t d = Fp32ToFp16(0.01f),
+                   m = Fp32ToFp16(source == TensorType::kQ4_K || source == TensorType::kQ5_K
+                                      ? 0.005f
+                                      : -0.08f);
+    std::memcpy(&raw[o + d_at], &d, 2);
+    if (has_min) std::memcpy(&raw[o + 2], &m, 2);
+  }
+  const TensorView view = TensorView::Matrix(source, k, rows, raw.data(), raw.size());
+  const std::optional<TensorType> type = RepackedType(view);
+  const KernelTraits* traits = type ? GetKernelTraits(*type, level) : nullptr;
+  if (traits == nullptr || traits->dot_q8_tile == nullptr ||
+      (pairs && traits->dot_q8_tile_pair == nullptr)) {
+    state.SkipWithError("no such kernel at this level");
+    return;
+  }
+  std::vector<uint8_t> w(RepackedBytes(view));
+  RepackRows(view, w.data());
+  std::vector<float> x(static_cast<size_t>(k));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17) - 8.0f;
+  std::vector<BlockQ8Act> xq(static_cast<size_t>(blocks));
+  QuantizeRowQ8Act(x.data(), xq.data(), k);
+  const size_t tile_bytes = w.size() / static_cast<size_t>(rows / kTileRows);
+  float sink = 0;
+  float out[2 * kTileRows];
+  for (auto _ : state) {
+    if (pairs) {
+      for (int64_t t = 0; t < rows / kTileRows; t += 2) {
+        traits->dot_q8_tile_pair(w.data() + t * tile_bytes, tile_bytes, xq.data(), blocks, 1, k,
+                                 out);
+        sink += out[0];
+      }
+    } else {
+      for (int64_t t = 0; t < rows / kTileRows; ++t) {
+        traits->dot_q8_tile(w.data() + t * tile_bytes, xq.data(), k, out);
+        sink += out[0];
+      }
+    }
+    benchmark::DoNotOptimize(sink);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(w.size()));
+  state.SetLabel(std::string(TypeName(source)) + "/re-laid/one-row/" +
+                 (pairs ? "tile pairs/" : "tiles/") + CpuLevelName(level));
+}
+
+void DotQ8RelaidArgs(benchmark::internal::Benchmark* b) {
+  for (TensorType t :
+       {TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ8_0, TensorType::kQ5_0,
+        TensorType::kQ5_1, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
+    for (CpuLevel l : SupportedCpuLevels()) {
+      if (l == CpuLevel::kScalar) continue;
+      b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l), 0});
+      if (l >= CpuLevel::kAvx512Bw) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l), 1});
+    }
+  }
+}
+
 void DotQ8RowsArgs(benchmark::internal::Benchmark* b) {
   for (TensorType t :
        {TensorType::kI8_C, TensorType::kI8_G64, TensorType::kI4S_G64, TensorType::kI4A_G64}) {
@@ -248,6 +326,7 @@ BENCHMARK(BM_Dequantize)->Apply(DequantArgs);
 BENCHMARK(BM_DotF32)->Apply(DotArgs);
 BENCHMARK(BM_DotQ8)->Apply(DotQ8Args);
 BENCHMARK(BM_DotQ8Rows)->Apply(DotQ8RowsArgs);
+BENCHMARK(BM_DotQ8Relaid)->Apply(DotQ8RelaidArgs);
 BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime();
 
 }  // namespace

@@ -52,10 +52,6 @@ struct KernelTraits {
   // each tile. Prefetches the next pair (tile + 2 * tile_bytes) as it goes; it never reads it.
   void (*dot_q8_tile_pair)(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t ldx,
                            int m, int64_t n, float* out) = nullptr;
-  // Decode (one activation row) also runs through dot_q8_tile_pair: set where unpacking one row
-  // of weights in 256-bit vectors, not memory, bounds decode (the K-quants: their scales and
-  // bit planes cost more work per byte; docs/benchmarks.md), never without dot_q8_tile_pair.
-  bool decode_in_pairs = false;
 
   int tile_rows() const { return dequantize_tile != nullptr ? kTileRows : 1; }
 };

@@ -363,8 +363,7 @@ TEST(GgufTilesTest, MatMulOfRepackedEqualsOriginal) {
         ASSERT_LE(std::fabs(yb[o] - ya[o]), rounding + 1e-5 * magnitude) << TypeName(type);
       }
     }
-    // One row at a time (decode; the K-quants decode through tile pairs where the level has
-    // them): on one thread the 5 tiles are two pairs and a single tile, on two the split decides.
+    // One row at a time (decode's kernel), on one thread (all 5 tiles in one range) and on two.
     for (ThreadPool* on : {&pool, &serial}) {
       for (int64_t b = 0; b < batch; ++b) {
         MatMul(p.view, x.data() + b * cols, 1, one.data(), *on, ActivationPrecision::kInt8);

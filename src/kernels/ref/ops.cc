@@ -84,15 +84,7 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
     float out[4 * 2 * kTileRows];
     const size_t tile_bytes = j.row_bytes * static_cast<size_t>(kTileRows);
     if (batch == 1) {  // decode: one stream through the weights
-      int64_t r = r0;
-      if (t.decode_in_pairs) {
-        for (; r + 2 * kTileRows <= r1; r += 2 * kTileRows) {
-          t.dot_q8_tile_pair(w.data + j.row_bytes * static_cast<size_t>(r), tile_bytes, xq, blocks,
-                             1, k, out);
-          std::copy_n(out, 2 * kTileRows, y + r);
-        }
-      }
-      for (; r < r1; r += kTileRows) {
+      for (int64_t r = r0; r < r1; r += kTileRows) {
         t.dot_q8_tile(w.data + j.row_bytes * static_cast<size_t>(r), xq, k, out);
         std::copy_n(out, kTileRows, y + r);
       }
