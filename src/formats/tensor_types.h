@@ -260,7 +260,10 @@ struct BlockQ8Act {
   float d;
   float s;
   int8_t qs[kQK];
+  // The integer sums of qs[0..15] and qs[16..31] (|sum| <= 16 * 127): Q6_K's 16-input
+  // sub-blocks subtract 32 x them, and would otherwise recompute them for every tile.
+  int16_t half_sums[2];
 };
-static_assert(sizeof(BlockQ8Act) == 40);
+static_assert(sizeof(BlockQ8Act) == 44);
 
 }  // namespace frugal

@@ -213,6 +213,7 @@ TEST(GgufTilesTest, ExtremeValuesAgreeAcrossLevels) {
           for (int8_t& q : b.qs) sum += q = static_cast<int8_t>(positive ? 127 : -127);
           b.d = 0.01f;
           b.s = b.d * static_cast<float>(sum);
+          b.half_sums[0] = b.half_sums[1] = static_cast<int16_t>(sum / 2);
         }
         std::vector<float> w(static_cast<size_t>(kTileRows * cols));
         DequantizeTensor(t, w.data());

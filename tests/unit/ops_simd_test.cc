@@ -45,6 +45,12 @@ TEST(OpsSimdTest, QuantizeQ8BitIdentical) {
       GetOpsKernels(level).quantize_q8(x.data(), a.data(), n);
       ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(BlockQ8Act)))
           << CpuLevelName(level) << " n=" << n;
+      for (const BlockQ8Act& q : a) {  // the half sums are those of the stored integers
+        int half[2] = {0, 0};
+        for (int j = 0; j < kQK; ++j) half[j / (kQK / 2)] += q.qs[j];
+        ASSERT_EQ(q.half_sums[0], half[0]) << CpuLevelName(level);
+        ASSERT_EQ(q.half_sums[1], half[1]) << CpuLevelName(level);
+      }
     }
   }
 }

@@ -256,14 +256,16 @@ void RefQuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) {
     for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float d = amax / 127.0f;
     const float id = d != 0 ? 1.0f / d : 0.0f;
-    int32_t qsum = 0;
+    int32_t half[2] = {0, 0};
     for (int j = 0; j < kQK; ++j) {
       const auto q = static_cast<int32_t>(std::nearbyint(x[j] * id));
       out[i].qs[j] = static_cast<int8_t>(q);
-      qsum += q;
+      half[j / (kQK / 2)] += q;
     }
     out[i].d = d;
-    out[i].s = d * static_cast<float>(qsum);
+    out[i].s = d * static_cast<float>(half[0] + half[1]);
+    out[i].half_sums[0] = static_cast<int16_t>(half[0]);
+    out[i].half_sums[1] = static_cast<int16_t>(half[1]);
   }
 }
 

@@ -73,11 +73,13 @@ void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) {
       q[p] = _mm256_cvtps_epi32(
           _mm256_round_ps(_mm256_mul_ps(v[p], vid), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
-    const __m256i sum32 =
-        _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(sum32), _mm256_extracti128_si256(sum32, 1));
-    s = _mm_hadd_epi32(s, s);
-    s = _mm_hadd_epi32(s, s);
+    // The sums of inputs 0..15 and 16..31: h = [s0, s1, s0, s1].
+    const __m256i h0 = _mm256_add_epi32(q[0], q[1]), h1 = _mm256_add_epi32(q[2], q[3]);
+    __m128i h =
+        _mm_hadd_epi32(_mm_add_epi32(_mm256_castsi256_si128(h0), _mm256_extracti128_si256(h0, 1)),
+                       _mm_add_epi32(_mm256_castsi256_si128(h1), _mm256_extracti128_si256(h1, 1)));
+    h = _mm_hadd_epi32(h, h);
+    const int32_t half0 = _mm_cvtsi128_si32(h), half1 = _mm_extract_epi32(h, 1);
     // int32 -> int8 with saturating packs, then undo the lane interleave of the 256-bit packs.
     const __m256i a = _mm256_packs_epi32(q[0], q[1]);  // [q0 lo, q1 lo | q0 hi, q1 hi] as int16
     const __m256i b = _mm256_packs_epi32(q[2], q[3]);
@@ -86,7 +88,9 @@ void QuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[i].qs),
                         _mm256_permutevar8x32_epi32(bytes, order));
     out[i].d = d;
-    out[i].s = d * static_cast<float>(_mm_cvtsi128_si32(s));
+    out[i].s = d * static_cast<float>(half0 + half1);
+    out[i].half_sums[0] = static_cast<int16_t>(half0);
+    out[i].half_sums[1] = static_cast<int16_t>(half1);
   }
 }
 
