@@ -2,7 +2,8 @@
 // FLOP/s for the batch kernels (4 activation rows per call), matrix x matrix (prefill) and float
 // dot products, at every CPU level.
 //
-//   build/bench/kernels_bench --benchmark_filter=MatVec
+//   build/bench/kernels_bench --benchmark_filter=BM_MatMul        # y = W x, all threads
+//   build/bench/kernels_bench --benchmark_filter=BM_DotQ8Relaid   # decode's kernel, GGUF tiles
 //
 // Counters: "bytes_per_second" is weight bytes streamed; "FLOPS" counts 2 per multiply-add.
 #include <benchmark/benchmark.h>
