@@ -3,7 +3,8 @@
 // dot products, at every CPU level.
 //
 //   build/bench/kernels_bench --benchmark_filter=BM_MatMul        # y = W x, all threads
-//   build/bench/kernels_bench --benchmark_filter=BM_DotQ8Relaid   # decode's kernel, GGUF tiles
+//   build/bench/kernels_bench --benchmark_filter=BM_DotQ8Relaid   # GGUF tiles: decode and batch
+//   kernels
 //
 // Counters: "bytes_per_second" is weight bytes streamed; "FLOPS" counts 2 per multiply-add.
 #include <benchmark/benchmark.h>
@@ -210,15 +211,16 @@ void BM_DotQ8Rows(benchmark::State& state) {
                  CpuLevelName(level));
 }
 
-// Decode's kernel for GGUF block types re-laid into tiles at load (Q4_K ... re-laid as
-// Q4_K_X8 ...): one INT8 activation row against one 576 x 1536 matrix on one thread (it stays in
-// L2, so this is the kernel's own rate, not memory's), a tile at a time (dot_q8_tile) or, at the
-// AVX-512 levels, two at a time (dot_q8_tile_pair with one row: what decode runs where
-// KernelTraits::decode_in_pairs). Weight bytes/s of the re-laid matrix.
+// The kernels of GGUF block types re-laid into tiles at load (Q4_K ... re-laid as Q4_K_X8 ...):
+// one INT8 activation row (decode) or 4 (a batch) against one 576 x 1536 matrix on one thread (it
+// stays in L2, so this is the kernel's own rate, not memory's), a tile at a time (dot_q8_tile,
+// dot_q8_tiles) or, at the AVX-512 levels, two at a time (dot_q8_tile_pair: what batches run).
+// Weight bytes/s of the re-laid matrix and FLOP/s (2 per multiply-add, all rows).
 void BM_DotQ8Relaid(benchmark::State& state) {
   const auto source = static_cast<TensorType>(state.range(0));
   const auto level = static_cast<CpuLevel>(state.range(1));
   const bool pairs = state.range(2) != 0;
+  const int m = static_cast<int>(state.range(3));
   const int64_t k = 1536, rows = 576, blocks = k / kQK;
   std::vector<uint8_t> raw = RandomWeights(source, k, rows);
   // Sane fp16 scales (random bytes make NaN and denormal ones): d, and dmin / m where the block
@@ -246,22 +248,29 @@ void BM_DotQ8Relaid(benchmark::State& state) {
   std::vector<uint8_t> w(RepackedBytes(view));
   RepackRows(view, w.data());
   std::vector<float> x(static_cast<size_t>(k));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17) - 8.0f;
-  std::vector<BlockQ8Act> xq(static_cast<size_t>(blocks));
-  QuantizeRowQ8Act(x.data(), xq.data(), k);
+  std::vector<BlockQ8Act> xq(static_cast<size_t>(m * blocks));
+  for (int i = 0; i < m; ++i) {
+    for (size_t j = 0; j < x.size(); ++j) x[j] = static_cast<float>((j * (i + 3)) % 17) - 8.0f;
+    QuantizeRowQ8Act(x.data(), &xq[static_cast<size_t>(i * blocks)], k);
+  }
   const size_t tile_bytes = w.size() / static_cast<size_t>(rows / kTileRows);
   float sink = 0;
-  float out[2 * kTileRows];
+  float out[8 * 2 * kTileRows];
   for (auto _ : state) {
     if (pairs) {
       for (int64_t t = 0; t < rows / kTileRows; t += 2) {
-        traits->dot_q8_tile_pair(w.data() + t * tile_bytes, tile_bytes, xq.data(), blocks, 1, k,
+        traits->dot_q8_tile_pair(w.data() + t * tile_bytes, tile_bytes, xq.data(), blocks, m, k,
                                  out);
+        sink += out[0];
+      }
+    } else if (m == 1) {
+      for (int64_t t = 0; t < rows / kTileRows; ++t) {
+        traits->dot_q8_tile(w.data() + t * tile_bytes, xq.data(), k, out);
         sink += out[0];
       }
     } else {
       for (int64_t t = 0; t < rows / kTileRows; ++t) {
-        traits->dot_q8_tile(w.data() + t * tile_bytes, xq.data(), k, out);
+        traits->dot_q8_tiles(w.data() + t * tile_bytes, xq.data(), blocks, m, k, out);
         sink += out[0];
       }
     }
@@ -269,8 +278,11 @@ void BM_DotQ8Relaid(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
                           static_cast<int64_t>(w.size()));
-  state.SetLabel(std::string(TypeName(source)) + "/re-laid/one-row/" +
-                 (pairs ? "tile pairs/" : "tiles/") + CpuLevelName(level));
+  state.counters["FLOPS"] = benchmark::Counter(
+      2.0 * static_cast<double>(k * rows * m) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(TypeName(source)) + "/re-laid/" + std::to_string(m) + " row" +
+                 (m > 1 ? "s/" : "/") + (pairs ? "tile pairs/" : "tiles/") + CpuLevelName(level));
 }
 
 void DotQ8RelaidArgs(benchmark::internal::Benchmark* b) {
@@ -279,8 +291,11 @@ void DotQ8RelaidArgs(benchmark::internal::Benchmark* b) {
         TensorType::kQ5_1, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
     for (CpuLevel l : SupportedCpuLevels()) {
       if (l == CpuLevel::kScalar) continue;
-      b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l), 0});
-      if (l >= CpuLevel::kAvx512Bw) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(l), 1});
+      const auto ti = static_cast<int64_t>(t), li = static_cast<int64_t>(l);
+      b->Args({ti, li, 0, 1});  // decode
+      b->Args({ti, li, 0, 4});
+      if (l >= CpuLevel::kAvx512Bw) b->Args({ti, li, 1, 4});  // batches at the AVX-512 levels
+      if (l >= CpuLevel::kAvx512Bw) b->Args({ti, li, 1, 8});
     }
   }
 }

@@ -10,6 +10,7 @@
 //    where AVX2's int16 pair sums come closest to saturating.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -290,7 +291,9 @@ TEST(GgufTilesTest, MultiRowKernelsEqualOneRowAndLevelsAgree) {
 }
 
 // The AVX-512 two-tile kernels equal the one-tile kernels of their level bit for bit (MatMul
-// pairs tiles as the thread split falls), at awkward sizes and 1..4 activation rows.
+// pairs tiles as the thread split falls), at awkward sizes and 1..pair_rows activation rows (8
+// for the 5- and 6-bit tiles, 4 for Q4_K and Frugal's formats; the one-tile kernels take 4 at a
+// time).
 TEST(GgufTilesTest, TilePairsEqualTileDotsBitForBit) {
   if (DetectedCpuLevel() < CpuLevel::kAvx512Bw) GTEST_SKIP() << "this CPU has no AVX-512";
   std::mt19937 rng(26);
@@ -301,16 +304,23 @@ TEST(GgufTilesTest, TilePairsEqualTileDotsBitForBit) {
           Repack(TensorView::Matrix(type, cols, 2 * kTileRows, bytes.data(), bytes.size()));
       const size_t tile_bytes = p.bytes.size() / 2;
       const int64_t ldx = cols / kQK + 5;
-      const std::vector<BlockQ8Act> xq = QuantizedActivations(cols, 4, ldx, rng);
+      const std::vector<BlockQ8Act> xq = QuantizedActivations(cols, 8, ldx, rng);
       for (CpuLevel level : {CpuLevel::kAvx512Bw, CpuLevel::kAvx512Vnni}) {
         if (level > DetectedCpuLevel()) continue;
         const KernelTraits* k = GetKernelTraits(p.view.type, level);
         ASSERT_NE(k->dot_q8_tile_pair, nullptr) << TypeName(p.view.type);
-        for (int m = 1; m <= 4; ++m) {
-          float pair[4 * 2 * kTileRows], one[4 * kTileRows];
+        const TensorType relaid = p.view.type;
+        const bool eight = relaid == TensorType::kQ5_K_X8 || relaid == TensorType::kQ6_K_X8 ||
+                           relaid == TensorType::kQ5_0_X8 || relaid == TensorType::kQ5_1_X8;
+        EXPECT_EQ(k->pair_rows, eight ? 8 : 4) << TypeName(relaid);
+        for (int m = 1; m <= k->pair_rows; ++m) {
+          float pair[8 * 2 * kTileRows], one[8 * kTileRows];
           k->dot_q8_tile_pair(p.bytes.data(), tile_bytes, xq.data(), ldx, m, cols, pair);
           for (int tile = 0; tile < 2; ++tile) {
-            k->dot_q8_tiles(p.bytes.data() + tile * tile_bytes, xq.data(), ldx, m, cols, one);
+            for (int i0 = 0; i0 < m; i0 += 4) {
+              k->dot_q8_tiles(p.bytes.data() + tile * tile_bytes, xq.data() + i0 * ldx, ldx,
+                              std::min(4, m - i0), cols, one + i0 * kTileRows);
+            }
             for (int i = 0; i < m; ++i) {
               ASSERT_EQ(
                   0, std::memcmp(one + i * kTileRows, pair + i * 2 * kTileRows + tile * kTileRows,

@@ -81,7 +81,7 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
   const int64_t rows = j.rows, blocks = k / kQK;
   float* y = j.y;
   if (j.int8 && t.dot_q8_tile != nullptr) {
-    float out[4 * 2 * kTileRows];
+    float out[8 * 2 * kTileRows];
     const size_t tile_bytes = j.row_bytes * static_cast<size_t>(kTileRows);
     if (batch == 1) {  // decode: one stream through the weights
       for (int64_t r = r0; r < r1; r += kTileRows) {
@@ -94,15 +94,17 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
     // activation row, four at a time, passes over them; one block after the other. (Tile by
     // tile, a long batch's activations would stream from memory once per tile: 11 MB per tile
     // for 128 tokens of a 8960-wide FFN.) Two tiles per call where the level has 512-bit
-    // kernels: arithmetic-bound, they run at up to twice the rate; the same results as one by
-    // one, so the blocking and pairing, which follow the thread split, change nothing.
+    // kernels: arithmetic-bound, they run at up to twice the rate, and take up to pair_rows
+    // activation rows at once; the same results as one by one, so the blocking and pairing,
+    // which follow the thread split, change nothing.
     constexpr size_t kBlockBytes = size_t{256} << 10;
     const int64_t block_tiles =
         std::max<int64_t>(2, static_cast<int64_t>(kBlockBytes / tile_bytes));
+    const int step = t.dot_q8_tile_pair != nullptr ? t.pair_rows : 4;
     for (int64_t rb = r0; rb < r1; rb += block_tiles * kTileRows) {
       const int64_t re = std::min(r1, rb + block_tiles * kTileRows);
-      for (int64_t b = 0; b < batch; b += 4) {
-        const int m = static_cast<int>(std::min<int64_t>(4, batch - b));
+      for (int64_t b = 0; b < batch; b += step) {
+        const int m = static_cast<int>(std::min<int64_t>(step, batch - b));
         const BlockQ8Act* xb = xq + b * blocks;
         int64_t r = rb;
         if (t.dot_q8_tile_pair != nullptr) {
@@ -113,16 +115,19 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
               std::copy_n(out + i * 2 * kTileRows, 2 * kTileRows, y + (b + i) * rows + r);
           }
         }
-        for (; r < re; r += kTileRows) {
+        for (; r < re; r += kTileRows) {  // a block's odd last tile: 4 rows at a time
           const uint8_t* tile = w.data + j.row_bytes * static_cast<size_t>(r);
-          if (t.dot_q8_tiles != nullptr) {
-            t.dot_q8_tiles(tile, xb, blocks, m, k, out);
-          } else {
-            for (int i = 0; i < m; ++i)
-              t.dot_q8_tile(tile, xb + i * blocks, k, out + i * kTileRows);
+          for (int i0 = 0; i0 < m; i0 += 4) {
+            const int mm = std::min(4, m - i0);
+            if (t.dot_q8_tiles != nullptr) {
+              t.dot_q8_tiles(tile, xb + i0 * blocks, blocks, mm, k, out);
+            } else {
+              for (int i = 0; i < mm; ++i)
+                t.dot_q8_tile(tile, xb + (i0 + i) * blocks, k, out + i * kTileRows);
+            }
+            for (int i = 0; i < mm; ++i)
+              std::copy_n(out + i * kTileRows, kTileRows, y + (b + i0 + i) * rows + r);
           }
-          for (int i = 0; i < m; ++i)
-            std::copy_n(out + i * kTileRows, kTileRows, y + (b + i) * rows + r);
         }
       }
     }

@@ -12,6 +12,11 @@
 
 #include "kernels/x86/x86_variant.h"
 
+// For the building blocks of the kernels (unpacking, chunk sums): with many kernel instances in
+// one translation unit, GCC's unit-growth limit otherwise leaves some of them out of line, and
+// their vectors then go through memory (a Q5_K pair kernel ran at 2/3 of its rate so).
+#define FRUGAL_KERNEL_INLINE inline __attribute__((always_inline))
+
 namespace frugal::FRUGAL_X86_NS {
 namespace {
 
@@ -74,6 +79,27 @@ inline void WithRows(int m, F&& f) {
     default:
       return f(std::integral_constant<int, 4>());
   }
+}
+
+// The same for m in 1..kMax, kMax 4 or 8 (KernelTraits::pair_rows).
+template <int kMax, class F>
+inline void WithRowsUpTo(int m, F&& f) {
+  static_assert(kMax == 4 || kMax == 8);
+  if constexpr (kMax == 8) {
+    switch (m) {
+      case 5:
+        return f(std::integral_constant<int, 5>());
+      case 6:
+        return f(std::integral_constant<int, 6>());
+      case 7:
+        return f(std::integral_constant<int, 7>());
+      case 8:
+        return f(std::integral_constant<int, 8>());
+      default:
+        break;
+    }
+  }
+  WithRows(m, f);
 }
 
 }  // namespace
