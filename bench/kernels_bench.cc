@@ -241,7 +241,7 @@ void BM_DotQ8Relaid(benchmark::State& state) {
   const std::optional<TensorType> type = RepackedType(view);
   const KernelTraits* traits = type ? GetKernelTraits(*type, level) : nullptr;
   if (traits == nullptr || traits->dot_q8_tile == nullptr ||
-      (pairs && traits->dot_q8_tile_pair == nullptr)) {
+      (pairs && traits->dot_q8_tile_pair == nullptr) || m > (pairs ? traits->pair_rows : 4)) {
     state.SkipWithError("no such kernel at this level");
     return;
   }

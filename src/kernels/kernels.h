@@ -53,8 +53,8 @@ struct KernelTraits {
   void (*dot_q8_tile_pair)(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t ldx,
                            int m, int64_t n, float* out) = nullptr;
   // The most activation rows dot_q8_tile_pair takes in one call (1 <= m <= pair_rows): 4, or 8
-  // where unpacking the weights costs more than the 4 rows' multiply-adds (the 5- and 6-bit GGUF
-  // tiles: the 32 vector registers of AVX-512 hold 8 rows' sums).
+  // where unpacking the weights costs more than 4 rows' multiply-adds (the re-laid K-quant and
+  // Q5_0/Q5_1 tiles: the 32 vector registers of AVX-512 hold 8 rows' sums).
   int pair_rows = 4;
 
   int tile_rows() const { return dequantize_tile != nullptr ? kTileRows : 1; }

@@ -292,8 +292,8 @@ TEST(GgufTilesTest, MultiRowKernelsEqualOneRowAndLevelsAgree) {
 
 // The AVX-512 two-tile kernels equal the one-tile kernels of their level bit for bit (MatMul
 // pairs tiles as the thread split falls), at awkward sizes and 1..pair_rows activation rows (8
-// for the 5- and 6-bit tiles, 4 for Q4_K and Frugal's formats; the one-tile kernels take 4 at a
-// time).
+// for the K-quant and Q5_0/Q5_1 tiles, 4 for Frugal's formats that Q4_0/Q4_1/Q8_0 become; the
+// one-tile kernels take 4 at a time).
 TEST(GgufTilesTest, TilePairsEqualTileDotsBitForBit) {
   if (DetectedCpuLevel() < CpuLevel::kAvx512Bw) GTEST_SKIP() << "this CPU has no AVX-512";
   std::mt19937 rng(26);
@@ -310,8 +310,9 @@ TEST(GgufTilesTest, TilePairsEqualTileDotsBitForBit) {
         const KernelTraits* k = GetKernelTraits(p.view.type, level);
         ASSERT_NE(k->dot_q8_tile_pair, nullptr) << TypeName(p.view.type);
         const TensorType relaid = p.view.type;
-        const bool eight = relaid == TensorType::kQ5_K_X8 || relaid == TensorType::kQ6_K_X8 ||
-                           relaid == TensorType::kQ5_0_X8 || relaid == TensorType::kQ5_1_X8;
+        const bool eight = relaid == TensorType::kQ4_K_X8 || relaid == TensorType::kQ5_K_X8 ||
+                           relaid == TensorType::kQ6_K_X8 || relaid == TensorType::kQ5_0_X8 ||
+                           relaid == TensorType::kQ5_1_X8;
         EXPECT_EQ(k->pair_rows, eight ? 8 : 4) << TypeName(relaid);
         for (int m = 1; m <= k->pair_rows; ++m) {
           float pair[8 * 2 * kTileRows], one[8 * kTileRows];
