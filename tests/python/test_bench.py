@@ -27,3 +27,11 @@ def test_bench_rejects_a_run_longer_than_the_context(frugal, smollm2_gguf):
     p = frugal.run("bench", "-m", smollm2_gguf, "-c", "64", "--prompt-tokens", "60",
                    "--decode-tokens", "10")
     assert p.returncode == 2 and p.stderr.decode().startswith("frugal: error: "), p.stderr
+
+
+def test_bench_with_a_prompt_shorter_than_the_batch(frugal, smollm2_gguf):
+    # The 8 batched sequences each start a few tokens into the prompt; with a 4-token prompt
+    # sequences 4..7 once read past its end (token ids out of the vocabulary).
+    p = frugal.ok("bench", "-m", smollm2_gguf, "--json", "--prompt-tokens", "4",
+                  "--decode-tokens", "2", "--reps", "1")
+    assert json.loads(p.stdout)["batch8_decode_tokens_per_s"] > 0
