@@ -14,8 +14,16 @@
 
 // For the building blocks of the kernels (unpacking, chunk sums): with many kernel instances in
 // one translation unit, GCC's unit-growth limit otherwise leaves some of them out of line, and
-// their vectors then go through memory (a Q5_K pair kernel ran at 2/3 of its rate so).
+// their vectors then go through memory (a Q5_K pair kernel ran at 2/3 of its rate so). Only
+// when optimizing: inlined at -O0 (the ASan build), their scoped arrays get exception cleanups,
+// which bring a weak DW.ref.__gxx_personality_v0 into the ISA objects (x86_variant.h).
+#if defined(__OPTIMIZE__)
 #define FRUGAL_KERNEL_INLINE inline __attribute__((always_inline))
+#define FRUGAL_LAMBDA_INLINE __attribute__((always_inline))
+#else
+#define FRUGAL_KERNEL_INLINE inline
+#define FRUGAL_LAMBDA_INLINE
+#endif
 
 namespace frugal::FRUGAL_X86_NS {
 namespace {
