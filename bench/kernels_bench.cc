@@ -3,8 +3,7 @@
 // dot products, at every CPU level.
 //
 //   build/bench/kernels_bench --benchmark_filter=BM_MatMul        # y = W x, all threads
-//   build/bench/kernels_bench --benchmark_filter=BM_DotQ8Relaid   # GGUF tiles: decode and batch
-//   kernels
+//   build/bench/kernels_bench --benchmark_filter=BM_DotQ8Relaid   # GGUF tiles, 1/4/8 rows
 //
 // Counters: "bytes_per_second" is weight bytes streamed; "FLOPS" counts 2 per multiply-add.
 #include <benchmark/benchmark.h>
@@ -212,9 +211,10 @@ void BM_DotQ8Rows(benchmark::State& state) {
 }
 
 // The kernels of GGUF block types re-laid into tiles at load (Q4_K ... re-laid as Q4_K_X8 ...):
-// one INT8 activation row (decode) or 4 (a batch) against one 576 x 1536 matrix on one thread (it
-// stays in L2, so this is the kernel's own rate, not memory's), a tile at a time (dot_q8_tile,
-// dot_q8_tiles) or, at the AVX-512 levels, two at a time (dot_q8_tile_pair: what batches run).
+// one INT8 activation row (decode), 4 or 8 (a batch; 8 only where pair_rows allows) against one
+// 576 x 1536 matrix on one thread (it stays in L2, so this is the kernel's own rate, not
+// memory's), a tile at a time (dot_q8_tile, dot_q8_tiles) or, at the AVX-512 levels, two at a
+// time (dot_q8_tile_pair: what batches run).
 // Weight bytes/s of the re-laid matrix and FLOP/s (2 per multiply-add, all rows).
 void BM_DotQ8Relaid(benchmark::State& state) {
   const auto source = static_cast<TensorType>(state.range(0));
