@@ -161,6 +161,49 @@ void BM_DotQ8(benchmark::State& state) {
   state.SetLabel(std::string(TypeName(type)) + "/" + CpuLevelName(level));
 }
 
+// m INT8 activation rows of k inputs (a fixed pattern per row), k / 32 blocks apart.
+std::vector<BlockQ8Act> PatternActivations(int m, int64_t k) {
+  const int64_t blocks = k / kQK;
+  std::vector<float> x(static_cast<size_t>(k));
+  std::vector<BlockQ8Act> xq(static_cast<size_t>(m * blocks));
+  for (int i = 0; i < m; ++i) {
+    for (size_t j = 0; j < x.size(); ++j) x[j] = static_cast<float>((j * (i + 3)) % 17) - 8.0f;
+    QuantizeRowQ8Act(x.data(), &xq[static_cast<size_t>(i * blocks)], k);
+  }
+  return xq;
+}
+
+// Times the tile kernels of t over the tiled matrix w (rows x k, on one thread) against m
+// activation rows: two tiles a call (dot_q8_tile_pair), or a tile a call (dot_q8_tile for one
+// row, dot_q8_tiles for several). Weight bytes/s and FLOP/s (2 per multiply-add, all rows).
+void TimeTiles(benchmark::State& state, const KernelTraits& t, const std::vector<uint8_t>& w,
+               int64_t rows, int64_t k, int m, bool pairs) {
+  const int64_t blocks = k / kQK;
+  const std::vector<BlockQ8Act> xq = PatternActivations(m, k);
+  const size_t tile_bytes = w.size() / static_cast<size_t>(rows / kTileRows);
+  float sink = 0;
+  float out[8 * 2 * kTileRows];  // pair_rows is at most 8
+  for (auto _ : state) {
+    for (int64_t r = 0; r < rows / kTileRows; r += pairs ? 2 : 1) {
+      const uint8_t* tile = w.data() + r * tile_bytes;
+      if (pairs) {
+        t.dot_q8_tile_pair(tile, tile_bytes, xq.data(), blocks, m, k, out);
+      } else if (m == 1) {
+        t.dot_q8_tile(tile, xq.data(), k, out);
+      } else {
+        t.dot_q8_tiles(tile, xq.data(), blocks, m, k, out);
+      }
+      sink += out[0];
+    }
+    benchmark::DoNotOptimize(sink);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(w.size()));
+  state.counters["FLOPS"] = benchmark::Counter(
+      2.0 * static_cast<double>(k * rows * m) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+
 // The batch kernels: 4 INT8 activation rows against one 576 x 1536 matrix of a tiled type on one
 // thread, a tile at a time (dot_q8_tiles) or, at the AVX-512 levels, two tiles at a time
 // (dot_q8_tile_pair). FLOP/s (2 per multiply-add, all 4 rows) and weight bytes/s.
@@ -174,38 +217,8 @@ void BM_DotQ8Rows(benchmark::State& state) {
     state.SkipWithError("no such kernel at this level");
     return;
   }
-  constexpr int kRows = 4;
-  const int64_t k = 1536, rows = 576, blocks = k / kQK;
-  const auto w = RandomWeights(type, k, rows);
-  std::vector<float> x(static_cast<size_t>(k));
-  std::vector<BlockQ8Act> xq(static_cast<size_t>(kRows * blocks));
-  for (int i = 0; i < kRows; ++i) {
-    for (size_t j = 0; j < x.size(); ++j) x[j] = static_cast<float>((j * (i + 3)) % 17) - 8.0f;
-    QuantizeRowQ8Act(x.data(), &xq[static_cast<size_t>(i * blocks)], k);
-  }
-  const size_t tile_bytes = w.size() / static_cast<size_t>(rows / kTileRows);
-  float sink = 0;
-  float out[kRows * 2 * kTileRows];
-  for (auto _ : state) {
-    if (pairs) {
-      for (int64_t t = 0; t < rows / kTileRows; t += 2) {
-        traits->dot_q8_tile_pair(w.data() + t * tile_bytes, tile_bytes, xq.data(), blocks, kRows, k,
-                                 out);
-        sink += out[0];
-      }
-    } else {
-      for (int64_t t = 0; t < rows / kTileRows; ++t) {
-        traits->dot_q8_tiles(w.data() + t * tile_bytes, xq.data(), blocks, kRows, k, out);
-        sink += out[0];
-      }
-    }
-    benchmark::DoNotOptimize(sink);
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(w.size()));
-  state.counters["FLOPS"] = benchmark::Counter(
-      2.0 * static_cast<double>(k * rows * kRows) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  const int64_t k = 1536, rows = 576;
+  TimeTiles(state, *traits, RandomWeights(type, k, rows), rows, k, /*m=*/4, pairs);
   state.SetLabel(std::string(TypeName(type)) + "/4 rows/" + (pairs ? "tile pairs/" : "tiles/") +
                  CpuLevelName(level));
 }
@@ -221,7 +234,7 @@ void BM_DotQ8Relaid(benchmark::State& state) {
   const auto level = static_cast<CpuLevel>(state.range(1));
   const bool pairs = state.range(2) != 0;
   const int m = static_cast<int>(state.range(3));
-  const int64_t k = 1536, rows = 576, blocks = k / kQK;
+  const int64_t k = 1536, rows = 576;
   std::vector<uint8_t> raw = RandomWeights(source, k, rows);
   // Sane fp16 scales (random bytes make NaN and denormal ones): d, and dmin / m where the block
   // has one, at the start of every block; Q6_K keeps d last.
@@ -247,40 +260,7 @@ void BM_DotQ8Relaid(benchmark::State& state) {
   }
   std::vector<uint8_t> w(RepackedBytes(view));
   RepackRows(view, w.data());
-  std::vector<float> x(static_cast<size_t>(k));
-  std::vector<BlockQ8Act> xq(static_cast<size_t>(m * blocks));
-  for (int i = 0; i < m; ++i) {
-    for (size_t j = 0; j < x.size(); ++j) x[j] = static_cast<float>((j * (i + 3)) % 17) - 8.0f;
-    QuantizeRowQ8Act(x.data(), &xq[static_cast<size_t>(i * blocks)], k);
-  }
-  const size_t tile_bytes = w.size() / static_cast<size_t>(rows / kTileRows);
-  float sink = 0;
-  float out[8 * 2 * kTileRows];
-  for (auto _ : state) {
-    if (pairs) {
-      for (int64_t t = 0; t < rows / kTileRows; t += 2) {
-        traits->dot_q8_tile_pair(w.data() + t * tile_bytes, tile_bytes, xq.data(), blocks, m, k,
-                                 out);
-        sink += out[0];
-      }
-    } else if (m == 1) {
-      for (int64_t t = 0; t < rows / kTileRows; ++t) {
-        traits->dot_q8_tile(w.data() + t * tile_bytes, xq.data(), k, out);
-        sink += out[0];
-      }
-    } else {
-      for (int64_t t = 0; t < rows / kTileRows; ++t) {
-        traits->dot_q8_tiles(w.data() + t * tile_bytes, xq.data(), blocks, m, k, out);
-        sink += out[0];
-      }
-    }
-    benchmark::DoNotOptimize(sink);
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(w.size()));
-  state.counters["FLOPS"] = benchmark::Counter(
-      2.0 * static_cast<double>(k * rows * m) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  TimeTiles(state, *traits, w, rows, k, m, pairs);
   state.SetLabel(std::string(TypeName(source)) + "/re-laid/" + std::to_string(m) + " row" +
                  (m > 1 ? "s/" : "/") + (pairs ? "tile pairs/" : "tiles/") + CpuLevelName(level));
 }
