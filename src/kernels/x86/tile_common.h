@@ -74,40 +74,22 @@ inline __m256i WidenI4(__m256i acc) {
 #endif
 }
 
-// f(std::integral_constant<int, m>) for m in 1..4, so that each row count gets its own kernel.
-template <class F>
-inline void WithRows(int m, F&& f) {
-  switch (m) {
-    case 1:
-      return f(std::integral_constant<int, 1>());
-    case 2:
-      return f(std::integral_constant<int, 2>());
-    case 3:
-      return f(std::integral_constant<int, 3>());
-    default:
-      return f(std::integral_constant<int, 4>());
+// f(std::integral_constant<int, m>) for m in 1..kMax (a larger m runs kMax), so that each row
+// count gets its own kernel; kMax is 4 for the one-tile kernels, KernelTraits::pair_rows for the
+// pair kernels.
+template <int kMax, int kR = 1, class F>
+inline void WithRowsUpTo(int m, F&& f) {
+  if constexpr (kR == kMax) {
+    f(std::integral_constant<int, kR>());
+  } else if (m <= kR) {
+    f(std::integral_constant<int, kR>());
+  } else {
+    WithRowsUpTo<kMax, kR + 1>(m, f);
   }
 }
-
-// The same for m in 1..kMax, kMax 4 or 8 (KernelTraits::pair_rows).
-template <int kMax, class F>
-inline void WithRowsUpTo(int m, F&& f) {
-  static_assert(kMax == 4 || kMax == 8);
-  if constexpr (kMax == 8) {
-    switch (m) {
-      case 5:
-        return f(std::integral_constant<int, 5>());
-      case 6:
-        return f(std::integral_constant<int, 6>());
-      case 7:
-        return f(std::integral_constant<int, 7>());
-      case 8:
-        return f(std::integral_constant<int, 8>());
-      default:
-        break;
-    }
-  }
-  WithRows(m, f);
+template <class F>
+inline void WithRows(int m, F&& f) {
+  WithRowsUpTo<4>(m, f);
 }
 
 }  // namespace
