@@ -254,7 +254,8 @@ void BM_DotQ8Relaid(benchmark::State& state) {
   const std::optional<TensorType> type = RepackedType(view);
   const KernelTraits* traits = type ? GetKernelTraits(*type, level) : nullptr;
   if (traits == nullptr || traits->dot_q8_tile == nullptr ||
-      (pairs && traits->dot_q8_tile_pair == nullptr) || m > (pairs ? traits->pair_rows : 4)) {
+      (pairs && traits->dot_q8_tile_pair == nullptr) ||
+      m > (pairs ? traits->pair_rows : traits->tiles_rows)) {
     state.SkipWithError("no such kernel at this level");
     return;
   }
@@ -274,6 +275,10 @@ void DotQ8RelaidArgs(benchmark::internal::Benchmark* b) {
       const auto ti = static_cast<int64_t>(t), li = static_cast<int64_t>(l);
       b->Args({ti, li, 0, 1});  // decode
       b->Args({ti, li, 0, 4});
+      // 8 rows where the one-tile kernels take them (tiles_rows): the GGUF tiles; Q4_0, Q4_1
+      // and Q8_0 become Frugal's formats, 4 rows.
+      if (t != TensorType::kQ4_0 && t != TensorType::kQ4_1 && t != TensorType::kQ8_0)
+        b->Args({ti, li, 0, 8});
       if (l >= CpuLevel::kAvx512Bw) b->Args({ti, li, 1, 4});  // batches at the AVX-512 levels
       if (l >= CpuLevel::kAvx512Bw) b->Args({ti, li, 1, 8});
     }

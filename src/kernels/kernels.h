@@ -41,9 +41,9 @@ struct KernelTraits {
   // n elements to dst[r * n + i], and the dot products of its rows with one activation row.
   void (*dequantize_tile)(const void* tile, float* dst, int64_t n) = nullptr;
   void (*dot_q8_tile)(const void* tile, const BlockQ8Act* x, int64_t n, float* out) = nullptr;
-  // Optional: the same for m activation rows at once, 1 <= m <= 4 (row i at x + i * ldx blocks,
-  // its results at out + kTileRows * i), equal bit for bit to m dot_q8_tile calls; the weights
-  // are loaded and unpacked once for all m.
+  // Optional: the same for m activation rows at once, 1 <= m <= tiles_rows (row i at x + i * ldx
+  // blocks, its results at out + kTileRows * i), equal bit for bit to m dot_q8_tile calls; the
+  // weights are loaded and unpacked once for all m.
   void (*dot_q8_tiles)(const void* tile, const BlockQ8Act* x, int64_t ldx, int m, int64_t n,
                        float* out) = nullptr;
   // Optional (AVX-512 levels): dot_q8_tiles for two adjacent tiles at once, the second at
@@ -56,6 +56,11 @@ struct KernelTraits {
   // where unpacking the weights costs more than 4 rows' multiply-adds (the re-laid K-quant and
   // Q5_0/Q5_1 tiles: the 32 vector registers of AVX-512 hold 8 rows' sums).
   int pair_rows = 4;
+  // The most activation rows dot_q8_tiles takes in one call (1 <= m <= tiles_rows): 4, or 8 for
+  // the re-laid GGUF tiles, whose unpacking AVX2's batches then share among 8 rows (their sums
+  // spill from AVX2's 16 registers, but the unpacking costs more: kernels_bench BM_DotQ8Relaid,
+  // AVX2, 8 rows against 4: Q4_K +6 %, Q5_K +15 %, Q6_K +17 %, Q5_0/Q5_1 +20-25 %).
+  int tiles_rows = 4;
 
   int tile_rows() const { return dequantize_tile != nullptr ? kTileRows : 1; }
 };

@@ -247,8 +247,16 @@ TEST(GgufTilesTest, ExtremeValuesAgreeAcrossLevels) {
   }
 }
 
-// Several activation rows per unpacking equal one-row calls bit for bit (a sequence's logits do
-// not depend on its batch), and the AVX-512 levels equal AVX2 bit for bit.
+// Whether a re-laid type's kernels take 8 activation rows per call (tiles_rows, pair_rows): the
+// K-quant and Q5_0/Q5_1 tiles; Frugal's formats, which Q4_0/Q4_1/Q8_0 become, take 4.
+bool EightRowTiles(TensorType relaid) {
+  return relaid == TensorType::kQ4_K_X8 || relaid == TensorType::kQ5_K_X8 ||
+         relaid == TensorType::kQ6_K_X8 || relaid == TensorType::kQ5_0_X8 ||
+         relaid == TensorType::kQ5_1_X8;
+}
+
+// Several activation rows per unpacking (1..tiles_rows) equal one-row calls bit for bit (a
+// sequence's logits do not depend on its batch), and the AVX-512 levels equal AVX2 bit for bit.
 TEST(GgufTilesTest, MultiRowKernelsEqualOneRowAndLevelsAgree) {
   std::mt19937 rng(24);
   int checked = 0;
@@ -258,14 +266,15 @@ TEST(GgufTilesTest, MultiRowKernelsEqualOneRowAndLevelsAgree) {
       const Repacked p =
           Repack(TensorView::Matrix(type, cols, kTileRows, bytes.data(), bytes.size()));
       const int64_t ldx = cols / kQK + 3;  // padding between activation rows
-      const std::vector<BlockQ8Act> xq = QuantizedActivations(cols, 4, ldx, rng);
-      float first[4 * kTileRows] = {};
+      const std::vector<BlockQ8Act> xq = QuantizedActivations(cols, 8, ldx, rng);
+      float first[8 * kTileRows] = {};
       bool have_first = false;
       for (CpuLevel level : SupportedCpuLevels()) {
         const KernelTraits* k = GetKernelTraits(p.view.type, level);
         if (k->dot_q8_tiles == nullptr) continue;
-        for (int m = 1; m <= 4; ++m) {
-          float many[4 * kTileRows], one[kTileRows];
+        EXPECT_EQ(k->tiles_rows, EightRowTiles(p.view.type) ? 8 : 4) << TypeName(p.view.type);
+        for (int m = 1; m <= k->tiles_rows; ++m) {
+          float many[8 * kTileRows], one[kTileRows];
           k->dot_q8_tiles(p.bytes.data(), xq.data(), ldx, m, cols, many);
           for (int i = 0; i < m; ++i) {
             k->dot_q8_tile(p.bytes.data(), &xq[static_cast<size_t>(i * ldx)], cols, one);
@@ -273,11 +282,12 @@ TEST(GgufTilesTest, MultiRowKernelsEqualOneRowAndLevelsAgree) {
                 << CpuLevelName(level) << " " << TypeName(p.view.type) << " cols=" << cols
                 << " m=" << m << " row " << i;
           }
-          if (m == 4 && !have_first) {
-            std::memcpy(first, many, sizeof(first));
+          const size_t bytes_m = static_cast<size_t>(m) * sizeof(one);
+          if (m == k->tiles_rows && !have_first) {
+            std::memcpy(first, many, bytes_m);
             have_first = true;
-          } else if (m == 4) {  // x86 levels: the same integers and float operations
-            ASSERT_EQ(0, std::memcmp(first, many, sizeof(first)))
+          } else if (m == k->tiles_rows) {  // x86 levels: the same integers and float operations
+            ASSERT_EQ(0, std::memcmp(first, many, bytes_m))
                 << CpuLevelName(level) << " " << TypeName(p.view.type) << " cols=" << cols;
           }
         }
@@ -293,7 +303,7 @@ TEST(GgufTilesTest, MultiRowKernelsEqualOneRowAndLevelsAgree) {
 // The AVX-512 two-tile kernels equal the one-tile kernels of their level bit for bit (MatMul
 // pairs tiles as the thread split falls), at awkward sizes and 1..pair_rows activation rows (8
 // for the K-quant and Q5_0/Q5_1 tiles, 4 for Frugal's formats that Q4_0/Q4_1/Q8_0 become; the
-// one-tile kernels take 4 at a time).
+// one-tile kernels take tiles_rows at a time).
 TEST(GgufTilesTest, TilePairsEqualTileDotsBitForBit) {
   if (DetectedCpuLevel() < CpuLevel::kAvx512Bw) GTEST_SKIP() << "this CPU has no AVX-512";
   std::mt19937 rng(26);
@@ -309,18 +319,14 @@ TEST(GgufTilesTest, TilePairsEqualTileDotsBitForBit) {
         if (level > DetectedCpuLevel()) continue;
         const KernelTraits* k = GetKernelTraits(p.view.type, level);
         ASSERT_NE(k->dot_q8_tile_pair, nullptr) << TypeName(p.view.type);
-        const TensorType relaid = p.view.type;
-        const bool eight = relaid == TensorType::kQ4_K_X8 || relaid == TensorType::kQ5_K_X8 ||
-                           relaid == TensorType::kQ6_K_X8 || relaid == TensorType::kQ5_0_X8 ||
-                           relaid == TensorType::kQ5_1_X8;
-        EXPECT_EQ(k->pair_rows, eight ? 8 : 4) << TypeName(relaid);
+        EXPECT_EQ(k->pair_rows, EightRowTiles(p.view.type) ? 8 : 4) << TypeName(p.view.type);
         for (int m = 1; m <= k->pair_rows; ++m) {
           float pair[8 * 2 * kTileRows], one[8 * kTileRows];
           k->dot_q8_tile_pair(p.bytes.data(), tile_bytes, xq.data(), ldx, m, cols, pair);
           for (int tile = 0; tile < 2; ++tile) {
-            for (int i0 = 0; i0 < m; i0 += 4) {
+            for (int i0 = 0; i0 < m; i0 += k->tiles_rows) {
               k->dot_q8_tiles(p.bytes.data() + tile * tile_bytes, xq.data() + i0 * ldx, ldx,
-                              std::min(4, m - i0), cols, one + i0 * kTileRows);
+                              std::min(k->tiles_rows, m - i0), cols, one + i0 * kTileRows);
             }
             for (int i = 0; i < m; ++i) {
               ASSERT_EQ(

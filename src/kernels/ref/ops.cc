@@ -91,9 +91,9 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
       return;
     }
     // Batches (prefill, batched decode): the rows in blocks whose weights stay in L2 while every
-    // activation row, four at a time, passes over them; one block after the other. (Tile by
-    // tile, a long batch's activations would stream from memory once per tile: 11 MB per tile
-    // for 128 tokens of a 8960-wide FFN.) Two tiles per call where the level has 512-bit
+    // activation row, tiles_rows (4 or 8) at a time, passes over them; one block after the other.
+    // (Tile by tile, a long batch's activations would stream from memory once per tile: 11 MB per
+    // tile for 128 tokens of a 8960-wide FFN.) Two tiles per call where the level has 512-bit
     // kernels: arithmetic-bound, they run at up to twice the rate, and take up to pair_rows
     // activation rows at once; the same results as one by one, so the blocking and pairing,
     // which follow the thread split, change nothing.
@@ -103,7 +103,7 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
     // (5 tiles of 48 KB per block). Interleaved A/B, Zen 5: Q5_K_M prefill +0.6..4.3 %.
     int64_t block_tiles = std::max<int64_t>(2, static_cast<int64_t>(kBlockBytes / tile_bytes));
     if (t.dot_q8_tile_pair != nullptr) block_tiles += block_tiles % 2;
-    const int step = t.dot_q8_tile_pair != nullptr ? t.pair_rows : 4;
+    const int step = t.dot_q8_tile_pair != nullptr ? t.pair_rows : t.tiles_rows;
     for (int64_t rb = r0; rb < r1; rb += block_tiles * kTileRows) {
       const int64_t re = std::min(r1, rb + block_tiles * kTileRows);
       for (int64_t b = 0; b < batch; b += step) {
@@ -118,10 +118,10 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
               std::copy_n(out + i * 2 * kTileRows, 2 * kTileRows, y + (b + i) * rows + r);
           }
         }
-        for (; r < re; r += kTileRows) {  // a block's odd last tile: 4 rows at a time
+        for (; r < re; r += kTileRows) {  // a block's odd last tile: tiles_rows rows at a time
           const uint8_t* tile = w.data + j.row_bytes * static_cast<size_t>(r);
-          for (int i0 = 0; i0 < m; i0 += 4) {
-            const int mm = std::min(4, m - i0);
+          for (int i0 = 0; i0 < m; i0 += t.tiles_rows) {
+            const int mm = std::min(t.tiles_rows, m - i0);
             if (t.dot_q8_tiles != nullptr) {
               t.dot_q8_tiles(tile, xb + i0 * blocks, blocks, mm, k, out);
             } else {
