@@ -84,8 +84,8 @@ FRUGAL_KERNEL_INLINE void KeepWhole(T& v) {
 }
 
 // f(std::integral_constant<int, m>) for m in 1..kMax (a larger m runs kMax), so that each row
-// count gets its own kernel; kMax is 4 for the one-tile kernels, KernelTraits::pair_rows for the
-// pair kernels.
+// count gets its own kernel; kMax is KernelTraits::tiles_rows for the one-tile kernels,
+// pair_rows for the pair kernels (WithRows: 4).
 template <int kMax, int kR = 1, class F>
 inline void WithRowsUpTo(int m, F&& f) {
   if constexpr (kR == kMax) {
