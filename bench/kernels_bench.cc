@@ -3,7 +3,7 @@
 // dot products, at every CPU level.
 //
 //   build/bench/kernels_bench --benchmark_filter=BM_MatMul        # y = W x, all threads
-//   build/bench/kernels_bench --benchmark_filter=BM_DotQ8Relaid   # GGUF tiles, 1/4/8 rows
+//   build/bench/kernels_bench --benchmark_filter=BM_DotQ8Relaid   # GGUF tiles, 1/4/8/16 rows
 //
 // Counters: "bytes_per_second" is weight bytes streamed; "FLOPS" counts 2 per multiply-add.
 #include <benchmark/benchmark.h>
@@ -182,7 +182,7 @@ void TimeTiles(benchmark::State& state, const KernelTraits& t, const std::vector
   const std::vector<BlockQ8Act> xq = PatternActivations(m, k);
   const size_t tile_bytes = w.size() / static_cast<size_t>(rows / kTileRows);
   float sink = 0;
-  float out[8 * 2 * kTileRows];  // pair_rows is at most 8
+  float out[kMaxPairRows * 2 * kTileRows];
   for (auto _ : state) {
     for (int64_t r = 0; r < rows / kTileRows; r += pairs ? 2 : 1) {
       const uint8_t* tile = w.data() + r * tile_bytes;
@@ -224,9 +224,9 @@ void BM_DotQ8Rows(benchmark::State& state) {
 }
 
 // The kernels of GGUF block types re-laid into tiles at load (Q4_K ... re-laid as Q4_K_X8 ...):
-// one INT8 activation row (decode), 4 or 8 (a batch; 8 only where pair_rows allows) against one
-// 576 x 1536 matrix on one thread (it stays in L2, so this is the kernel's own rate, not
-// memory's), a tile at a time (dot_q8_tile, dot_q8_tiles) or, at the AVX-512 levels, two at a
+// one INT8 activation row (decode), 4, 8 or 16 (a batch; as far as tiles_rows / pair_rows allow)
+// against one 576 x 1536 matrix on one thread (it stays in L2, so this is the kernel's own rate,
+// not memory's), a tile at a time (dot_q8_tile, dot_q8_tiles) or, at the AVX-512 levels, two at a
 // time (dot_q8_tile_pair: what batches run).
 // Weight bytes/s of the re-laid matrix and FLOP/s (2 per multiply-add, all rows).
 void BM_DotQ8Relaid(benchmark::State& state) {
@@ -281,6 +281,9 @@ void DotQ8RelaidArgs(benchmark::internal::Benchmark* b) {
         b->Args({ti, li, 0, 8});
       if (l >= CpuLevel::kAvx512Bw) b->Args({ti, li, 1, 4});  // batches at the AVX-512 levels
       if (l >= CpuLevel::kAvx512Bw) b->Args({ti, li, 1, 8});
+      if (l >= CpuLevel::kAvx512Bw &&
+          (t == TensorType::kQ4_K || t == TensorType::kQ5_K || t == TensorType::kQ6_K))
+        b->Args({ti, li, 1, 16});  // pair_rows of the K-quant tiles
     }
   }
 }

@@ -30,6 +30,10 @@
 
 namespace frugal {
 
+// The most activation rows of any kernel call (KernelTraits::pair_rows): a buffer of
+// kMaxPairRows * 2 * kTileRows floats takes any call's results.
+constexpr int kMaxPairRows = 16;
+
 struct KernelTraits {
   // One-row types (GGUF's): dequantizes n consecutive elements (n a multiple of the block
   // size) to float. Null for the tiled types.
@@ -52,9 +56,10 @@ struct KernelTraits {
   // each tile. Prefetches the next pair (tile + 2 * tile_bytes) as it goes; it never reads it.
   void (*dot_q8_tile_pair)(const void* tile, size_t tile_bytes, const BlockQ8Act* x, int64_t ldx,
                            int m, int64_t n, float* out) = nullptr;
-  // The most activation rows dot_q8_tile_pair takes in one call (1 <= m <= pair_rows): 4, or 8
-  // where unpacking the weights costs more than 4 rows' multiply-adds (the re-laid K-quant and
-  // Q5_0/Q5_1 tiles: the 32 vector registers of AVX-512 hold 8 rows' sums).
+  // The most activation rows dot_q8_tile_pair takes in one call (1 <= m <= pair_rows, at most
+  // kMaxPairRows): 4, or more where unpacking the weights costs more than 4 rows' multiply-adds:
+  // 8 for the re-laid Q5_0/Q5_1 tiles, 16 for the K-quant ones (the 32 vector registers of
+  // AVX-512 hold their 16 rows' accumulators).
   int pair_rows = 4;
   // The most activation rows dot_q8_tiles takes in one call (1 <= m <= tiles_rows): 4, or 8 for
   // the re-laid GGUF tiles, whose unpacking AVX2's batches then share among 8 rows (their sums

@@ -247,12 +247,21 @@ TEST(GgufTilesTest, ExtremeValuesAgreeAcrossLevels) {
   }
 }
 
-// Whether a re-laid type's kernels take 8 activation rows per call (tiles_rows, pair_rows): the
+// Whether a re-laid type's one-tile kernels take 8 activation rows per call (tiles_rows): the
 // K-quant and Q5_0/Q5_1 tiles; Frugal's formats, which Q4_0/Q4_1/Q8_0 become, take 4.
 bool EightRowTiles(TensorType relaid) {
   return relaid == TensorType::kQ4_K_X8 || relaid == TensorType::kQ5_K_X8 ||
          relaid == TensorType::kQ6_K_X8 || relaid == TensorType::kQ5_0_X8 ||
          relaid == TensorType::kQ5_1_X8;
+}
+
+// The rows a re-laid type's tile-pair kernel takes per call (pair_rows): 16 for the K-quant
+// tiles, 8 for Q5_0/Q5_1, 4 for Frugal's formats.
+int PairRows(TensorType relaid) {
+  if (relaid == TensorType::kQ4_K_X8 || relaid == TensorType::kQ5_K_X8 ||
+      relaid == TensorType::kQ6_K_X8)
+    return 16;
+  return EightRowTiles(relaid) ? 8 : 4;
 }
 
 // Several activation rows per unpacking (1..tiles_rows) equal one-row calls bit for bit (a
@@ -301,9 +310,9 @@ TEST(GgufTilesTest, MultiRowKernelsEqualOneRowAndLevelsAgree) {
 }
 
 // The AVX-512 two-tile kernels equal the one-tile kernels of their level bit for bit (MatMul
-// pairs tiles as the thread split falls), at awkward sizes and 1..pair_rows activation rows (8
-// for the K-quant and Q5_0/Q5_1 tiles, 4 for Frugal's formats that Q4_0/Q4_1/Q8_0 become; the
-// one-tile kernels take tiles_rows at a time).
+// pairs tiles as the thread split falls), at awkward sizes and 1..pair_rows activation rows (16
+// for the K-quant tiles, whose 9..15 run as 8 and the rest, 8 for Q5_0/Q5_1, 4 for Frugal's
+// formats that Q4_0/Q4_1/Q8_0 become; the one-tile kernels take tiles_rows at a time).
 TEST(GgufTilesTest, TilePairsEqualTileDotsBitForBit) {
   if (DetectedCpuLevel() < CpuLevel::kAvx512Bw) GTEST_SKIP() << "this CPU has no AVX-512";
   std::mt19937 rng(26);
@@ -314,14 +323,15 @@ TEST(GgufTilesTest, TilePairsEqualTileDotsBitForBit) {
           Repack(TensorView::Matrix(type, cols, 2 * kTileRows, bytes.data(), bytes.size()));
       const size_t tile_bytes = p.bytes.size() / 2;
       const int64_t ldx = cols / kQK + 5;
-      const std::vector<BlockQ8Act> xq = QuantizedActivations(cols, 8, ldx, rng);
+      const std::vector<BlockQ8Act> xq = QuantizedActivations(cols, kMaxPairRows, ldx, rng);
       for (CpuLevel level : {CpuLevel::kAvx512Bw, CpuLevel::kAvx512Vnni}) {
         if (level > DetectedCpuLevel()) continue;
         const KernelTraits* k = GetKernelTraits(p.view.type, level);
         ASSERT_NE(k->dot_q8_tile_pair, nullptr) << TypeName(p.view.type);
-        EXPECT_EQ(k->pair_rows, EightRowTiles(p.view.type) ? 8 : 4) << TypeName(p.view.type);
+        ASSERT_EQ(k->pair_rows, PairRows(p.view.type)) << TypeName(p.view.type);
+        ASSERT_LE(k->pair_rows, kMaxPairRows);
         for (int m = 1; m <= k->pair_rows; ++m) {
-          float pair[8 * 2 * kTileRows], one[8 * kTileRows];
+          float pair[kMaxPairRows * 2 * kTileRows], one[kMaxPairRows * kTileRows];
           k->dot_q8_tile_pair(p.bytes.data(), tile_bytes, xq.data(), ldx, m, cols, pair);
           for (int tile = 0; tile < 2; ++tile) {
             for (int i0 = 0; i0 < m; i0 += k->tiles_rows) {
@@ -344,49 +354,51 @@ TEST(GgufTilesTest, TilePairsEqualTileDotsBitForBit) {
 
 // Through MatMul: with float activations the re-laid matrix gives exactly the original's
 // products (the same floats, the same dot); with INT8 activations they agree to summation
-// order; a row's result does not depend on the batch.
+// order; a row's result does not depend on the batch (9: 8 rows and 1; 35: 16, 16 and 3 where
+// the tile-pair kernels take 16).
 TEST(GgufTilesTest, MatMulOfRepackedEqualsOriginal) {
   std::mt19937 rng(25);
   std::normal_distribution<float> nd;
   ThreadPool pool(2), serial(1);
   for (TensorType type : kGgufTypes) {
-    const int64_t cols = 2 * std::max<int64_t>(GetTypeInfo(type)->block_size, 64), rows = 40,
-                  batch = 9;
-    const std::vector<uint8_t> bytes = RandomBlocks(type, rows, cols, rng);
-    const TensorView t = TensorView::Matrix(type, cols, rows, bytes.data(), bytes.size());
-    const Repacked p = Repack(t);
-    std::vector<float> x(static_cast<size_t>(batch * cols));
-    for (auto& v : x) v = nd(rng);
-    std::vector<float> ya(static_cast<size_t>(batch * rows)), yb(ya.size()),
-        one(static_cast<size_t>(rows));
-    MatMul(t, x.data(), batch, ya.data(), pool, ActivationPrecision::kF32);
-    MatMul(p.view, x.data(), batch, yb.data(), pool, ActivationPrecision::kF32);
-    EXPECT_EQ(ya, yb) << TypeName(type);
-    // INT8 activations: within the activation rounding of the float products (Q5_0 / Q5_1
-    // files had no integer path before: their originals take float activations).
-    MatMul(p.view, x.data(), batch, yb.data(), pool, ActivationPrecision::kInt8);
-    std::vector<float> w(static_cast<size_t>(rows * cols));
-    DequantizeTensor(t, w.data());
-    std::vector<BlockQ8Act> xq(static_cast<size_t>(cols / kQK));
-    for (int64_t b = 0; b < batch; ++b) {
-      QuantizeRowQ8Act(&x[static_cast<size_t>(b * cols)], xq.data(), cols);
-      for (int64_t r = 0; r < rows; ++r) {
-        double rounding = 0, magnitude = 0;
-        for (int64_t i = 0; i < cols; ++i) {
-          const double wi = w[static_cast<size_t>(r * cols + i)];
-          rounding += std::fabs(wi) * xq[static_cast<size_t>(i / kQK)].d / 2;
-          magnitude += std::fabs(wi * x[static_cast<size_t>(b * cols + i)]);
-        }
-        const size_t o = static_cast<size_t>(b * rows + r);
-        ASSERT_LE(std::fabs(yb[o] - ya[o]), rounding + 1e-5 * magnitude) << TypeName(type);
-      }
-    }
-    // One row at a time (decode's kernel), on one thread (all 5 tiles in one range) and on two.
-    for (ThreadPool* on : {&pool, &serial}) {
+    for (const int64_t batch : {9, 35}) {
+      const int64_t cols = 2 * std::max<int64_t>(GetTypeInfo(type)->block_size, 64), rows = 40;
+      const std::vector<uint8_t> bytes = RandomBlocks(type, rows, cols, rng);
+      const TensorView t = TensorView::Matrix(type, cols, rows, bytes.data(), bytes.size());
+      const Repacked p = Repack(t);
+      std::vector<float> x(static_cast<size_t>(batch * cols));
+      for (auto& v : x) v = nd(rng);
+      std::vector<float> ya(static_cast<size_t>(batch * rows)), yb(ya.size()),
+          one(static_cast<size_t>(rows));
+      MatMul(t, x.data(), batch, ya.data(), pool, ActivationPrecision::kF32);
+      MatMul(p.view, x.data(), batch, yb.data(), pool, ActivationPrecision::kF32);
+      EXPECT_EQ(ya, yb) << TypeName(type);
+      // INT8 activations: within the activation rounding of the float products (Q5_0 / Q5_1
+      // files had no integer path before: their originals take float activations).
+      MatMul(p.view, x.data(), batch, yb.data(), pool, ActivationPrecision::kInt8);
+      std::vector<float> w(static_cast<size_t>(rows * cols));
+      DequantizeTensor(t, w.data());
+      std::vector<BlockQ8Act> xq(static_cast<size_t>(cols / kQK));
       for (int64_t b = 0; b < batch; ++b) {
-        MatMul(p.view, x.data() + b * cols, 1, one.data(), *on, ActivationPrecision::kInt8);
-        ASSERT_EQ(0, std::memcmp(one.data(), &yb[static_cast<size_t>(b * rows)], one.size() * 4))
-            << TypeName(type) << " batch row " << b << " threads " << on->size();
+        QuantizeRowQ8Act(&x[static_cast<size_t>(b * cols)], xq.data(), cols);
+        for (int64_t r = 0; r < rows; ++r) {
+          double rounding = 0, magnitude = 0;
+          for (int64_t i = 0; i < cols; ++i) {
+            const double wi = w[static_cast<size_t>(r * cols + i)];
+            rounding += std::fabs(wi) * xq[static_cast<size_t>(i / kQK)].d / 2;
+            magnitude += std::fabs(wi * x[static_cast<size_t>(b * cols + i)]);
+          }
+          const size_t o = static_cast<size_t>(b * rows + r);
+          ASSERT_LE(std::fabs(yb[o] - ya[o]), rounding + 1e-5 * magnitude) << TypeName(type);
+        }
+      }
+      // One row at a time (decode's kernel), on one thread (all 5 tiles in one range) and on two.
+      for (ThreadPool* on : {&pool, &serial}) {
+        for (int64_t b = 0; b < batch; ++b) {
+          MatMul(p.view, x.data() + b * cols, 1, one.data(), *on, ActivationPrecision::kInt8);
+          ASSERT_EQ(0, std::memcmp(one.data(), &yb[static_cast<size_t>(b * rows)], one.size() * 4))
+              << TypeName(type) << " batch row " << b << " threads " << on->size();
+        }
       }
     }
   }

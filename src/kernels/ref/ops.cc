@@ -81,7 +81,7 @@ void RunRows(const Job& j, int64_t r0, int64_t r1, const float* x, const BlockQ8
   const int64_t rows = j.rows, blocks = k / kQK;
   float* y = j.y;
   if (j.int8 && t.dot_q8_tile != nullptr) {
-    float out[8 * 2 * kTileRows];
+    float out[kMaxPairRows * 2 * kTileRows];
     const size_t tile_bytes = j.row_bytes * static_cast<size_t>(kTileRows);
     if (batch == 1) {  // decode: one stream through the weights
       for (int64_t r = r0; r < r1; r += kTileRows) {
