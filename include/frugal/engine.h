@@ -84,6 +84,7 @@ struct BenchResult {
   double memory_read_gbps = 0;   // the machine's read bandwidth measured in the same run
   double roofline_fraction = 0;  // weight_gbps / memory_read_gbps
   int threads = 0;
+  bool warmup = false;  // the timed runs came after an untimed one
 };
 
 class Engine {
@@ -127,7 +128,12 @@ class Engine {
   // The number of tokens Embed feeds for `text` (with the special tokens, before truncation).
   StatusOr<int64_t> CountEmbedTokens(std::string_view text) const;
 
-  StatusOr<BenchResult> Bench(int64_t prompt_tokens, int64_t decode_tokens, int repetitions);
+  // Timed prefill and decode, `repetitions` times (medians); with `warmup`, after one untimed
+  // prefill and decode step, as llama-bench does by default: the first pass pays for first
+  // touches (the KV cache, scratch buffers) and waking the pool, which a serving process pays
+  // once.
+  StatusOr<BenchResult> Bench(int64_t prompt_tokens, int64_t decode_tokens, int repetitions,
+                              bool warmup = true);
 
  private:
   friend struct EngineAccess;  // the model runners reach the model (src/engine/engine_impl.h)

@@ -113,10 +113,10 @@ int RunPerplexity(const CommonModelFlags& mf, const std::string& file, int64_t c
   return 0;
 }
 int RunBench(const CommonModelFlags& mf, int64_t prompt_tokens, int64_t decode_tokens, int reps,
-             bool json) {
+             bool warmup, bool json) {
   auto engine = mf.Open();
   if (!engine.ok()) return Fail(engine.status());
-  auto r = (*engine)->Bench(prompt_tokens, decode_tokens, reps);
+  auto r = (*engine)->Bench(prompt_tokens, decode_tokens, reps, warmup);
   if (!r.ok()) return Fail(r.status());
   if (json) {
     nlohmann::json j = {{"model", mf.model},
@@ -129,12 +129,14 @@ int RunBench(const CommonModelFlags& mf, int64_t prompt_tokens, int64_t decode_t
                         {"weight_bytes_per_token", r->weight_bytes_per_token},
                         {"weight_read_gbps", r->weight_gbps},
                         {"memory_read_gbps", r->memory_read_gbps},
-                        {"roofline_fraction", r->roofline_fraction}};
+                        {"roofline_fraction", r->roofline_fraction},
+                        {"warmup", r->warmup}};
     std::puts(j.dump().c_str());
   } else {
     std::printf("threads:            %d\n", r->threads);
-    std::printf("prefill:            %.1f tokens/s (%lld-token prompt, median of %d)\n",
-                r->prefill_tokens_per_s, static_cast<long long>(r->prompt_tokens), reps);
+    std::printf("prefill:            %.1f tokens/s (%lld-token prompt, median of %d%s)\n",
+                r->prefill_tokens_per_s, static_cast<long long>(r->prompt_tokens), reps,
+                r->warmup ? ", after a warm-up" : "");
     std::printf("decode:             %.1f tokens/s (%lld tokens, median of %d)\n",
                 r->decode_tokens_per_s, static_cast<long long>(r->decode_tokens), reps);
     std::printf("decode, 8 seqs:     %.1f tokens/s (all 8 together; %.2fx one sequence)\n",
@@ -204,6 +206,7 @@ struct BenchFlags {
   CommonModelFlags mf;
   int64_t prompt = 128, decode = 32;
   int reps = 3;
+  bool no_warmup = false;
   bool json = false;
 };
 
@@ -309,9 +312,13 @@ void AddModelCommands(CLI::App& app, Commands& out) {
         ->add_option("--reps", f->reps,
                      "repetitions; medians are reported (default " + DefaultText(f->reps) + ")")
         ->check(CLI::Range(1, 1000));
+    bench->add_flag("--no-warmup", f->no_warmup,
+                    "time the first prefill too (default: one untimed prefill and decode step "
+                    "first, as llama-bench)");
     bench->add_flag("--json", f->json, "print one JSON object");
-    out.emplace_back(bench,
-                     [f] { return RunBench(f->mf, f->prompt, f->decode, f->reps, f->json); });
+    out.emplace_back(bench, [f] {
+      return RunBench(f->mf, f->prompt, f->decode, f->reps, !f->no_warmup, f->json);
+    });
   }
   {
     auto f = std::make_shared<LogitsFlags>();

@@ -452,7 +452,8 @@ double MeasureMemoryReadGbps(int threads, size_t bytes) {
   return Median(rates);
 }
 
-StatusOr<BenchResult> Engine::Bench(int64_t prompt_tokens, int64_t decode_tokens, int repetitions) {
+StatusOr<BenchResult> Engine::Bench(int64_t prompt_tokens, int64_t decode_tokens, int repetitions,
+                                    bool warmup) {
   if (!impl_->llama) return InvalidArgument("bench needs a decoder model");
   if (prompt_tokens < 1 || decode_tokens < 1 || repetitions < 1) {
     return InvalidArgument("prompt tokens, decode tokens and repetitions must be >= 1");
@@ -468,6 +469,14 @@ StatusOr<BenchResult> Engine::Bench(int64_t prompt_tokens, int64_t decode_tokens
     prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % n_vocab);
   std::vector<double> prefill, decode;
   std::vector<float> logits;
+  if (warmup) {
+    impl_->Kv().Clear();
+    FRUGAL_RETURN_IF_ERROR(
+        impl_->llama->Forward(prompt, impl_->Kv(), *impl_->pool, &logits, false));
+    const int32_t next = prompt.back();
+    FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(std::span<const int32_t>(&next, 1), impl_->Kv(),
+                                                 *impl_->pool, &logits, false));
+  }
   for (int rep = 0; rep < repetitions; ++rep) {
     impl_->Kv().Clear();
     const auto t0 = Clock::now();
@@ -520,6 +529,7 @@ StatusOr<BenchResult> Engine::Bench(int64_t prompt_tokens, int64_t decode_tokens
   }
   BenchResult r;
   r.threads = impl_->pool->size();
+  r.warmup = warmup;
   r.prompt_tokens = prompt_tokens;
   r.decode_tokens = decode_tokens;
   r.prefill_tokens_per_s = Median(prefill);

@@ -35,3 +35,17 @@ def test_bench_with_a_prompt_shorter_than_the_batch(frugal, smollm2_gguf):
     p = frugal.ok("bench", "-m", smollm2_gguf, "--json", "--prompt-tokens", "4",
                   "--decode-tokens", "2", "--reps", "1")
     assert json.loads(p.stdout)["batch8_decode_tokens_per_s"] > 0
+
+
+def test_bench_warms_up_unless_told_not_to(frugal, smollm2_gguf):
+    # As llama-bench: one untimed prefill and decode step before the timed ones, so that the
+    # first pass's first touches (KV cache, scratch) are not timed; --no-warmup times it.
+    args = ("bench", "-m", smollm2_gguf, "--json", "--prompt-tokens", "8", "--decode-tokens", "2",
+            "--reps", "1")
+    warm = json.loads(frugal.ok(*args).stdout)
+    cold = json.loads(frugal.ok(*args, "--no-warmup").stdout)
+    assert warm["warmup"] is True and cold["warmup"] is False, (warm, cold)
+    assert cold["prefill_tokens_per_s"] > 0 and cold["decode_tokens_per_s"] > 0, cold
+    text = frugal.ok("bench", "-m", smollm2_gguf, "--prompt-tokens", "8", "--decode-tokens", "2",
+                     "--reps", "1").stdout.decode()
+    assert "median of 1, after a warm-up" in text, text
