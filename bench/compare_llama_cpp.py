@@ -15,7 +15,8 @@ models/requant/). Each round runs every file once in each engine, alternating, s
 hits both alike: `llama-bench -p P -n N -r 1` against `frugal bench --reps 1` with the same P and
 N, each timing its second pass (both run one untimed warm-up first: llama-bench by default,
 `frugal bench` since 2026-12-05; before, Frugal's timed prefill was its first, which pays the
-first touches of its buffers: Qwen2.5-1.5B Q5_K_M prefill 283 against 333 tok/s, Zen 5). Reported: per file, the medians over rounds of each engine's prefill and decode tokens/s, and
+first touches of its buffers: Qwen2.5-1.5B Q5_K_M prefill 283 against 333 tok/s, Zen 5).
+Reported: per file, the medians over rounds of each engine's prefill and decode tokens/s, and
 the median of the per-round ratios Frugal / llama.cpp. The CPU (model name, family, AVX-512 or
 not) and Frugal's kernel level are printed with the table.
 
