@@ -130,8 +130,8 @@ class Engine {
 
   // Timed prefill and decode, `repetitions` times (medians); with `warmup`, after one untimed
   // prefill and decode step, as llama-bench does by default: the first pass pays for first
-  // touches (the KV cache, scratch buffers) and waking the pool, which a serving process pays
-  // once.
+  // touches of scratch buffers and waking the pool, which a serving process pays once, in its
+  // scheduler's warm-up.
   StatusOr<BenchResult> Bench(int64_t prompt_tokens, int64_t decode_tokens, int repetitions,
                               bool warmup = true);
 
