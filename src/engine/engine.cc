@@ -469,27 +469,21 @@ StatusOr<BenchResult> Engine::Bench(int64_t prompt_tokens, int64_t decode_tokens
     prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % n_vocab);
   std::vector<double> prefill, decode;
   std::vector<float> logits;
-  if (warmup) {
-    impl_->Kv().Clear();
-    FRUGAL_RETURN_IF_ERROR(
-        impl_->llama->Forward(prompt, impl_->Kv(), *impl_->pool, &logits, false));
-    const int32_t next = prompt.back();
-    FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(std::span<const int32_t>(&next, 1), impl_->Kv(),
-                                                 *impl_->pool, &logits, false));
-  }
-  for (int rep = 0; rep < repetitions; ++rep) {
+  // Pass -1, with `warmup`: untimed, one decode step (as llama-bench's warm-up).
+  for (int rep = warmup ? -1 : 0; rep < repetitions; ++rep) {
     impl_->Kv().Clear();
     const auto t0 = Clock::now();
     FRUGAL_RETURN_IF_ERROR(
         impl_->llama->Forward(prompt, impl_->Kv(), *impl_->pool, &logits, false));
     const auto t1 = Clock::now();
     int32_t next = 0;
-    for (int64_t i = 0; i < decode_tokens; ++i) {
+    for (int64_t i = 0; i < (rep < 0 ? 1 : decode_tokens); ++i) {
       next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
       FRUGAL_RETURN_IF_ERROR(impl_->llama->Forward(std::span<const int32_t>(&next, 1), impl_->Kv(),
                                                    *impl_->pool, &logits, false));
     }
     const auto t2 = Clock::now();
+    if (rep < 0) continue;
     prefill.push_back(static_cast<double>(prompt_tokens) / Seconds(t0, t1));
     decode.push_back(static_cast<double>(decode_tokens) / Seconds(t1, t2));
   }
