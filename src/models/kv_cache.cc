@@ -37,12 +37,12 @@ KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim)
     : n_layer_(n_layer),
       kv_dim_(kv_dim),
       block_(n_ctx),
-      owned_(static_cast<size_t>(2 * n_layer * n_ctx * kv_dim)),
+      owned_(new float[static_cast<size_t>(2 * n_layer * n_ctx * kv_dim)]),
       ids_{0},
       k_(static_cast<size_t>(n_layer)),
       v_(static_cast<size_t>(n_layer)) {
   for (int64_t l = 0; l < n_layer; ++l) {
-    float* base = owned_.data() + 2 * l * n_ctx * kv_dim;
+    float* base = owned_.get() + 2 * l * n_ctx * kv_dim;
     k_[static_cast<size_t>(l)] = {base};
     v_[static_cast<size_t>(l)] = {base + n_ctx * kv_dim};
   }
