@@ -75,10 +75,19 @@ struct PerplexityResult {
   double seconds = 0;
 };
 
-struct BenchResult {
-  int64_t prompt_tokens = 0, decode_tokens = 0;
+// One timed pass of Engine::Bench: a prompt and decode of one sequence, then 8 decoded together.
+struct BenchPass {
   double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
   double batch8_decode_tokens_per_s = 0;  // 8 sequences decoded together, tokens of all 8
+};
+
+struct BenchResult {
+  int64_t prompt_tokens = 0, decode_tokens = 0;
+  // Medians over the passes.
+  double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
+  double batch8_decode_tokens_per_s = 0;
+  double batch8_speedup = 0;  // median of each pass's batch8 / decode (side by side)
+  std::vector<BenchPass> passes;
   size_t weight_bytes_per_token = 0;
   double weight_gbps = 0;        // weight bytes streamed per second while decoding
   double memory_read_gbps = 0;   // the machine's read bandwidth measured in the same run

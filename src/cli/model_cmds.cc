@@ -126,11 +126,18 @@ int RunBench(const CommonModelFlags& mf, int64_t prompt_tokens, int64_t decode_t
                         {"prefill_tokens_per_s", r->prefill_tokens_per_s},
                         {"decode_tokens_per_s", r->decode_tokens_per_s},
                         {"batch8_decode_tokens_per_s", r->batch8_decode_tokens_per_s},
+                        {"batch8_speedup", r->batch8_speedup},
                         {"weight_bytes_per_token", r->weight_bytes_per_token},
                         {"weight_read_gbps", r->weight_gbps},
                         {"memory_read_gbps", r->memory_read_gbps},
                         {"roofline_fraction", r->roofline_fraction},
-                        {"warmup", r->warmup}};
+                        {"warmup", r->warmup},
+                        {"passes", nlohmann::json::array()}};
+    for (const BenchPass& p : r->passes) {
+      j["passes"].push_back({{"prefill_tokens_per_s", p.prefill_tokens_per_s},
+                             {"decode_tokens_per_s", p.decode_tokens_per_s},
+                             {"batch8_decode_tokens_per_s", p.batch8_decode_tokens_per_s}});
+    }
     std::puts(j.dump().c_str());
   } else {
     std::printf("threads:            %d\n", r->threads);
@@ -139,9 +146,10 @@ int RunBench(const CommonModelFlags& mf, int64_t prompt_tokens, int64_t decode_t
                 r->warmup ? ", after a warm-up" : "");
     std::printf("decode:             %.1f tokens/s (%lld tokens, median of %d)\n",
                 r->decode_tokens_per_s, static_cast<long long>(r->decode_tokens), reps);
-    std::printf("decode, 8 seqs:     %.1f tokens/s (all 8 together; %.2fx one sequence)\n",
-                r->batch8_decode_tokens_per_s,
-                r->batch8_decode_tokens_per_s / std::max(r->decode_tokens_per_s, 1e-9));
+    std::printf(
+        "decode, 8 seqs:     %.1f tokens/s (all 8 together; %.2fx one sequence, the "
+        "median of each pass's ratio)\n",
+        r->batch8_decode_tokens_per_s, r->batch8_speedup);
     std::printf("weights per token:  %.1f MB\n",
                 static_cast<double>(r->weight_bytes_per_token) / 1e6);
     std::printf("weight read rate:   %.2f GB/s\n", r->weight_gbps);

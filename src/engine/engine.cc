@@ -467,9 +467,22 @@ StatusOr<BenchResult> Engine::Bench(int64_t prompt_tokens, int64_t decode_tokens
   std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
   for (int64_t i = 0; i < prompt_tokens; ++i)
     prompt[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % n_vocab);
-  std::vector<double> prefill, decode;
   std::vector<float> logits;
-  // Pass -1, with `warmup`: untimed, one decode step (as llama-bench's warm-up).
+  // Eight sequences with different short prompts, decoded in lockstep: each step reads the
+  // weights once for all eight.
+  constexpr int kBatch = 8;
+  const int64_t short_prompt = std::min<int64_t>(prompt_tokens, 16);
+  std::vector<std::unique_ptr<KvCache>> caches;
+  std::vector<KvCache*> cache_ptrs;
+  for (int s = 0; s < kBatch; ++s) {
+    caches.push_back(impl_->llama->NewKvCache(short_prompt + decode_tokens));
+    cache_ptrs.push_back(caches.back().get());
+  }
+  // One sequence, then eight, in each pass: the ratio of eight to one is taken within a pass,
+  // side by side, so that a moment of faster or slower memory (decode of one sequence is
+  // memory-bound, of eight mostly not) moves both or neither. Pass -1, with `warmup`: untimed,
+  // one decode step of each (as llama-bench's warm-up).
+  std::vector<BenchPass> passes;
   for (int rep = warmup ? -1 : 0; rep < repetitions; ++rep) {
     impl_->Kv().Clear();
     const auto t0 = Clock::now();
@@ -483,23 +496,11 @@ StatusOr<BenchResult> Engine::Bench(int64_t prompt_tokens, int64_t decode_tokens
                                                    *impl_->pool, &logits, false));
     }
     const auto t2 = Clock::now();
-    if (rep < 0) continue;
-    prefill.push_back(static_cast<double>(prompt_tokens) / Seconds(t0, t1));
-    decode.push_back(static_cast<double>(decode_tokens) / Seconds(t1, t2));
-  }
-  // Eight sequences with different short prompts, decoded in lockstep: each step reads the
-  // weights once for all eight.
-  constexpr int kBatch = 8;
-  const int64_t short_prompt = std::min<int64_t>(prompt_tokens, 16);
-  std::vector<std::unique_ptr<KvCache>> caches;
-  std::vector<KvCache*> cache_ptrs;
-  for (int s = 0; s < kBatch; ++s) {
-    caches.push_back(impl_->llama->NewKvCache(short_prompt + decode_tokens));
-    cache_ptrs.push_back(caches.back().get());
-  }
-  std::vector<double> batched;
-  for (int rep = 0; rep < repetitions; ++rep) {
-    std::vector<int32_t> next(kBatch);
+    BenchPass pass;
+    pass.prefill_tokens_per_s = static_cast<double>(prompt_tokens) / Seconds(t0, t1);
+    pass.decode_tokens_per_s = static_cast<double>(decode_tokens) / Seconds(t1, t2);
+
+    std::vector<int32_t> batch_next(kBatch);
     for (int s = 0; s < kBatch; ++s) {
       caches[static_cast<size_t>(s)]->Clear();
       // Sequence s starts s tokens into the prompt (s mod the short prompt's length, so that a
@@ -508,27 +509,40 @@ StatusOr<BenchResult> Engine::Bench(int64_t prompt_tokens, int64_t decode_tokens
       std::span<const int32_t> p(prompt.data() + skip, static_cast<size_t>(short_prompt - skip));
       FRUGAL_RETURN_IF_ERROR(
           impl_->llama->Forward(p, *caches[static_cast<size_t>(s)], *impl_->pool, &logits, false));
-      next[static_cast<size_t>(s)] =
+      batch_next[static_cast<size_t>(s)] =
           static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
-    const auto t0 = Clock::now();
-    for (int64_t i = 0; i < decode_tokens; ++i) {
-      FRUGAL_RETURN_IF_ERROR(impl_->llama->DecodeBatch(next, cache_ptrs, *impl_->pool, &logits));
+    const auto t3 = Clock::now();
+    for (int64_t i = 0; i < (rep < 0 ? 1 : decode_tokens); ++i) {
+      FRUGAL_RETURN_IF_ERROR(
+          impl_->llama->DecodeBatch(batch_next, cache_ptrs, *impl_->pool, &logits));
       for (int s = 0; s < kBatch; ++s) {
         const float* l = logits.data() + static_cast<size_t>(s) * static_cast<size_t>(n_vocab);
-        next[static_cast<size_t>(s)] = static_cast<int32_t>(std::max_element(l, l + n_vocab) - l);
+        batch_next[static_cast<size_t>(s)] =
+            static_cast<int32_t>(std::max_element(l, l + n_vocab) - l);
       }
     }
-    batched.push_back(static_cast<double>(kBatch * decode_tokens) / Seconds(t0, Clock::now()));
+    pass.batch8_decode_tokens_per_s =
+        static_cast<double>(kBatch * decode_tokens) / Seconds(t3, Clock::now());
+    if (rep >= 0) passes.push_back(pass);
   }
+  const auto median_of = [&](auto field) {
+    std::vector<double> v;
+    for (const BenchPass& p : passes) v.push_back(field(p));
+    return Median(std::move(v));
+  };
   BenchResult r;
   r.threads = impl_->pool->size();
   r.warmup = warmup;
   r.prompt_tokens = prompt_tokens;
   r.decode_tokens = decode_tokens;
-  r.prefill_tokens_per_s = Median(prefill);
-  r.decode_tokens_per_s = Median(decode);
-  r.batch8_decode_tokens_per_s = Median(batched);
+  r.prefill_tokens_per_s = median_of([](const BenchPass& p) { return p.prefill_tokens_per_s; });
+  r.decode_tokens_per_s = median_of([](const BenchPass& p) { return p.decode_tokens_per_s; });
+  r.batch8_decode_tokens_per_s =
+      median_of([](const BenchPass& p) { return p.batch8_decode_tokens_per_s; });
+  r.batch8_speedup = median_of(
+      [](const BenchPass& p) { return p.batch8_decode_tokens_per_s / p.decode_tokens_per_s; });
+  r.passes = std::move(passes);
   r.weight_bytes_per_token = impl_->llama->weight_bytes_per_token();
   r.weight_gbps = r.decode_tokens_per_s * static_cast<double>(r.weight_bytes_per_token) / 1e9;
   r.memory_read_gbps = MeasureMemoryReadGbps(r.threads);

@@ -4,6 +4,7 @@ memory-read roofline, all measured in the same run."""
 from __future__ import annotations
 
 import json
+import statistics
 
 
 def test_bench_json_fields_are_consistent(frugal, smollm2_gguf):
@@ -49,3 +50,17 @@ def test_bench_warms_up_unless_told_not_to(frugal, smollm2_gguf):
     text = frugal.ok("bench", "-m", smollm2_gguf, "--prompt-tokens", "8", "--decode-tokens", "2",
                      "--reps", "1").stdout.decode()
     assert "median of 1, after a warm-up" in text, text
+
+
+def test_bench_takes_the_batch_ratio_within_each_pass(frugal, smollm2_gguf):
+    # Each pass times one sequence and then eight; the speed-up is the median of the passes'
+    # own ratios (side by side), the rates the medians over the passes.
+    r = json.loads(frugal.ok("bench", "-m", smollm2_gguf, "--json", "--prompt-tokens", "8",
+                             "--decode-tokens", "2", "--reps", "3").stdout)
+    passes = r["passes"]
+    assert len(passes) == 3, r
+    for key in ("prefill_tokens_per_s", "decode_tokens_per_s", "batch8_decode_tokens_per_s"):
+        assert all(p[key] > 0 for p in passes), (key, r)
+        assert r[key] == statistics.median(p[key] for p in passes), (key, r)
+    ratios = [p["batch8_decode_tokens_per_s"] / p["decode_tokens_per_s"] for p in passes]
+    assert abs(r["batch8_speedup"] - statistics.median(ratios)) < 1e-9 * r["batch8_speedup"], r
