@@ -202,13 +202,19 @@ void MatMulMulti(std::span<const MatMulOutput> outs, const float* x, int64_t bat
     jobs.push_back(j);
   }
   // Each activation row is quantized on its own, once for all matrices, so a row's result
-  // never depends on the batch it came in.
+  // never depends on the batch it came in (nor on the pool thread that quantized it: a prefill's
+  // rows are split over the pool, a decode's few stay on this thread).
   thread_local std::vector<BlockQ8Act> xq;
   if (any_int8) {
     const int64_t blocks = k / kQK;
     xq.resize(static_cast<size_t>(batch * blocks));
-    for (int64_t b = 0; b < batch; ++b)
-      QuantizeRowQ8Act(x + b * k, &xq[static_cast<size_t>(b * blocks)], k);
+    BlockQ8Act* q = xq.data();
+    pool.ParallelFor(
+        batch,
+        [&](int64_t b0, int64_t b1) {
+          for (int64_t b = b0; b < b1; ++b) QuantizeRowQ8Act(x + b * k, q + b * blocks, k);
+        },
+        /*grain=*/8);
   }
   const BlockQ8Act* xq_data = xq.data();
   pool.ParallelFor(
