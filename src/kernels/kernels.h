@@ -145,6 +145,12 @@ struct KvBlocks {
 // The result does not depend on the block size when it is a multiple of 4.
 void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
                    float* scores, float* out);
+// AttentionHead for `heads` query heads that share one key/value head (grouped-query attention):
+// q and out hold heads x hd floats, head h at h * hd; scores heads x n floats of scratch, head h's
+// at h * n. Each head's result equals AttentionHead's bit for bit; the keys and values are read
+// once for the group instead of once per head.
+void AttentionGroup(const float* q, int64_t heads, const KvBlocks& kv, int64_t n, int64_t hd,
+                    float scale, float* scores, float* out);
 
 // The element-wise kernels of one level (tests compare each level with kScalar; error budgets
 // in tests/unit/ops_simd_test.cc).
@@ -156,6 +162,8 @@ struct OpsKernels {
   void (*axpy)(float a, const float* x, float* y, int64_t n);
   void (*attention_head)(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
                          float* scores, float* out);
+  void (*attention_group)(const float* q, int64_t heads, const KvBlocks& kv, int64_t n, int64_t hd,
+                          float scale, float* scores, float* out);
   void (*gelu)(float* x, int64_t n);  // in place
 };
 const OpsKernels& GetOpsKernels(CpuLevel level);

@@ -441,17 +441,32 @@ void LlamaModel::LayerForward(int64_t li, std::span<const StepItem> items,
     std::memcpy(it.kv->V(li, it.pos), &s.v[static_cast<size_t>(i * kv_d)],
                 static_cast<size_t>(kv_d) * sizeof(float));
   });
-  // Causal attention, one task per (token, head).
-  pool.ParallelFor(n * hp_.n_head, [&](int64_t t0, int64_t t1) {
+  // Causal attention. Each task takes query heads of one key/value head together (AttentionGroup:
+  // the keys and values read once for them, not once per head): all of the group's heads, or
+  // fewer where that would leave under two tasks per thread (a decode step of one sequence:
+  // Qwen2.5-1.5B's 12 heads on 2 threads go 3 to a task), so that the pool can still share the
+  // work out when a thread is preempted. Any split gives the same results bit for bit.
+  // Interleaved A/B against one head per task (Zen 5, 2 threads): Qwen2.5-1.5B Q4_K_M prefill of
+  // 2048 tokens +26 %, of 1024 +14 %; decode at 2048 positions +8 %; 128 tokens unchanged.
+  int64_t heads_per_task = group;
+  while (heads_per_task > 1 &&
+         n * hp_.n_head / heads_per_task < 2 * static_cast<int64_t>(pool.size())) {
+    do --heads_per_task;
+    while (group % heads_per_task != 0);
+  }
+  const int64_t tasks_per_token = hp_.n_head / heads_per_task;
+  pool.ParallelFor(n * tasks_per_token, [&](int64_t t0, int64_t t1) {
     thread_local std::vector<float> scores;
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t i = t / hp_.n_head, h = t % hp_.n_head, kvh = h / group;
+      const int64_t i = t / tasks_per_token, h = t % tasks_per_token * heads_per_task,
+                    kvh = h / group;
       KvCache& kv = *items[static_cast<size_t>(i)].kv;
       const int64_t n_past = items[static_cast<size_t>(i)].pos + 1;
-      scores.resize(static_cast<size_t>(n_past));
+      scores.resize(static_cast<size_t>(heads_per_task * n_past));
       const KvBlocks blocks{kv.KBlocks(li), kv.VBlocks(li), kvh * hd, kv.block_tokens(), kv_d};
-      AttentionHead(&s.q[static_cast<size_t>(i * q_dim + h * hd)], blocks, n_past, hd, attn_scale,
-                    scores.data(), &s.attn[static_cast<size_t>(i * q_dim + h * hd)]);
+      AttentionGroup(&s.q[static_cast<size_t>(i * q_dim + h * hd)], heads_per_task, blocks, n_past,
+                     hd, attn_scale, scores.data(),
+                     &s.attn[static_cast<size_t>(i * q_dim + h * hd)]);
     }
   });
   observe(LinearInput::kAttnOut, s.attn, q_dim);

@@ -211,5 +211,44 @@ TEST(OpsSimdTest, AttentionHeadWithinBudget) {
   }
 }
 
+TEST(OpsSimdTest, AttentionGroupEqualsEachHeadAlone) {
+  // The grouped kernel reads a span of keys and values for all the group's heads in turn; each
+  // head's probabilities and output must be AttentionHead's bit for bit at every level, for spans
+  // cut short by the end of the positions or of a paged block, and heads of a width that the
+  // vector kernels do not take (hd 12: the scalar path).
+  std::mt19937 rng(7);
+  for (int64_t hd : {12, 64, 80, 128}) {
+    for (int64_t n : {1, 5, 32, 33, 70, 257}) {
+      for (int64_t heads : {1, 2, 6, 7}) {
+        const int64_t stride = 2 * hd + 8, offset = hd;  // the second of two key/value heads
+        const auto q = Random(heads * hd, 1, rng), k = Random(n * stride, 1, rng),
+                   v = Random(n * stride, 1, rng);
+        for (int64_t block : {n, int64_t{4}, int64_t{16}, int64_t{36}}) {
+          std::vector<std::vector<float>> ks, vs;
+          const auto kt = BlockTable(k, n, stride, block, &ks),
+                     vt = BlockTable(v, n, stride, block, &vs);
+          const KvBlocks kv{kt.data(), vt.data(), offset, block, stride};
+          for (CpuLevel level : SupportedCpuLevels()) {
+            const OpsKernels& ops = GetOpsKernels(level);
+            std::vector<float> sg(static_cast<size_t>(heads * n), NAN),
+                og(static_cast<size_t>(heads * hd), NAN);
+            ops.attention_group(q.data(), heads, kv, n, hd, 0.125f, sg.data(), og.data());
+            for (int64_t h = 0; h < heads; ++h) {
+              std::vector<float> sh(static_cast<size_t>(n)), oh(static_cast<size_t>(hd), NAN);
+              ops.attention_head(q.data() + h * hd, kv, n, hd, 0.125f, sh.data(), oh.data());
+              ASSERT_EQ(std::memcmp(oh.data(), og.data() + h * hd, oh.size() * sizeof(float)), 0)
+                  << CpuLevelName(level) << " hd=" << hd << " n=" << n << " heads=" << heads
+                  << " block=" << block << " head " << h;
+              ASSERT_EQ(std::memcmp(sh.data(), sg.data() + h * n, sh.size() * sizeof(float)), 0)
+                  << CpuLevelName(level) << " hd=" << hd << " n=" << n << " heads=" << heads
+                  << " block=" << block << " head " << h;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace frugal

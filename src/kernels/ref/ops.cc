@@ -322,14 +322,20 @@ void RefAttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd,
   for (int64_t p = 0; p < n; ++p) RefAxpy(scores[p], at(kv.v, p), out, hd);
 }
 
+void RefAttentionGroup(const float* q, int64_t heads, const KvBlocks& kv, int64_t n, int64_t hd,
+                       float scale, float* scores, float* out) {
+  for (int64_t h = 0; h < heads; ++h)
+    RefAttentionHead(q + h * hd, kv, n, hd, scale, scores + h * n, out + h * hd);
+}
+
 const OpsKernels& GetOpsKernels(CpuLevel level) {
-  static const OpsKernels kScalar{
-      RefQuantizeRowQ8Act, RefRmsNorm, RefSoftmaxInPlace, RefSwiGlu, RefAxpy,
-      RefAttentionHead,    RefGelu};
+  static const OpsKernels kScalar{RefQuantizeRowQ8Act, RefRmsNorm, RefSoftmaxInPlace,
+                                  RefSwiGlu,           RefAxpy,    RefAttentionHead,
+                                  RefAttentionGroup,   RefGelu};
 #if defined(__x86_64__)
-  static const OpsKernels kAvx2{
-      avx2::QuantizeRowQ8Act, avx2::RmsNorm, avx2::SoftmaxInPlace, avx2::SwiGlu, avx2::Axpy,
-      avx2::AttentionHead,    avx2::Gelu};
+  static const OpsKernels kAvx2{avx2::QuantizeRowQ8Act, avx2::RmsNorm, avx2::SoftmaxInPlace,
+                                avx2::SwiGlu,           avx2::Axpy,    avx2::AttentionHead,
+                                avx2::AttentionGroup,   avx2::Gelu};
   // The AVX-512 VNNI level differs in its integer dot products only (x86/x86_variant.h).
   if (level >= CpuLevel::kAvx2 && DetectedCpuLevel() >= level) return kAvx2;
 #endif
@@ -357,6 +363,10 @@ void Axpy(float a, const float* x, float* y, int64_t n) { Active().axpy(a, x, y,
 void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
                    float* scores, float* out) {
   Active().attention_head(q, kv, n, hd, scale, scores, out);
+}
+void AttentionGroup(const float* q, int64_t heads, const KvBlocks& kv, int64_t n, int64_t hd,
+                    float scale, float* scores, float* out) {
+  Active().attention_group(q, heads, kv, n, hd, scale, scores, out);
 }
 
 }  // namespace frugal

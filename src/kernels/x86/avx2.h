@@ -52,5 +52,7 @@ void Gelu(float* x, int64_t n);
 void Axpy(float a, const float* x, float* y, int64_t n);
 void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
                    float* scores, float* out);
+void AttentionGroup(const float* q, int64_t heads, const KvBlocks& kv, int64_t n, int64_t hd,
+                    float scale, float* scores, float* out);
 
 }  // namespace frugal::avx2

@@ -188,19 +188,24 @@ void Gelu(float* x, int64_t n) {
 
 namespace {
 
-// out[0 .. 8C) += sum_p w[p] * v[p * stride + 0 .. 8C), accumulated in registers.
+// out[0 .. 8C) = sum over positions p in [pa, pb) of w[p] * v_p[e .. e + 8C), in order of p, in
+// registers; with `resume`, added to out's values (the sum of the positions before pa) as if the
+// loop had not stopped: a sum split into spans equals the whole one bit for bit.
 template <int C>
-inline void WeightedSum(const float* w, const KvBlocks& kv, int64_t e, int64_t n, float* out) {
+inline void WeightedSumSpan(const float* w, const KvBlocks& kv, int64_t e, int64_t pa, int64_t pb,
+                            bool resume, float* out) {
   __m256 acc[C];
-  for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
-  for (int64_t p0 = 0; p0 < n; p0 += kv.block) {
-    const float* vb = kv.v[p0 / kv.block] + kv.offset + e;
-    const int64_t m = std::min(kv.block, n - p0);
-    for (int64_t p = 0; p < m; ++p) {
-      const __m256 wp = _mm256_set1_ps(w[p0 + p]);
-      const float* vp = vb + p * kv.stride;
+  for (int c = 0; c < C; ++c) acc[c] = resume ? _mm256_loadu_ps(out + 8 * c) : _mm256_setzero_ps();
+  for (int64_t p = pa; p < pb;) {
+    const int64_t in = p % kv.block;
+    const int64_t m = std::min(kv.block - in, pb - p);
+    const float* vb = kv.v[p / kv.block] + kv.offset + e + in * kv.stride;
+    for (int64_t j = 0; j < m; ++j) {
+      const __m256 wp = _mm256_set1_ps(w[p + j]);
+      const float* vp = vb + j * kv.stride;
       for (int c = 0; c < C; ++c) acc[c] = _mm256_fmadd_ps(wp, _mm256_loadu_ps(vp + 8 * c), acc[c]);
     }
+    p += m;
   }
   for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + 8 * c, acc[c]);
 }
@@ -237,20 +242,45 @@ inline void BlockScores(const float* q, const float* kb, int64_t stride, int64_t
 
 }  // namespace
 
-void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
-                   float* scores, float* out) {
+// Positions whose keys (or values) one pass over the heads reads: 32 positions of a 128-float head
+// are 16 KB, so the second and later heads of a group find them in L1 where each head alone would
+// stream them again from L2 or L3 (a multiple of 4, so that BlockScores' groups of four stay
+// where one head's pass over the whole block puts them).
+constexpr int64_t kSpan = 32;
+
+void AttentionGroup(const float* q, int64_t heads, const KvBlocks& kv, int64_t n, int64_t hd,
+                    float scale, float* scores, float* out) {
   if (hd % 8 != 0) {
-    RefAttentionHead(q, kv, n, hd, scale, scores, out);
+    for (int64_t h = 0; h < heads; ++h)
+      RefAttentionHead(q + h * hd, kv, n, hd, scale, scores + h * n, out + h * hd);
     return;
   }
   for (int64_t p0 = 0; p0 < n; p0 += kv.block) {
-    BlockScores(q, kv.k[p0 / kv.block] + kv.offset, kv.stride, std::min(kv.block, n - p0), hd,
-                scale, scores + p0);
+    const float* kb = kv.k[p0 / kv.block] + kv.offset;
+    const int64_t m = std::min(kv.block, n - p0);
+    for (int64_t s = 0; s < m; s += kSpan) {
+      for (int64_t h = 0; h < heads; ++h) {
+        BlockScores(q + h * hd, kb + s * kv.stride, kv.stride, std::min(kSpan, m - s), hd, scale,
+                    scores + h * n + p0 + s);
+      }
+    }
   }
-  SoftmaxInPlace(scores, n);
-  int64_t e = 0;
-  for (; e + 64 <= hd; e += 64) WeightedSum<8>(scores, kv, e, n, out + e);
-  for (; e < hd; e += 8) WeightedSum<1>(scores, kv, e, n, out + e);
+  for (int64_t h = 0; h < heads; ++h) SoftmaxInPlace(scores + h * n, n);
+  for (int64_t pa = 0; pa < n; pa += kSpan) {
+    const int64_t pb = std::min(n, pa + kSpan);
+    for (int64_t h = 0; h < heads; ++h) {
+      int64_t e = 0;
+      for (; e + 64 <= hd; e += 64)
+        WeightedSumSpan<8>(scores + h * n, kv, e, pa, pb, pa > 0, out + h * hd + e);
+      for (; e < hd; e += 8)
+        WeightedSumSpan<1>(scores + h * n, kv, e, pa, pb, pa > 0, out + h * hd + e);
+    }
+  }
+}
+
+void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
+                   float* scores, float* out) {
+  avx2::AttentionGroup(q, 1, kv, n, hd, scale, scores, out);
 }
 
 }  // namespace frugal::avx2
