@@ -16,6 +16,8 @@ hits both alike: `llama-bench -p P -n N -r 1` against `frugal bench --reps 1` wi
 N, each timing its second pass (both run one untimed warm-up first: llama-bench by default,
 `frugal bench` since 2026-12-05; before, Frugal's timed prefill was its first, which pays the
 first touches of its buffers: Qwen2.5-1.5B Q5_K_M prefill 283 against 333 tok/s, Zen 5).
+Frugal decodes after its prompt, llama-bench from an empty context: the same for a short prompt;
+for a long one, --depth times llama.cpp's decode after P tokens too (`-d P`, a second call).
 Reported: per file, the medians over rounds of each engine's prefill and decode tokens/s, and
 the median of the per-round ratios Frugal / llama.cpp. The CPU (model name, family, AVX-512 or
 not) and Frugal's kernel level are printed with the table.
@@ -79,12 +81,20 @@ def requantized(source: Path, qtype: str, quantize: Path) -> Path:
     return out
 
 
-def run_llama_bench(bench: Path, model: Path, threads: int, p: int, n: int) -> tuple[float, float]:
-    out = subprocess.run([str(bench), "-m", str(model), "-t", str(threads), "-p", str(p),
-                          "-n", str(n), "-r", "1", "-o", "json"],
-                         check=True, capture_output=True, text=True).stdout
+def run_llama_bench(bench: Path, model: Path, threads: int, p: int, n: int,
+                    depth: bool = False) -> tuple[float, float]:
+    """llama-bench's prefill of p tokens and decode of n; with depth, the decode runs after p
+    tokens already in the context (`-d p`, a second call), as `frugal bench`'s decode does."""
+    def tests(*args: str) -> list[dict]:
+        out = subprocess.run([str(bench), "-m", str(model), "-t", str(threads), *args,
+                              "-r", "1", "-o", "json"],
+                             check=True, capture_output=True, text=True).stdout
+        return json.loads(out)
+
+    runs = (tests("-p", str(p), "-n", "0") + tests("-p", "0", "-n", str(n), "-d", str(p))
+            if depth else tests("-p", str(p), "-n", str(n)))
     prefill = decode = float("nan")
-    for test in json.loads(out):
+    for test in runs:
         if test.get("n_prompt", 0) > 0 and test.get("n_gen", 0) == 0:
             prefill = float(test["avg_ts"])
         elif test.get("n_gen", 0) > 0 and test.get("n_prompt", 0) == 0:
@@ -127,6 +137,10 @@ def main() -> int:
     ap.add_argument("-t", "--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("-p", "--prompt-tokens", type=int, default=128)
     ap.add_argument("-n", "--decode-tokens", type=int, default=32)
+    ap.add_argument("--depth", action="store_true",
+                    help="time llama.cpp's decode after the prompt's tokens (llama-bench -d P), "
+                         "as Frugal's decode runs; by default llama-bench decodes from an empty "
+                         "context (for long prompts: -p 2048 -n 16 --depth)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--busy", type=int, default=0, metavar="N",
                     help="run N competing busy processes (one core each) through every round")
@@ -180,7 +194,8 @@ def main() -> int:
                 if str(f) in frugal_only:
                     lp, ld = llama_of[str(frugal_only[str(f)])]  # measured earlier this round
                 else:
-                    lp, ld = run_llama_bench(bench, f, a.threads, a.prompt_tokens, a.decode_tokens)
+                    lp, ld = run_llama_bench(bench, f, a.threads, a.prompt_tokens, a.decode_tokens,
+                                             a.depth)
                     llama_of[str(f)] = (lp, ld)
                 fr = run_frugal(a.frugal, f, a.threads, a.prompt_tokens, a.decode_tokens)
                 fp, fd = fr["prefill_tokens_per_s"], fr["decode_tokens_per_s"]
@@ -196,7 +211,8 @@ def main() -> int:
     print(f"CPU: {cpu['model_name']} (family {cpu['family']}{', ' + cpu['zen'] if cpu['zen'] else ''}"
           f"), {cpu['cores']} cores, best kernel level {cpu['best_level']}"
           f"{' (FRUGAL_CPU=' + os.environ['FRUGAL_CPU'] + ')' if os.environ.get('FRUGAL_CPU') else ''}; "
-          f"-t {a.threads} -p {a.prompt_tokens} -n {a.decode_tokens}, medians of {a.rounds} "
+          f"-t {a.threads} -p {a.prompt_tokens} -n {a.decode_tokens}"
+          f"{' (llama.cpp decode at depth -d ' + str(a.prompt_tokens) + ')' if a.depth else ''}, medians of {a.rounds} "
           f"interleaved rounds, {load}\n")
     print("| file | llama.cpp decode | Frugal decode | ratio | llama.cpp prefill | Frugal prefill "
           "| ratio |\n|---|---:|---:|---:|---:|---:|---:|")
