@@ -23,6 +23,10 @@ TEST(DecodeBatchTest, BatchedEqualsAlone) {
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const LlamaModel& m = **model;
   ThreadPool pool(2);
+  // The sequences alone run on 4 threads: with SmolLM2's 3 key/value heads, a one-token step then
+  // splits attention one query head per task, where the batch takes each group's 3 heads together
+  // (AttentionGroup); the logits must not depend on either split.
+  ThreadPool pool_alone(4);
   const int64_t vocab = m.hparams().n_vocab;
   // Three sequences with different prompts (so different positions and histories).
   const std::vector<std::vector<int32_t>> prompts = {
@@ -33,7 +37,7 @@ TEST(DecodeBatchTest, BatchedEqualsAlone) {
     batched.push_back(m.NewKvCache(32));
     alone.push_back(m.NewKvCache(32));
     ASSERT_TRUE(m.Forward(p, *batched.back(), pool, &logits, false).ok());
-    ASSERT_TRUE(m.Forward(p, *alone.back(), pool, &logits, false).ok());
+    ASSERT_TRUE(m.Forward(p, *alone.back(), pool_alone, &logits, false).ok());
   }
   std::vector<int32_t> next = {100, 200, 300};
   for (int step = 0; step < 3; ++step) {
@@ -44,7 +48,8 @@ TEST(DecodeBatchTest, BatchedEqualsAlone) {
     for (size_t s = 0; s < 3; ++s) {
       std::vector<float> one;
       ASSERT_TRUE(
-          m.Forward(std::span<const int32_t>(&next[s], 1), *alone[s], pool, &one, false).ok());
+          m.Forward(std::span<const int32_t>(&next[s], 1), *alone[s], pool_alone, &one, false)
+              .ok());
       ASSERT_EQ(0, std::memcmp(one.data(), batch_logits.data() + s * static_cast<size_t>(vocab),
                                one.size() * 4))
           << "sequence " << s << " step " << step;
