@@ -447,8 +447,8 @@ void LlamaModel::LayerForward(int64_t li, std::span<const StepItem> items,
   // threads than key/value heads). Any split gives the same results bit for bit. Interleaved
   // A/B against one head per task (Zen 5, 2 threads), Qwen2.5-1.5B Q4_K_M: prefill of 2048 tokens
   // +26 %, of 1024 +14 %, 128 unchanged; decode at 2048 positions with its 6 heads per task
-  // (2 tasks) +23 % against 3 per task, +8 % for 3 against 1; under a competing busy process the
-  // same within noise (17.8 against 18.1 tok/s).
+  // (2 tasks) +11 % and +23 % against 3 per task in two runs, +8 % for 3 against 1; under a
+  // competing busy process the same within noise (17.8 against 18.1 tok/s).
   int64_t heads_per_task = group;
   while (heads_per_task > 1 &&
          n * hp_.n_head / heads_per_task < static_cast<int64_t>(pool.size())) {
