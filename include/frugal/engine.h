@@ -137,10 +137,11 @@ class Engine {
   // The number of tokens Embed feeds for `text` (with the special tokens, before truncation).
   StatusOr<int64_t> CountEmbedTokens(std::string_view text) const;
 
-  // Timed prefill and decode, `repetitions` times (medians); with `warmup`, after one untimed
-  // prefill and decode step, as llama-bench does by default: the first pass pays for first
-  // touches of scratch buffers and waking the pool, which a serving process pays once, in its
-  // scheduler's warm-up.
+  // Timed prefill and decode of one sequence, then decode of 8 together, in each of
+  // `repetitions` passes (medians; the 8/one ratio within each pass); with `warmup`, after one
+  // untimed pass of a single decode step each, as llama-bench does by default: the first pass
+  // pays for first touches of scratch buffers and waking the pool, which a serving process pays
+  // once, in its scheduler's warm-up.
   StatusOr<BenchResult> Bench(int64_t prompt_tokens, int64_t decode_tokens, int repetitions,
                               bool warmup = true);
 
