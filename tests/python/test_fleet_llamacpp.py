@@ -44,12 +44,32 @@ LLAMA_MODEL = "smollm2-llamacpp"  # the alias both llama-servers serve
 FRUGAL_MODEL = "smollm2-frugal"  # what only the Frugal worker serves
 
 
+def exit_text(returncode: int) -> str:
+    """How a process ended, in words: a signal by name (SIGILL says what it means), or the code.
+    A shell reports a signal as 128 + N; Popen as -N."""
+    sig = -returncode if returncode < 0 else returncode - 128 if 128 < returncode < 160 else 0
+    if not sig:
+        return f"exited {returncode}"
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    text = f"killed by {name}"
+    if name == "SIGILL":
+        text += (" (illegal instruction: the binary uses an instruction this CPU cannot run; "
+                 "rebuild it on this machine with scripts/build-llama-cpp.sh, which leaves out "
+                 "AMX where the CPU has it)")
+    return text
+
+
 class LlamaServer:
     """`llama-server -m MODEL --port 0 ...`; start() waits for its listening line and a healthy
-    /health (the model loaded); kill() is SIGKILL; stop() SIGTERM then SIGKILL."""
+    /health (the model loaded); kill() is SIGKILL; stop() SIGTERM then SIGKILL. A server that
+    dies before it is healthy fails the test at once with how it died ("llama-server crashed at
+    start: killed by SIGILL ...") and its log's tail."""
 
-    def __init__(self, model: Path, log_path: Path, *extra):
-        self.cmd = [str(LLAMA_SERVER), "-m", str(model), "--host", "127.0.0.1", "--port", "0",
+    def __init__(self, model: Path, log_path: Path, *extra, binary: Path | None = None):
+        self.cmd = [str(binary or LLAMA_SERVER), "-m", str(model), "--host", "127.0.0.1", "--port", "0",
                     "--alias", LLAMA_MODEL, "--metrics", "-np", "2", "-t", "1", "-c", "4096",
                     *[str(e) for e in extra]]
         self.log_path = log_path
@@ -66,7 +86,8 @@ class LlamaServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                pytest.fail(f"`{' '.join(self.cmd)}` exited {self.proc.returncode}\n{self.tail()}")
+                pytest.fail(f"llama-server crashed at start: {exit_text(self.proc.returncode)}\n"
+                            f"`{' '.join(self.cmd)}`\n{self.tail()}")
             m = LISTEN_RE.search(self.tail() if not self.url else "")
             if m:
                 self.url = m.group(1)
