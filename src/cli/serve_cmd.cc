@@ -137,6 +137,10 @@ void AddServeCommand(CLI::App& app, Commands& out) {
                    "KV cache blocks; 0 = max-batch full contexts, at most 1/4 of RAM (default " +
                        DefaultText(sv.opt.scheduler.kv_blocks) + ")")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  serve->add_flag_callback(
+      "--no-prefix-cache", [&sv] { sv.opt.scheduler.prefix_cache = false; },
+      "recompute every prompt from its first token (by default the KV of full blocks of earlier "
+      "prompts and answers is reused)");
   serve
       ->add_option("--request-timeout", sv.opt.request_timeout_s,
                    "seconds a request may take from arrival (default " +

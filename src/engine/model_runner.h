@@ -31,6 +31,8 @@ struct StepPlan {
   std::vector<StepItem> items;
   int64_t prefill_tokens = 0;    // prompt tokens in items
   int64_t decode_sequences = 0;  // sequences decoding one token in items
+  // The InferenceRequest::id of each logits row, in order (for runners that trace requests).
+  std::vector<uint64_t> logit_requests;
 };
 
 class ModelRunner {

@@ -33,12 +33,16 @@ struct Scheduler::Sequence {
   std::unique_ptr<KvCache> kv;   // paged; made at admission
   std::vector<int32_t> history;  // prompt + generated, for the sampler's penalty
   int64_t prefilled = 0;         // prompt tokens already in the cache
+  // Prompt tokens the prefix cache holds: estimated at Submit, taken at admission.
+  int64_t prefix_hit = 0;
   int64_t generated = 0;
   int32_t pending = -1;  // sampled token still to be run (decode phase)
   bool done = false;
   Clock::time_point submitted, admitted, first_token;
 
-  int64_t prompt_left() const { return static_cast<int64_t>(req.prompt.size()) - prefilled; }
+  int64_t prompt_left() const {
+    return static_cast<int64_t>(req.prompt.size()) - std::max(prefilled, prefix_hit);
+  }
   int64_t decode_left() const { return req.max_tokens - generated; }
 };
 
@@ -105,10 +109,15 @@ Scheduler::~Scheduler() {
   if (thread_.joinable()) thread_.join();
 }
 
-double Scheduler::EstimateMs(int64_t prompt_tokens, int64_t max_tokens) const {
+int64_t Scheduler::CachedPrefix(std::span<const int32_t> prompt) const {
+  if (!opt_.prefix_cache || prompt.size() < 2) return 0;
+  return pool_->MatchLength(prompt.first(prompt.size() - 1)) * opt_.kv_block_tokens;
+}
+
+double Scheduler::EstimateMs(std::span<const int32_t> prompt, int64_t max_tokens) const {
+  const auto prefill = static_cast<int64_t>(prompt.size()) - CachedPrefix(prompt);
   MutexLock lock(mu_);
-  return static_cast<double>(prompt_tokens) * prefill_ms_ +
-         static_cast<double>(max_tokens) * decode_ms_;
+  return static_cast<double>(prefill) * prefill_ms_ + static_cast<double>(max_tokens) * decode_ms_;
 }
 
 double Scheduler::BacklogMsLocked() const {
@@ -136,8 +145,10 @@ StatusOr<std::shared_ptr<InferenceHandle>> Scheduler::Submit(InferenceRequest re
                       " KV blocks; the pool has " + std::to_string(pool_->total_blocks()));
   }
   const Tokenizer& tok = runner_->tokenizer();
+  const int64_t cached = CachedPrefix(req.prompt);
   auto seq = std::make_unique<Sequence>(std::move(req), std::move(on_event), tok);
   seq->submitted = Clock::now();
+  seq->prefix_hit = cached;
   std::shared_ptr<InferenceHandle> handle = seq->handle;
   {
     MutexLock lock(mu_);
@@ -149,14 +160,14 @@ StatusOr<std::shared_ptr<InferenceHandle>> Scheduler::Submit(InferenceRequest re
                                " requests waiting)");
     }
     const double cost =
-        static_cast<double>(n_prompt) * prefill_ms_ + seq->req.max_tokens * decode_ms_;
+        static_cast<double>(n_prompt - cached) * prefill_ms_ + seq->req.max_tokens * decode_ms_;
     // With nothing ahead a request is always taken: refusing it could never clear on retry.
     const double ahead = BacklogMsLocked();
     if (opt_.max_backlog_ms > 0 && ahead > 0 && ahead + cost > opt_.max_backlog_ms) {
       return ResourceExhausted("the estimated backlog would exceed " +
                                std::to_string(static_cast<int64_t>(opt_.max_backlog_ms)) + " ms");
     }
-    pending_prefill_tokens_ += n_prompt;
+    pending_prefill_tokens_ += n_prompt - cached;
     pending_decode_tokens_ += seq->req.max_tokens;
     waiting_.push_back(std::move(seq));
   }
@@ -174,7 +185,11 @@ SchedulerLoad Scheduler::Load() const {
   l.decode_ms_per_token = decode_ms_;
   l.kv_blocks_free = kv_free_;
   l.kv_blocks_total = pool_->total_blocks();
+  l.kv_blocks_cached = pool_->cached_blocks();
+  l.kv_blocks_evicted = pool_->evicted_blocks();
   l.kv_block_tokens = opt_.kv_block_tokens;
+  l.prefix_cache_queries = prefix_queries_;
+  l.prefix_cache_hits = prefix_hits_;
   l.max_queue = opt_.max_queue;
   return l;
 }
@@ -182,6 +197,7 @@ SchedulerLoad Scheduler::Load() const {
 void Scheduler::Finish(Sequence& s, const std::string& reason, Status status) {
   if (s.done) return;
   s.done = true;
+  const bool admitted = s.admitted != Clock::time_point{};
   if (s.kv) s.kv->Release();
   InferenceEvent ev;
   ev.kind = InferenceEvent::Kind::kText;
@@ -195,8 +211,9 @@ void Scheduler::Finish(Sequence& s, const std::string& reason, Status status) {
   ev.finish_reason = reason;
   ev.status = std::move(status);
   ev.prompt_tokens = static_cast<int64_t>(s.req.prompt.size());
+  ev.admitted = admitted;
+  ev.cached_tokens = admitted ? s.prefix_hit : 0;
   ev.completion_tokens = s.generated;
-  const bool admitted = s.admitted != Clock::time_point{};
   ev.queue_seconds = Seconds(s.submitted, admitted ? s.admitted : now);
   ev.ttft_seconds = s.first_token != Clock::time_point{} ? Seconds(s.submitted, s.first_token) : 0;
   ev.total_seconds = Seconds(s.submitted, now);
@@ -226,10 +243,23 @@ void Scheduler::Admit() {
     while (!waiting_.empty() && static_cast<int>(running_.size()) < opt_.max_batch) {
       Sequence& s = *waiting_.front();
       s.kv = std::make_unique<KvCache>(*pool_);
-      if (!s.kv->Reserve(static_cast<int64_t>(s.req.prompt.size()) + s.req.max_tokens)) {
-        s.kv.reset();
+      const auto n_prompt = static_cast<int64_t>(s.req.prompt.size());
+      // The longest cached prefix, never the last prompt token: its logits are needed. Shared
+      // blocks are referenced first, so Reserve asks the pool only for the rest.
+      const int64_t hit =
+          opt_.prefix_cache
+              ? s.kv->AdoptPrefix(
+                    std::span<const int32_t>(s.req.prompt).first(static_cast<size_t>(n_prompt - 1)))
+              : 0;
+      if (!s.kv->Reserve(n_prompt + s.req.max_tokens)) {
+        s.kv.reset();  // the shared blocks' references go back
         break;
       }
+      pending_prefill_tokens_ -= hit - s.prefix_hit;  // the estimate made at Submit, corrected
+      s.prefix_hit = hit;
+      s.prefilled = hit;
+      prefix_queries_ += n_prompt;
+      prefix_hits_ += hit;
       s.admitted = now;
       s.history = s.req.prompt;
       running_.push_back(std::move(waiting_.front()));
@@ -265,6 +295,7 @@ StepPlan Scheduler::PlanStep(std::vector<Sequence*>* logit_owner) const {
     if (s->pending >= 0) {
       plan.items.push_back({s->pending, s->kv.get(), s->kv->size(), true});
       logit_owner->push_back(s.get());
+      plan.logit_requests.push_back(s->req.id);
       ++plan.decode_sequences;
     }
   }
@@ -277,7 +308,10 @@ StepPlan Scheduler::PlanStep(std::vector<Sequence*>* logit_owner) const {
       const bool last = s->prefilled + i + 1 == static_cast<int64_t>(s->req.prompt.size());
       plan.items.push_back({s->req.prompt[static_cast<size_t>(s->prefilled + i)], s->kv.get(),
                             s->kv->size() + i, last});
-      if (last) logit_owner->push_back(s.get());
+      if (last) {
+        logit_owner->push_back(s.get());
+        plan.logit_requests.push_back(s->req.id);
+      }
     }
     budget -= c;
     plan.prefill_tokens += c;
@@ -317,6 +351,10 @@ bool Scheduler::RunStep() {
   UpdateLatencies(plan.prefill_tokens, plan.decode_sequences, 1e3 * Seconds(t0, Clock::now()));
   // Positions advance: decode tokens by one, prefilling sequences by their chunk.
   for (const auto& it : plan.items) it.kv->set_size(it.pos + 1);
+  // Blocks this step filled join the prefix index (history holds the token at each position).
+  if (opt_.prefix_cache) {
+    for (auto& s : running_) s->kv->PublishFullBlocks(s->history);
+  }
   {
     MutexLock lock(mu_);
     for (auto& s : running_) {

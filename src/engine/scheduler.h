@@ -6,6 +6,15 @@
 // from a paged pool (KvBlockPool); a request is admitted when blocks for its prompt plus
 // max_tokens are free (first come, first served; it waits otherwise, never failing others).
 //
+// Prefix caching (on unless SchedulerOptions::prefix_cache is false): every full block a
+// sequence has computed (prompt or answer) is published in the pool's prefix index after the
+// step that filled it, and a new request starts from the longest published chain matching its
+// prompt, prefilling only the rest (at least its last token, whose logits it needs). Shared
+// blocks count once in admission: a request needs free blocks only for what it does not share.
+// Unreferenced cached blocks are evicted least-recently-used when a request needs room. The
+// keys and values reused are the ones the request would have computed (each row of a step is
+// computed alone, bit for bit), so answers and logits do not change.
+//
 // The load the gateway balances on is measured here: per-token prefill and decode latencies
 // (moving averages of measured steps) and the backlog: the estimated milliseconds to finish all
 // waiting and running work at those latencies.
@@ -25,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +57,7 @@ struct SchedulerOptions {
   int64_t prefill_chunk = 256;   // prompt tokens per step, over all prefilling sequences
   int64_t kv_block_tokens = 16;  // positions per KV block (a multiple of 4)
   int64_t kv_blocks = 0;  // blocks in the pool; 0 = max_batch full contexts, capped at 1/4 of RAM
+  bool prefix_cache = true;  // reuse the KV of earlier prompts' full blocks (--no-prefix-cache)
   // A test instrument: the model's tokenizer and context are used, its weights never. Its
   // max_batch, when given, replaces the one above.
   std::optional<SimulationSpec> simulation;
@@ -54,6 +65,7 @@ struct SchedulerOptions {
 
 // A generation request in tokens: what the engine loop sees (no JSON, no HTTP).
 struct InferenceRequest {
+  uint64_t id = 0;                // the caller's, passed to the runner with each logits row
   std::vector<int32_t> prompt;    // token ids, BOS included (Engine::EncodePrompt)
   int32_t max_tokens = 256;       // prompt + max_tokens must fit the context
   std::vector<std::string> stop;  // generation ends before any of these strings
@@ -70,6 +82,8 @@ struct InferenceEvent {
   std::string finish_reason;  // "stop", "length", "cancelled", "timeout", "error"
   Status status;              // not ok for "timeout" (DeadlineExceeded) and "error"
   int64_t prompt_tokens = 0;
+  bool admitted = false;      // it reached the running batch (its prompt was looked up)
+  int64_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
   int64_t completion_tokens = 0;
   double queue_seconds = 0;  // submit -> admitted
   double ttft_seconds = 0;   // submit -> first token sampled (0 if none)
@@ -94,9 +108,15 @@ struct SchedulerLoad {
   double backlog_ms = 0;            // estimated time to finish all waiting and running work
   double prefill_ms_per_token = 0;  // moving averages of measured steps
   double decode_ms_per_token = 0;   // machine time per generated token at the current batch
-  int64_t kv_blocks_free = 0;
+  int64_t kv_blocks_free = 0;       // free or evictable (cached, unreferenced)
   int64_t kv_blocks_total = 0;
+  int64_t kv_blocks_cached = 0;   // in the prefix index, referenced or not
+  int64_t kv_blocks_evicted = 0;  // cached blocks evicted for room since start
   int64_t kv_block_tokens = 0;
+  // Prefix cache, in prompt tokens since start (vLLM's prefix_cache_queries / _hits): tokens of
+  // admitted prompts, and of them those whose KV was reused.
+  int64_t prefix_cache_queries = 0;
+  int64_t prefix_cache_hits = 0;
   int64_t max_queue = 0;
 };
 
@@ -122,8 +142,9 @@ class Scheduler {
                                                     InferenceCallback on_event);
 
   SchedulerLoad Load() const;
-  // Estimated cost of a request at the current latencies, in milliseconds.
-  double EstimateMs(int64_t prompt_tokens, int64_t max_tokens) const;
+  // Estimated cost of a request at the current latencies, in milliseconds: only the prompt
+  // tokens it would prefill (those past its longest cached prefix now) count.
+  double EstimateMs(std::span<const int32_t> prompt, int64_t max_tokens) const;
   int64_t context_length() const { return n_ctx_; }
 
  private:
@@ -138,12 +159,16 @@ class Scheduler {
   void Admit();
   void Finish(Sequence& s, const std::string& reason, Status status);
   double BacklogMsLocked() const FRUGAL_REQUIRES(mu_);
+  // Prompt tokens whose KV the prefix cache holds now (whole blocks, never the last token).
+  int64_t CachedPrefix(std::span<const int32_t> prompt) const;
   void UpdateLatencies(int64_t prefill_tokens, int64_t decode_tokens, double ms);
 
   const std::unique_ptr<ModelRunner> runner_;
   const SchedulerOptions opt_;
   int64_t n_ctx_ = 0;
-  std::unique_ptr<KvBlockPool> pool_;  // scheduler thread only
+  // Made at Start. Its bookkeeping locks itself (Submit asks MatchLength); caches and block
+  // contents are the scheduler thread's.
+  std::unique_ptr<KvBlockPool> pool_;
 
   mutable Mutex mu_;
   CondVar cv_;
@@ -157,6 +182,8 @@ class Scheduler {
   int64_t kv_free_ FRUGAL_GUARDED_BY(mu_) = 0;
   double prefill_ms_ FRUGAL_GUARDED_BY(mu_) = 0;
   double decode_ms_ FRUGAL_GUARDED_BY(mu_) = 0;
+  int64_t prefix_queries_ FRUGAL_GUARDED_BY(mu_) = 0;
+  int64_t prefix_hits_ FRUGAL_GUARDED_BY(mu_) = 0;
 
   std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
   std::thread thread_;

@@ -1,5 +1,7 @@
 #include "models/kv_cache.h"
 
+#include <algorithm>
+
 #include "common/check.h"
 
 namespace frugal {
@@ -12,25 +14,174 @@ KvBlockPool::KvBlockPool(int64_t n_layer, int64_t kv_dim, int64_t block_tokens, 
       // new float[] leaves the floats uninitialised: pages are touched only when written.
       data_(new float[static_cast<size_t>(2 * n_layer * kv_dim * block_tokens * n_blocks)]) {
   FRUGAL_CHECK(n_layer > 0 && kv_dim > 0 && block_tokens > 0 && n_blocks > 0);
+  MutexLock lock(mu_);
+  meta_.resize(static_cast<size_t>(n_blocks));
   free_.reserve(static_cast<size_t>(n_blocks));
   for (int64_t i = n_blocks - 1; i >= 0; --i) free_.push_back(static_cast<int32_t>(i));
 }
 
+int64_t KvBlockPool::free_blocks() const {
+  MutexLock lock(mu_);
+  return static_cast<int64_t>(free_.size() + lru_.size());
+}
+
+int64_t KvBlockPool::cached_blocks() const {
+  MutexLock lock(mu_);
+  return static_cast<int64_t>(index_.size());
+}
+
+int64_t KvBlockPool::evictable_blocks() const {
+  MutexLock lock(mu_);
+  return static_cast<int64_t>(lru_.size());
+}
+
+int64_t KvBlockPool::evicted_blocks() const {
+  MutexLock lock(mu_);
+  return evicted_;
+}
+
+uint64_t KvBlockPool::Key(int32_t parent, std::span<const int32_t> tokens) const {
+  // FNV-1a over the parent and the ids, then a final mix: only a bucket; Find compares exactly.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint32_t x) {
+    for (int i = 0; i < 4; ++i) {
+      h ^= (x >> (8 * i)) & 0xffu;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(static_cast<uint32_t>(parent));
+  for (int32_t t : tokens) mix(static_cast<uint32_t>(t));
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+int32_t KvBlockPool::Find(int32_t parent, std::span<const int32_t> tokens) const {
+  const auto [lo, hi] = index_.equal_range(Key(parent, tokens));
+  for (auto it = lo; it != hi; ++it) {
+    const Meta& m = meta_[static_cast<size_t>(it->second)];
+    if (m.parent == parent &&
+        std::equal(m.tokens.begin(), m.tokens.end(), tokens.begin(), tokens.end())) {
+      return it->second;
+    }
+  }
+  return -1;
+}
+
+void KvBlockPool::RefLocked(int32_t id) {
+  Meta& m = meta_[static_cast<size_t>(id)];
+  if (m.refs == 0 && m.cached) lru_.erase(m.lru);
+  ++m.refs;
+}
+
+int32_t KvBlockPool::EvictLocked() {
+  // Give puts a chain's deeper blocks before its shallower ones, and a block is referenced only
+  // with its whole chain before it, so the front is a leaf; the scan is a guard.
+  for (auto it = lru_.begin(); it != lru_.end(); ++it) {
+    const int32_t id = *it;
+    Meta& m = meta_[static_cast<size_t>(id)];
+    if (m.cached_children > 0) continue;
+    lru_.erase(it);
+    const auto [lo, hi] = index_.equal_range(m.key);
+    for (auto e = lo; e != hi; ++e) {
+      if (e->second == id) {
+        index_.erase(e);
+        break;
+      }
+    }
+    if (m.parent >= 0) --meta_[static_cast<size_t>(m.parent)].cached_children;
+    m.cached = false;
+    m.parent = -1;
+    m.tokens.clear();
+    ++evicted_;
+    return id;
+  }
+  return -1;
+}
+
 bool KvBlockPool::Take(int64_t n, std::vector<int32_t>* ids) {
-  if (n > free_blocks()) return false;
+  MutexLock lock(mu_);
+  if (n > static_cast<int64_t>(free_.size() + lru_.size())) return false;
   for (int64_t i = 0; i < n; ++i) {
-    ids->push_back(free_.back());
-    free_.pop_back();
+    int32_t id;
+    if (!free_.empty()) {
+      id = free_.back();
+      free_.pop_back();
+    } else {
+      id = EvictLocked();
+      FRUGAL_CHECK(id >= 0);
+    }
+    meta_[static_cast<size_t>(id)].refs = 1;
+    ids->push_back(id);
   }
   return true;
 }
 
 void KvBlockPool::Give(std::span<const int32_t> ids) {
-  for (int32_t id : ids) {
+  MutexLock lock(mu_);
+  // Deepest first: a chain's last block ends up least recently used, so it is evicted first.
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+    const int32_t id = *it;
     FRUGAL_DCHECK(id >= 0 && id < n_blocks_);
-    free_.push_back(id);
+    Meta& m = meta_[static_cast<size_t>(id)];
+    FRUGAL_CHECK(m.refs > 0);
+    if (--m.refs > 0) continue;
+    if (m.cached) {
+      m.lru = lru_.insert(lru_.end(), id);
+    } else {
+      free_.push_back(id);
+    }
   }
-  FRUGAL_CHECK(free_blocks() <= n_blocks_);
+  FRUGAL_CHECK(static_cast<int64_t>(free_.size() + lru_.size()) <= n_blocks_);
+}
+
+int64_t KvBlockPool::Match(std::span<const int32_t> tokens, std::vector<int32_t>* ids) {
+  MutexLock lock(mu_);
+  const auto bt = static_cast<size_t>(block_tokens_);
+  int32_t parent = -1;
+  int64_t k = 0;
+  for (size_t at = 0; at + bt <= tokens.size(); at += bt, ++k) {
+    const int32_t id = Find(parent, tokens.subspan(at, bt));
+    if (id < 0) break;
+    RefLocked(id);
+    ids->push_back(id);
+    parent = id;
+  }
+  return k;
+}
+
+int64_t KvBlockPool::MatchLength(std::span<const int32_t> tokens) const {
+  MutexLock lock(mu_);
+  const auto bt = static_cast<size_t>(block_tokens_);
+  int32_t parent = -1;
+  int64_t k = 0;
+  for (size_t at = 0; at + bt <= tokens.size(); at += bt, ++k) {
+    parent = Find(parent, tokens.subspan(at, bt));
+    if (parent < 0) break;
+  }
+  return k;
+}
+
+int32_t KvBlockPool::Publish(int32_t parent, std::span<const int32_t> tokens, int32_t id) {
+  FRUGAL_CHECK(static_cast<int64_t>(tokens.size()) == block_tokens_);
+  MutexLock lock(mu_);
+  Meta& m = meta_[static_cast<size_t>(id)];
+  FRUGAL_CHECK(m.refs > 0);
+  if (parent >= 0 && !meta_[static_cast<size_t>(parent)].cached) return -1;
+  if (m.cached) return m.parent == parent ? id : -1;
+  const int32_t existing = Find(parent, tokens);
+  if (existing >= 0) {
+    RefLocked(existing);
+    return existing;
+  }
+  m.cached = true;
+  m.parent = parent;
+  m.tokens.assign(tokens.begin(), tokens.end());
+  m.key = Key(parent, tokens);
+  index_.emplace(m.key, id);
+  if (parent >= 0) ++meta_[static_cast<size_t>(parent)].cached_children;
+  return id;
 }
 
 KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim)
@@ -64,13 +215,22 @@ bool KvCache::Reserve(int64_t positions) {
   const int64_t need = (positions - capacity() + block_ - 1) / block_;
   const size_t first = ids_.size();
   if (!pool_->Take(need, &ids_)) return false;
-  for (size_t b = first; b < ids_.size(); ++b) {
-    for (int64_t l = 0; l < n_layer_; ++l) {
-      k_[static_cast<size_t>(l)].push_back(pool_->K(ids_[b], l));
-      v_[static_cast<size_t>(l)].push_back(pool_->V(ids_[b], l));
-    }
-  }
+  for (size_t b = first; b < ids_.size(); ++b) SetBlock(b, ids_[b]);
   return true;
+}
+
+void KvCache::SetBlock(size_t b, int32_t id) {
+  ids_[b] = id;
+  for (int64_t l = 0; l < n_layer_; ++l) {
+    auto& kt = k_[static_cast<size_t>(l)];
+    auto& vt = v_[static_cast<size_t>(l)];
+    if (kt.size() <= b) {
+      kt.resize(b + 1);
+      vt.resize(b + 1);
+    }
+    kt[b] = pool_->K(id, l);
+    vt[b] = pool_->V(id, l);
+  }
 }
 
 void KvCache::Release() {
@@ -80,6 +240,36 @@ void KvCache::Release() {
   for (auto& t : k_) t.clear();
   for (auto& t : v_) t.clear();
   size_ = 0;
+  published_ = 0;
+}
+
+int64_t KvCache::AdoptPrefix(std::span<const int32_t> tokens) {
+  if (!pool_) return 0;
+  FRUGAL_CHECK(ids_.empty() && size_ == 0);
+  const int64_t k = pool_->Match(tokens, &ids_);
+  for (size_t b = 0; b < ids_.size(); ++b) SetBlock(b, ids_[b]);
+  published_ = k;
+  size_ = k * block_;
+  return size_;
+}
+
+void KvCache::PublishFullBlocks(std::span<const int32_t> tokens) {
+  if (!pool_) return;
+  FRUGAL_CHECK(static_cast<int64_t>(tokens.size()) >= size_);
+  while ((published_ + 1) * block_ <= size_) {
+    const auto b = static_cast<size_t>(published_);
+    const int32_t parent = b == 0 ? -1 : ids_[b - 1];
+    const int32_t own = ids_[b];
+    const int32_t holder = pool_->Publish(
+        parent, tokens.subspan(b * static_cast<size_t>(block_), static_cast<size_t>(block_)), own);
+    if (holder < 0) return;
+    if (holder != own) {
+      // Another sequence computed the same positions first: use its block, give ours back.
+      SetBlock(b, holder);
+      pool_->Give(std::span<const int32_t>(&own, 1));
+    }
+    ++published_;
+  }
 }
 
 }  // namespace frugal

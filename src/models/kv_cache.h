@@ -4,18 +4,36 @@
 // block holds `block_tokens` positions of keys and values for every layer. The memory is
 // reserved at start but touched only when a block is first written.
 //
+// Prefix caching (the worker's; vLLM's automatic prefix caching): a full block can be published
+// under the tokens it holds and the block before it (its parent), so the blocks of one prompt
+// form a chain from position 0. A new sequence takes the longest chain that matches its tokens
+// (Match) and computes only the rest. Blocks are reference-counted: a block is shared by every
+// sequence using it, and when the last one lets go a published block stays cached, evictable;
+// Take evicts the least recently used of those, deepest first, only when no free block is left.
+// Keys are (parent block, the block's token ids) compared exactly, not a hash alone, so two
+// prompts can never share a block by collision. Why a chain of blocks and not a radix tree
+// (SGLang): the pool is already paged, a block is the unit of sharing and eviction, and a chain
+// lookup is one hash probe per block (docs/architecture.md).
+//
 // KvCache: the cache of one sequence, either contiguous (owns room for n_ctx positions: the CLI
 // paths) or paged (a table of blocks taken from a KvBlockPool; its capacity grows with Reserve,
-// and its blocks go back to the pool on Release or destruction).
+// and its references go back to the pool on Release or destruction).
 //
-// Not thread-safe: a pool and its caches belong to the one thread that schedules sequences
-// (kernels may read/write disjoint positions from pool threads within one Forward call).
+// Thread safety: the pool's bookkeeping (references, the prefix index, the free and LRU lists)
+// is behind its own mutex, so MatchLength may be asked from any thread; block contents are not:
+// a KvCache belongs to the one thread that schedules sequences (kernels may read/write disjoint
+// positions from pool threads within one Forward call). A published block is never written
+// again: sequences write only past the blocks they share.
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <span>
+#include <unordered_map>
 #include <vector>
+
+#include "common/thread_annotations.h"
 
 namespace frugal {
 
@@ -27,15 +45,38 @@ class KvBlockPool {
   int64_t kv_dim() const { return kv_dim_; }
   int64_t block_tokens() const { return block_tokens_; }
   int64_t total_blocks() const { return n_blocks_; }
-  int64_t free_blocks() const { return static_cast<int64_t>(free_.size()); }
+  // Blocks Take can hand out now: never used, or cached with no reference (evictable).
+  int64_t free_blocks() const;
+  // Published blocks (referenced or not) and, of them, those no sequence references.
+  int64_t cached_blocks() const;
+  int64_t evictable_blocks() const;
+  // Cached blocks taken out of the index to make room, since the pool was made.
+  int64_t evicted_blocks() const;
   // Bytes of one block (keys and values of all layers).
   size_t block_bytes() const {
     return static_cast<size_t>(2 * n_layer_ * block_tokens_ * kv_dim_) * sizeof(float);
   }
 
-  // Appends n free block ids to `ids`; false (and nothing taken) when fewer are free.
+  // Appends n block ids, one reference each, to `ids`: free ones first, then the least recently
+  // used unreferenced cached ones (leaving the prefix index); false (nothing taken) when fewer
+  // than n are available.
   bool Take(int64_t n, std::vector<int32_t>* ids);
+  // Drops one reference of each (a chain, in position order). An unreferenced published block
+  // stays cached as the most recently used (deeper blocks of the chain evicted first); any other
+  // goes back to the free list.
   void Give(std::span<const int32_t> ids);
+
+  // The longest chain of published blocks holding tokens[0, k * block_tokens) for the largest
+  // such k; takes a reference on each and appends them to `ids`. Returns k.
+  int64_t Match(std::span<const int32_t> tokens, std::vector<int32_t>* ids);
+  // The k Match would return now, taking nothing.
+  int64_t MatchLength(std::span<const int32_t> tokens) const;
+  // Publishes block `id` (referenced by the caller) as holding `tokens` (block_tokens of them)
+  // after `parent` (the published block before it in the same chain, or -1 at position 0).
+  // Returns the block that now holds that content: `id`, or a block published earlier with the
+  // same parent and tokens, on which the caller then holds a new reference (it should use that
+  // one and Give `id` back). -1 when `parent` is not published (nothing is done).
+  int32_t Publish(int32_t parent, std::span<const int32_t> tokens, int32_t id);
 
   // Keys / values of `layer` in block `id`: [block_tokens][kv_dim].
   float* K(int32_t id, int64_t layer) { return Base(id, layer); }
@@ -47,10 +88,34 @@ class KvBlockPool {
            ((static_cast<int64_t>(id) * n_layer_ + layer) * 2) * block_tokens_ * kv_dim_;
   }
 
-  int64_t n_layer_, kv_dim_, block_tokens_, n_blocks_;
+  struct Meta {
+    int32_t refs = 0;
+    bool cached = false;               // in index_
+    int32_t parent = -1;               // cached: the block before it
+    int32_t cached_children = 0;       // cached blocks whose parent this is (evicted after them)
+    uint64_t key = 0;                  // cached: Key(parent, tokens)
+    std::vector<int32_t> tokens;       // cached: the block's token ids
+    std::list<int32_t>::iterator lru;  // cached and refs == 0: its place in lru_
+  };
+  uint64_t Key(int32_t parent, std::span<const int32_t> tokens) const;
+  // The published block with this parent and tokens, or -1.
+  int32_t Find(int32_t parent, std::span<const int32_t> tokens) const FRUGAL_REQUIRES(mu_);
+  void RefLocked(int32_t id) FRUGAL_REQUIRES(mu_);
+  // Takes one unreferenced cached block out of the index: the least recently used that no other
+  // cached block names as parent.
+  int32_t EvictLocked() FRUGAL_REQUIRES(mu_);
+
+  const int64_t n_layer_, kv_dim_, block_tokens_, n_blocks_;
   std::unique_ptr<float[]>
-      data_;                   // [block][layer][k|v][block_tokens][kv_dim]; not value-initialised
-  std::vector<int32_t> free_;  // a stack: the most recently freed block is reused first
+      data_;  // [block][layer][k|v][block_tokens][kv_dim]; not value-initialised
+  mutable Mutex mu_;
+  std::vector<Meta> meta_ FRUGAL_GUARDED_BY(mu_);
+  // A stack: the most recently freed block is reused first.
+  std::vector<int32_t> free_ FRUGAL_GUARDED_BY(mu_);
+  // Unreferenced cached blocks, least recently used first.
+  std::list<int32_t> lru_ FRUGAL_GUARDED_BY(mu_);
+  std::unordered_multimap<uint64_t, int32_t> index_ FRUGAL_GUARDED_BY(mu_);
+  int64_t evicted_ FRUGAL_GUARDED_BY(mu_) = 0;
 };
 
 class KvCache {
@@ -80,6 +145,18 @@ class KvCache {
   // Paged: gives every block back and empties the cache.
   void Release();
 
+  // Prefix caching (paged, empty cache): takes the longest published chain matching `tokens`
+  // (KvBlockPool::Match) as this cache's first blocks and sets size() to the positions they
+  // hold. Returns that size (0 for a contiguous cache).
+  int64_t AdoptPrefix(std::span<const int32_t> tokens);
+  // Publishes the full blocks of [0, size()) not published yet; `tokens` are the ids at those
+  // positions (at least size() of them). A block whose content another block already holds is
+  // replaced by that one (same keys and values, bit for bit), so chains stay whole. Stops at the
+  // first block that cannot be published.
+  void PublishFullBlocks(std::span<const int32_t> tokens);
+  // Positions at the start that came from, or went into, the prefix index.
+  int64_t shared_positions() const { return published_ * block_; }
+
   float* K(int64_t layer, int64_t pos) { return At(k_, layer, pos); }
   float* V(int64_t layer, int64_t pos) { return At(v_, layer, pos); }
   // Block tables of one layer, for the attention kernel (kernels.h: KvBlocks).
@@ -99,7 +176,10 @@ class KvCache {
   // positions are read only after they are written, and zero-filling the whole context touched
   // every page up front (470 MB for Qwen2.5-1.5B at 8192 tokens, for an 8-token answer).
   std::unique_ptr<float[]> owned_;
+  void SetBlock(size_t b, int32_t id);
+
   std::vector<int32_t> ids_;                // blocks (contiguous: the single block 0)
+  int64_t published_ = 0;                   // leading blocks in the prefix index
   std::vector<std::vector<float*>> k_, v_;  // [layer][block] -> first position of the block
 };
 

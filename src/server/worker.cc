@@ -133,6 +133,8 @@ struct Worker::Impl {
   MetricsRegistry metrics;
   MetricsRegistry::Counter* requests = nullptr;
   MetricsRegistry::Counter* prompt_tokens = nullptr;
+  MetricsRegistry::Counter* prefix_queries = nullptr;
+  MetricsRegistry::Counter* prefix_hits = nullptr;
   MetricsRegistry::Counter* generation_tokens = nullptr;
   MetricsRegistry::Histogram* ttft = nullptr;
   MetricsRegistry::Histogram* tpot = nullptr;
@@ -160,6 +162,13 @@ void Worker::Impl::SetUpMetrics() {
   prompt_tokens =
       &metrics.AddCounter("frugal_prompt_tokens", "Prompt tokens of finished generation requests");
   generation_tokens = &metrics.AddCounter("frugal_generation_tokens", "Tokens generated");
+  // vLLM's names: prompt tokens looked up in the prefix cache, and of them those found.
+  prefix_queries = &metrics.AddCounter("frugal_prefix_cache_queries",
+                                       "Prompt tokens of finished requests looked up in the "
+                                       "prefix cache");
+  prefix_hits = &metrics.AddCounter("frugal_prefix_cache_hits",
+                                    "Prompt tokens of finished requests whose KV was reused from "
+                                    "the prefix cache");
   const auto b = MetricsRegistry::LatencyBuckets();
   ttft = &metrics.AddHistogram("frugal_time_to_first_token_seconds",
                                "Arrival to first generated token", b);
@@ -186,6 +195,12 @@ void Worker::Impl::SetUpMetrics() {
                    [this] { return static_cast<double>(Load().kv_blocks_free); });
   metrics.AddGauge("frugal_kv_cache_blocks_total", "KV cache blocks in the pool",
                    [this] { return static_cast<double>(Load().kv_blocks_total); });
+  metrics.AddGauge("frugal_kv_cache_blocks_cached",
+                   "KV cache blocks in the prefix index (shared or evictable)",
+                   [this] { return static_cast<double>(Load().kv_blocks_cached); });
+  metrics.AddGauge("frugal_kv_cache_blocks_evicted",
+                   "Cached KV blocks evicted from the prefix index for room, since start",
+                   [this] { return static_cast<double>(Load().kv_blocks_evicted); });
   metrics.AddGauge("frugal_kv_cache_usage_ratio", "Share of KV cache blocks in use (0 to 1)",
                    [this] {
                      const SchedulerLoad l = Load();
@@ -238,7 +253,11 @@ void Worker::Impl::QueueDepth(const http::Request& req, http::Responder& res) {
             {"decode_ms_per_token", l.decode_ms_per_token},
             {"kv_blocks_free", l.kv_blocks_free},
             {"kv_blocks_total", l.kv_blocks_total},
+            {"kv_blocks_cached", l.kv_blocks_cached},
+            {"kv_blocks_evicted", l.kv_blocks_evicted},
             {"kv_block_tokens", l.kv_block_tokens},
+            {"prefix_cache_queries", l.prefix_cache_queries},
+            {"prefix_cache_hits", l.prefix_cache_hits},
             {"max_queue", l.max_queue},
             {"ready", ready.load()},
             {"simulated", simulated}};
@@ -357,9 +376,11 @@ struct Generation {
             {"choices", json::array({choice})}};
   }
   static json Usage(const InferenceEvent& ev) {
+    // prompt_tokens_details.cached_tokens: OpenAI's field for prompt tokens served from cache.
     return {{"prompt_tokens", ev.prompt_tokens},
             {"completion_tokens", ev.completion_tokens},
-            {"total_tokens", ev.prompt_tokens + ev.completion_tokens}};
+            {"total_tokens", ev.prompt_tokens + ev.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", ev.cached_tokens}}}};
   }
   void Sse(const json& j) { res->Write("data: " + j.dump() + "\n\n"); }
 
@@ -385,6 +406,10 @@ void Generation::Deliver(const InferenceEvent& ev) {
   if (!ev.status.ok()) status = HttpStatusFor(ev.status);
   w.requests->Add(1, std::to_string(status));
   w.prompt_tokens->Add(static_cast<double>(ev.prompt_tokens));
+  if (ev.admitted) {
+    w.prefix_queries->Add(static_cast<double>(ev.prompt_tokens));
+    w.prefix_hits->Add(static_cast<double>(ev.cached_tokens));
+  }
   w.generation_tokens->Add(static_cast<double>(ev.completion_tokens));
   w.queue_time->Observe(ev.queue_seconds);
   if (ev.ttft_seconds > 0) w.ttft->Observe(ev.ttft_seconds);

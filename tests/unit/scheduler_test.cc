@@ -434,5 +434,151 @@ TEST(SchedulerTest, StoppingCancelsWhatIsQueuedOrRunning) {
   EXPECT_EQ(b.last.finish_reason, "cancelled");
 }
 
+// --- Prefix caching: what a request shares with earlier ones is not computed again. ---
+
+// A prompt of n letters (ids 1..26), starting at `first`.
+InferenceRequest Letters(int64_t n, int32_t max_tokens, int first = 0) {
+  InferenceRequest r = Request(n, max_tokens);
+  for (int64_t i = 0; i < n; ++i) r.prompt[static_cast<size_t>(i)] = 1 + (first + i) % 26;
+  return r;
+}
+
+// The positions a request's KV cache was given, over all steps, in order (`skip` of its steps
+// are other requests' before it; each request here runs alone).
+std::vector<int64_t> PositionsAfter(const std::vector<SeenStep>& steps, size_t first_step) {
+  std::vector<int64_t> out;
+  for (size_t i = first_step; i < steps.size(); ++i) {
+    for (const auto& [kv, pos] : steps[i].positions) out.insert(out.end(), pos.begin(), pos.end());
+  }
+  return out;
+}
+
+TEST(SchedulerPrefixTest, ARepeatedPromptPrefillsOnlyWhatIsNotCached) {
+  for (const bool cache : {true, false}) {
+    SCOPED_TRACE(cache ? "prefix cache on" : "off");
+    SchedulerOptions o;
+    o.prefix_cache = cache;  // blocks of 16 positions
+    auto [runner, s] = Start(o);
+    ASSERT_TRUE(s);
+    Outcome a, b;
+    ASSERT_TRUE(s->Submit(Letters(40, 3), a.Callback()).ok());
+    ASSERT_TRUE(a.Wait());
+    const size_t a_steps = runner->steps().size();
+    // Before b runs, its cost counts only the tokens it will prefill (8 of 40 with the cache).
+    const double other = s->EstimateMs(Letters(40, 0, 7).prompt, 0);
+    const double same = s->EstimateMs(Letters(40, 0).prompt, 0);
+    EXPECT_NEAR(same / other, cache ? 8.0 / 40 : 1.0, 1e-9);
+    ASSERT_TRUE(s->Submit(Letters(40, 3), b.Callback()).ok());
+    ASSERT_TRUE(b.Wait());
+    const auto b_pos = PositionsAfter(runner->steps(), a_steps);
+    ASSERT_FALSE(b_pos.empty());
+    // a's KV holds positions 0..41 (40 prompt tokens, two answer tokens run): two full blocks.
+    EXPECT_EQ(b_pos.front(), cache ? 32 : 0);
+    EXPECT_EQ(b.last.cached_tokens, cache ? 32 : 0);
+    EXPECT_EQ(a.last.cached_tokens, 0);
+    EXPECT_EQ(b.text, a.text);
+    const SchedulerLoad l = s->Load();
+    EXPECT_EQ(l.prefix_cache_queries, 80);
+    EXPECT_EQ(l.prefix_cache_hits, cache ? 32 : 0);
+    EXPECT_EQ(l.kv_blocks_cached, cache ? 2 : 0);
+    // Cached blocks count as free room (the copy Load reads is made after the callback).
+    EXPECT_TRUE(Eventually([&] { return s->Load().kv_blocks_free == l.kv_blocks_total; }));
+  }
+}
+
+TEST(SchedulerPrefixTest, TheLastPromptTokenIsAlwaysComputed) {
+  SchedulerOptions o;
+  auto [runner, s] = Start(o);
+  ASSERT_TRUE(s);
+  Outcome a, b;
+  ASSERT_TRUE(s->Submit(Letters(32, 1), a.Callback()).ok());  // two full blocks
+  ASSERT_TRUE(a.Wait());
+  const size_t a_steps = runner->steps().size();
+  ASSERT_TRUE(s->Submit(Letters(32, 1), b.Callback()).ok());
+  ASSERT_TRUE(b.Wait());
+  // Its logits are needed: the second block is computed again, on b's own block.
+  EXPECT_EQ(PositionsAfter(runner->steps(), a_steps).front(), 16);
+  EXPECT_EQ(b.last.cached_tokens, 16);
+  EXPECT_EQ(b.text, a.text);
+}
+
+TEST(SchedulerPrefixTest, AFollowUpTurnReusesTheEarlierAnswer) {
+  SchedulerOptions o;
+  auto [runner, s] = Start(o);
+  ASSERT_TRUE(s);
+  Outcome turn1, turn2;
+  ASSERT_TRUE(s->Submit(Letters(20, 30), turn1.Callback()).ok());
+  ASSERT_TRUE(turn1.Wait());
+  ASSERT_EQ(turn1.last.completion_tokens, 30);
+  // The next turn's prompt: the first, the answer (the fake's token after position p is letter
+  // p + 1, so the letters run on), and 5 new tokens.
+  InferenceRequest r = Letters(55, 4);
+  for (size_t i = 50; i < 55; ++i) r.prompt[i] = 26;
+  ASSERT_TRUE(s->Submit(std::move(r), turn2.Callback()).ok());
+  ASSERT_TRUE(turn2.Wait());
+  // The first turn's KV held 49 positions (the last answer token never ran): 3 full blocks.
+  EXPECT_EQ(turn2.last.cached_tokens, 48);
+}
+
+TEST(SchedulerPrefixTest, SharedBlocksCountOnceInAdmission) {
+  for (const bool cache : {true, false}) {
+    SCOPED_TRACE(cache ? "prefix cache on" : "off");
+    SchedulerOptions o;
+    o.prefix_cache = cache;
+    o.kv_blocks = 7;  // one request of 64 + 16 positions takes 5 blocks
+    auto [runner, s] = Start(o);
+    ASSERT_TRUE(s);
+    runner->Hold();
+    Outcome a, b;
+    ASSERT_TRUE(s->Submit(Letters(64, 16), a.Callback()).ok());
+    runner->Allow(1);  // a's whole prompt: its four blocks are published
+    ASSERT_TRUE(runner->WaitSteps(1));
+    ASSERT_TRUE(s->Submit(Letters(64, 16), b.Callback()).ok());
+    // b shares three blocks and needs two of its own: it joins a's batch. Without the cache it
+    // needs five and waits for a to finish.
+    bool together = false;
+    ASSERT_TRUE(Eventually([&] {
+      together = together || s->Load().running == 2;
+      if (a.IsDone()) return true;
+      runner->Allow(1);
+      return false;
+    }));
+    runner->Release();
+    ASSERT_TRUE(b.Wait());
+    EXPECT_EQ(together, cache);
+    EXPECT_EQ(b.text, a.text);
+    EXPECT_EQ(b.last.cached_tokens, cache ? 48 : 0);
+    EXPECT_TRUE(Eventually([&] { return s->Load().kv_blocks_free == 7; }));
+  }
+}
+
+TEST(SchedulerPrefixTest, CancellingTheCreatorLeavesTheSharersWhole) {
+  SchedulerOptions o;
+  auto [runner, s] = Start(o);
+  ASSERT_TRUE(s);
+  runner->Hold();
+  Outcome a, b;
+  auto ha = s->Submit(Letters(50, 40), a.Callback());
+  ASSERT_TRUE(ha.ok());
+  runner->Allow(1);
+  ASSERT_TRUE(runner->WaitSteps(1));
+  ASSERT_TRUE(s->Submit(Letters(50, 10), b.Callback()).ok());
+  runner->Allow(1);
+  ASSERT_TRUE(runner->WaitSteps(2));
+  (*ha)->Cancel();
+  runner->Release();
+  ASSERT_TRUE(a.Wait());
+  ASSERT_TRUE(b.Wait());
+  EXPECT_EQ(a.last.finish_reason, "cancelled");
+  EXPECT_EQ(b.last.finish_reason, "length");
+  EXPECT_EQ(b.last.cached_tokens, 48);
+  // Positions 50.. give letters 25, 26, 1, ... (the token after position p is letter p + 1).
+  EXPECT_EQ(b.text, "yzabcdefgh");
+  EXPECT_TRUE(Eventually([&] {
+    const SchedulerLoad l = s->Load();
+    return l.running == 0 && l.kv_blocks_free == l.kv_blocks_total;
+  }));
+}
+
 }  // namespace
 }  // namespace frugal
