@@ -331,6 +331,23 @@ bool Scheduler::RunStep() {
   }
   std::erase_if(running_, [](const auto& s) { return s->done; });
 
+  // A sequence still to prefill whose next blocks another one has just published (several
+  // conversations starting at once with the same system prompt: the first one's chunks) takes
+  // them instead of computing them again.
+  if (opt_.prefix_cache) {
+    for (auto& s : running_) {
+      if (s->pending >= 0 || s->prompt_left() <= 1) continue;
+      const auto n_prompt = static_cast<size_t>(s->req.prompt.size());
+      const int64_t gained =
+          s->kv->ExtendPrefix(std::span<const int32_t>(s->req.prompt).first(n_prompt - 1));
+      if (gained == 0) continue;
+      s->prefix_hit += gained;
+      MutexLock lock(mu_);
+      pending_prefill_tokens_ -= gained;
+      s->prefilled += gained;
+      prefix_hits_ += gained;
+    }
+  }
   std::vector<Sequence*> logit_owner;  // per logits row
   const StepPlan plan = PlanStep(&logit_owner);
   {

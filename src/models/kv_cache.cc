@@ -163,6 +163,13 @@ int64_t KvBlockPool::MatchLength(std::span<const int32_t> tokens) const {
   return k;
 }
 
+int32_t KvBlockPool::MatchNext(int32_t parent, std::span<const int32_t> tokens) {
+  MutexLock lock(mu_);
+  const int32_t id = Find(parent, tokens);
+  if (id >= 0) RefLocked(id);
+  return id;
+}
+
 int32_t KvBlockPool::Publish(int32_t parent, std::span<const int32_t> tokens, int32_t id) {
   FRUGAL_CHECK(static_cast<int64_t>(tokens.size()) == block_tokens_);
   MutexLock lock(mu_);
@@ -251,6 +258,25 @@ int64_t KvCache::AdoptPrefix(std::span<const int32_t> tokens) {
   published_ = k;
   size_ = k * block_;
   return size_;
+}
+
+int64_t KvCache::ExtendPrefix(std::span<const int32_t> tokens) {
+  if (!pool_) return 0;
+  const int64_t start = size_;
+  while (size_ == published_ * block_ && size_ + block_ <= static_cast<int64_t>(tokens.size()) &&
+         static_cast<int64_t>(ids_.size()) > published_) {
+    const auto b = static_cast<size_t>(published_);
+    const int32_t parent = b == 0 ? -1 : ids_[b - 1];
+    const int32_t shared = pool_->MatchNext(
+        parent, tokens.subspan(b * static_cast<size_t>(block_), static_cast<size_t>(block_)));
+    if (shared < 0) break;
+    const int32_t own = ids_[b];
+    SetBlock(b, shared);
+    pool_->Give(std::span<const int32_t>(&own, 1));
+    ++published_;
+    size_ += block_;
+  }
+  return size_ - start;
 }
 
 void KvCache::PublishFullBlocks(std::span<const int32_t> tokens) {

@@ -71,6 +71,9 @@ class KvBlockPool {
   int64_t Match(std::span<const int32_t> tokens, std::vector<int32_t>* ids);
   // The k Match would return now, taking nothing.
   int64_t MatchLength(std::span<const int32_t> tokens) const;
+  // The published block holding `tokens` (block_tokens of them) after `parent` (-1: at position
+  // 0), with a reference taken on it; -1 when there is none.
+  int32_t MatchNext(int32_t parent, std::span<const int32_t> tokens);
   // Publishes block `id` (referenced by the caller) as holding `tokens` (block_tokens of them)
   // after `parent` (the published block before it in the same chain, or -1 at position 0).
   // Returns the block that now holds that content: `id`, or a block published earlier with the
@@ -149,6 +152,11 @@ class KvCache {
   // (KvBlockPool::Match) as this cache's first blocks and sets size() to the positions they
   // hold. Returns that size (0 for a contiguous cache).
   int64_t AdoptPrefix(std::span<const int32_t> tokens);
+  // Catching up (paged): while every block so far is shared and the cache ends on a block
+  // boundary, takes the next published blocks that match `tokens` (the ids at positions from 0;
+  // only whole blocks within them) in place of its own, not yet written, blocks: another
+  // sequence has just computed what this one was about to. Returns the positions gained.
+  int64_t ExtendPrefix(std::span<const int32_t> tokens);
   // Publishes the full blocks of [0, size()) not published yet; `tokens` are the ids at those
   // positions (at least size() of them). A block whose content another block already holds is
   // replaced by that one (same keys and values, bit for bit), so chains stay whole. Stops at the

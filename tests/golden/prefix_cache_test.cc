@@ -102,7 +102,8 @@ const char* kSystem =
     "accepted within 30 days of delivery if the item is unused; refunds reach the card within 5 "
     "to 7 days. Answer briefly and politely.\n";
 
-Recorded Conversation(Engine& engine, bool prefix_cache, int64_t kv_blocks) {
+Recorded Conversation(Engine& engine, bool prefix_cache, int64_t kv_blocks,
+                      int64_t prefill_chunk = 256) {
   auto inner = MakeEngineRunner(engine);
   EXPECT_TRUE(inner.ok()) << inner.status().ToString();
   auto recorder = std::make_unique<Recorder>(std::move(inner).value());
@@ -111,6 +112,7 @@ Recorded Conversation(Engine& engine, bool prefix_cache, int64_t kv_blocks) {
   o.prefix_cache = prefix_cache;
   o.kv_block_tokens = 16;
   o.kv_blocks = kv_blocks;
+  o.prefill_chunk = prefill_chunk;
   auto started = Scheduler::Start(std::move(recorder), o);
   EXPECT_TRUE(started.ok()) << started.status().ToString();
   Scheduler& s = **started;
@@ -141,11 +143,12 @@ Recorded Conversation(Engine& engine, bool prefix_cache, int64_t kv_blocks) {
   submit(2, turn1 + out[1]->text + "\nUser: And to Austria?\nAssistant:", 12);
   EXPECT_TRUE(out[2]->Wait());
 
-  // Three at once sharing the system prompt, each with its own question.
+  // Three at once sharing a system prompt nobody has sent before, each with its own question:
+  // the later ones take its blocks from the first as it computes them.
   for (uint64_t id : {3, 4, 5}) {
     submit(id,
-           std::string(kSystem) + "User: question number " + std::to_string(id) +
-               " about my refund?\nAssistant:",
+           "Today is a public holiday, so parcels leave one day later.\n" + std::string(kSystem) +
+               "User: question number " + std::to_string(id) + " about my refund?\nAssistant:",
            10);
   }
   for (uint64_t id : {3, 4, 5}) EXPECT_TRUE(out[id]->Wait());
@@ -204,14 +207,16 @@ TEST(PrefixCacheModelTest, ReuseChangesNoLogitsRow) {
   ASSERT_EQ(ref.rows.size(), 8u);
 
   const Recorded roomy = Conversation(**engine, true, 64);
-  // The cache did its work: most of every prompt after the first came from it.
-  EXPECT_GT(roomy.load.prefix_cache_hits, roomy.load.prefix_cache_queries / 2);
+  // The cache did its work: the follow-up turn, the sharers and the repeated conversation found
+  // most of their prompts in it.
+  EXPECT_GT(roomy.load.prefix_cache_hits, roomy.load.prefix_cache_queries / 3);
   EXPECT_EQ(roomy.load.kv_blocks_evicted, 0);
   ExpectSameRows(ref, roomy, "64 blocks");
 
   // 14 blocks: the three concurrent requests share the system prompt's blocks to fit, and new
-  // prompts evict the least recently used chains.
-  const Recorded tight = Conversation(**engine, true, 14);
+  // prompts evict the least recently used chains. Prefill chunks of 32 tokens: the concurrent
+  // ones take the system prompt's blocks from the first as it computes them (catching up).
+  const Recorded tight = Conversation(**engine, true, 14, 32);
   EXPECT_GT(tight.load.prefix_cache_hits, 0);
   EXPECT_GT(tight.load.kv_blocks_evicted, 0);
   ExpectSameRows(ref, tight, "14 blocks");

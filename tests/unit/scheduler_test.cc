@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -550,6 +551,40 @@ TEST(SchedulerPrefixTest, SharedBlocksCountOnceInAdmission) {
     EXPECT_EQ(b.last.cached_tokens, cache ? 48 : 0);
     EXPECT_TRUE(Eventually([&] { return s->Load().kv_blocks_free == 7; }));
   }
+}
+
+TEST(SchedulerPrefixTest, ConversationsStartingAtOnceComputeTheSharedPromptOnce) {
+  SchedulerOptions o;
+  o.prefill_chunk = 16;  // one block a step: the first takes it, the second waits its turn
+  auto [runner, s] = Start(o);
+  ASSERT_TRUE(s);
+  runner->Hold();
+  Outcome a, b;
+  ASSERT_TRUE(s->Submit(Letters(64, 2), a.Callback()).ok());
+  ASSERT_TRUE(s->Submit(Letters(64, 2), b.Callback()).ok());
+  runner->Release();
+  ASSERT_TRUE(a.Wait());
+  ASSERT_TRUE(b.Wait());
+  // Both were admitted together, finding nothing; b took each block a published after the
+  // step that computed it, and computed only its last block (its last token's logits).
+  std::map<const KvCache*, std::vector<int64_t>> per_cache;
+  for (const auto& st : runner->steps()) {
+    for (const auto& [kv, pos] : st.positions) {
+      per_cache[kv].insert(per_cache[kv].end(), pos.begin(), pos.end());
+    }
+  }
+  ASSERT_EQ(per_cache.size(), 2u);
+  std::vector<int64_t> firsts;
+  for (const auto& [kv, pos] : per_cache) firsts.push_back(pos.front());
+  std::sort(firsts.begin(), firsts.end());
+  EXPECT_EQ(firsts, (std::vector<int64_t>{0, 48}));
+  EXPECT_EQ(a.last.cached_tokens + b.last.cached_tokens, 48);
+  EXPECT_EQ(a.text, b.text);
+  EXPECT_EQ(s->Load().prefix_cache_hits, 48);
+  EXPECT_TRUE(Eventually([&] {
+    const SchedulerLoad l = s->Load();
+    return l.running == 0 && l.kv_blocks_free == l.kv_blocks_total;
+  }));
 }
 
 TEST(SchedulerPrefixTest, CancellingTheCreatorLeavesTheSharersWhole) {
