@@ -1,6 +1,7 @@
 // `frugal loadgen`: flags and output; the load generator is src/loadgen (docs/loadgen.md).
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "cli/commands.h"
@@ -12,6 +13,7 @@ namespace {
 struct LoadgenFlags {
   loadgen::RunOptions run;
   std::string questions = "tests/data/loadgen_questions.jsonl";
+  std::string system = "data/conversation/store_policy_system.txt";
   std::string plot, csv;
   bool json = false, quiet = false;
 };
@@ -35,6 +37,17 @@ Status WriteOutput(const std::string& path, std::ofstream& out, const std::strin
 int RunLoadgen(const LoadgenFlags& f) {
   auto groups = loadgen::LoadQuestions(f.questions);
   if (!groups.ok()) return Fail(groups.status());
+  loadgen::RunOptions run = f.run;
+  if (run.conversation.enabled && !f.system.empty()) {
+    std::ifstream in(f.system, std::ios::binary);
+    if (!in) return Fail(InvalidArgument("cannot read --system " + f.system));
+    run.conversation.system.assign(std::istreambuf_iterator<char>(in),
+                                   std::istreambuf_iterator<char>());
+    while (!run.conversation.system.empty() &&
+           (run.conversation.system.back() == '\n' || run.conversation.system.back() == ' ')) {
+      run.conversation.system.pop_back();
+    }
+  }
   std::ofstream plot, csv;
   if (Status st = OpenOutput(f.plot, "--plot", plot); !st.ok()) return Fail(st);
   if (Status st = OpenOutput(f.csv, "--csv", csv); !st.ok()) return Fail(st);
@@ -49,13 +62,13 @@ int RunLoadgen(const LoadgenFlags& f) {
                    static_cast<long long>(pr.errors));
     };
   }
-  auto result = loadgen::Run(f.run, *groups, progress);
+  auto result = loadgen::Run(run, *groups, progress);
   if (!result.ok()) return Fail(result.status());
 
   if (f.json) {
-    std::printf("%s\n", loadgen::ReportJson(*result, f.run).c_str());
+    std::printf("%s\n", loadgen::ReportJson(*result, run).c_str());
   } else {
-    std::fputs(loadgen::ReportTable(*result, f.run).c_str(), stdout);
+    std::fputs(loadgen::ReportTable(*result, run).c_str(), stdout);
   }
   std::fflush(stdout);
   if (Status st = WriteOutput(f.plot, plot, loadgen::PlotHtml(*result)); !st.ok()) return Fail(st);
@@ -104,6 +117,19 @@ void AddLoadgenCommand(CLI::App& app, Commands& out) {
          WithDefault("share of long requests: context passage (~3x prompt) and 3x max tokens",
                      o.mix.long_share))
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_flag("--conversations", o.conversation.enabled,
+                "multi-turn conversations: a system prompt on every request, later turns carrying "
+                "the earlier questions and answers (per-turn TTFT in the report and the plot)");
+  cmd->add_option("--turns", o.conversation.max_turns,
+                  WithDefault("user turns per conversation", o.conversation.max_turns))
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--new-conversation-share", o.conversation.new_share,
+                  WithDefault("share of arrivals that start a new conversation while one could go "
+                              "on",
+                              o.conversation.new_share))
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--system", f->system,
+                  WithDefault("system prompt file of the conversations ('' for none)", f->system));
   cmd->add_option("--max-tokens", o.max_tokens,
                   WithDefault("max_tokens of short requests; long ones get 3x", o.max_tokens))
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));

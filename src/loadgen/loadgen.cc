@@ -17,6 +17,7 @@
 #include "common/check.h"
 #include "common/thread_annotations.h"
 #include "http/client.h"
+#include "loadgen/format.h"
 
 namespace frugal::loadgen {
 namespace {
@@ -27,6 +28,8 @@ using Clock = std::chrono::steady_clock;
 // Separate random streams for arrival times and for question choice, so changing the rate does
 // not change which questions are asked, and the other way round.
 constexpr uint32_t kTimeStream = 1, kChoiceStream = 2;
+// Whether an arrival goes on with a conversation or starts one: drawn in send order.
+constexpr uint32_t kConversationStream = 3;
 
 std::mt19937_64 Rng(uint64_t seed, uint32_t stream) {
   std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), stream};
@@ -84,39 +87,10 @@ const std::vector<std::string>& PassageSentences(bool ascii) {
   return ascii ? en : zh;
 }
 
-const char* PhaseFill(const std::string& name) {
-  if (name == "spike") return "#fde2df";
-  if (name == "recovery") return "#e3f3e6";
-  return "#e8eef8";
-}
-
 double Round(double v, double unit) { return std::round(v / unit) * unit; }
 
 json OptionalMs(const std::optional<double>& v) {
   return v ? json(Round(*v, 0.01)) : json(nullptr);
-}
-
-std::string XmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 std::string CsvField(const std::string& s) {
@@ -128,22 +102,6 @@ std::string CsvField(const std::string& s) {
   }
   out += '"';
   return out;
-}
-
-std::string Format(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
-// A tick step of 1, 2 or 5 x 10^k that gives about `want` intervals over `range`.
-double NiceStep(double range, int want) {
-  const double raw = range / want;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0}) {
-    if (raw <= m * mag) return m * mag;
-  }
-  return 10 * mag;
 }
 
 struct Target {
@@ -241,6 +199,7 @@ struct Flight {
   bool saw_done = false;
   std::string stream_error;
   std::string error_body;  // of a non-2xx answer, for the error text
+  std::string answer;      // the content deltas: the next turn of a conversation carries it
 };
 
 void OnEvent(const http::SseEvent& ev, Flight& f, RequestRecord& r) {
@@ -260,12 +219,15 @@ void OnEvent(const http::SseEvent& ev, Flight& f, RequestRecord& r) {
     if (f.stream_error.empty()) f.stream_error = "SSE data that is not a JSON object";
     return;
   }
-  if (r.ttft_ms < 0 && j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
+  if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
     const json& c = j["choices"][0];
     if (c.is_object() && c.contains("delta") && c["delta"].is_object()) {
       const json& content = c["delta"].value("content", json());
       if (content.is_string() && !content.get_ref<const std::string&>().empty()) {
-        r.ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - f.sent).count();
+        if (r.ttft_ms < 0) {
+          r.ttft_ms = std::chrono::duration<double, std::milli>(Clock::now() - f.sent).count();
+        }
+        f.answer += content.get_ref<const std::string&>();
       }
     }
   }
@@ -283,18 +245,32 @@ const char* PhaseAt(const std::vector<Phase>& phases, double t) {
 }
 
 json StatsJson(const PhaseStats& s) {
-  return {{"name", s.name},
-          {"requests", s.requests},
-          {"errors", s.errors},
-          {"throughput_rps", Round(s.throughput_rps, 0.001)},
-          {"latency_p50_ms", OptionalMs(s.latency_p50_ms)},
-          {"latency_p95_ms", OptionalMs(s.latency_p95_ms)},
-          {"latency_p99_ms", OptionalMs(s.latency_p99_ms)},
-          {"ttft_p50_ms", OptionalMs(s.ttft_p50_ms)},
-          {"ttft_p95_ms", OptionalMs(s.ttft_p95_ms)},
-          {"ttft_p99_ms", OptionalMs(s.ttft_p99_ms)},
-          {"cache_hit_rate",
-           s.cache_hit_rate ? json(Round(*s.cache_hit_rate, 0.0001)) : json(nullptr)}};
+  json j = {{"name", s.name},
+            {"requests", s.requests},
+            {"errors", s.errors},
+            {"throughput_rps", Round(s.throughput_rps, 0.001)},
+            {"latency_p50_ms", OptionalMs(s.latency_p50_ms)},
+            {"latency_p95_ms", OptionalMs(s.latency_p95_ms)},
+            {"latency_p99_ms", OptionalMs(s.latency_p99_ms)},
+            {"ttft_p50_ms", OptionalMs(s.ttft_p50_ms)},
+            {"ttft_p95_ms", OptionalMs(s.ttft_p95_ms)},
+            {"ttft_p99_ms", OptionalMs(s.ttft_p99_ms)},
+            {"cache_hit_rate",
+             s.cache_hit_rate ? json(Round(*s.cache_hit_rate, 0.0001)) : json(nullptr)}};
+  // Conversations only: what each user turn saw.
+  if (!s.turns.empty()) {
+    json turns = json::array();
+    for (const auto& t : s.turns) {
+      turns.push_back({{"turn", t.turn},
+                       {"requests", t.requests},
+                       {"errors", t.errors},
+                       {"ttft_p50_ms", OptionalMs(t.ttft_p50_ms)},
+                       {"ttft_p95_ms", OptionalMs(t.ttft_p95_ms)},
+                       {"latency_p50_ms", OptionalMs(t.latency_p50_ms)}});
+    }
+    j["turns"] = std::move(turns);
+  }
+  return j;
 }
 
 // Successful responses that completed in [start_s, end_s): what the target actually served in
@@ -334,6 +310,7 @@ PhaseStats Stats(std::string name, double length_s,
   s.ttft_p95_ms = Percentile(ttft, 95);
   s.ttft_p99_ms = Percentile(ttft, 99);
   if (ok > 0) s.cache_hit_rate = static_cast<double>(s.hits) / static_cast<double>(ok);
+  s.turns = TurnStats(records);
   return s;
 }
 
@@ -487,6 +464,8 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
   // Declared after the state its callbacks write: its destructor (which may still call on_done)
   // runs first.
   http::Client client(co);
+  ConversationBook book(o.conversation);
+  auto conversation_rng = Rng(o.seed, kConversationStream);
 
   result.model = o.model;
   if (result.model.empty()) {
@@ -510,13 +489,21 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
     r.repeat = a.repeat;
     r.long_prompt = a.long_prompt;
     const int64_t max_tokens = a.long_prompt ? 3 * o.max_tokens : o.max_tokens;
-    const json body = {
-        {"model", result.model},
-        {"messages", json::array({{{"role", "user"}, {"content", PromptText(a, groups)}}})},
-        {"max_tokens", max_tokens},
-        {"temperature", 0},
-        {"stream", true},
-        {"stream_options", {{"include_usage", true}}}};
+    json messages = json::array();
+    if (o.conversation.enabled) {
+      const ConversationBook::Turn turn =
+          book.Next(Uniform(conversation_rng), PromptText(a, groups));
+      r.conversation = turn.conversation;
+      r.turn = turn.turn;
+      for (const auto& m : turn.messages) {
+        messages.push_back({{"role", m.role}, {"content", m.content}});
+      }
+    } else {
+      messages.push_back({{"role", "user"}, {"content", PromptText(a, groups)}});
+    }
+    const json body = {{"model", result.model},    {"messages", std::move(messages)},
+                       {"max_tokens", max_tokens}, {"temperature", 0},
+                       {"stream", true},           {"stream_options", {{"include_usage", true}}}};
     auto req = MakeRequest(target, o, "POST", "/v1/chat/completions");
     req.headers.emplace_back("Content-Type", "application/json");
     req.headers.emplace_back("Accept", "text/event-stream");
@@ -554,6 +541,7 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
       } else if (!fl.saw_done) {
         rec.error = "the stream ended without [DONE]";
       }
+      if (rec.turn > 0) book.Answered(rec.conversation, rec.ok(), fl.answer);
       // Notified under the lock: once the last count is seen, Run may return and destroy cv.
       MutexLock lock(tally.mu);
       ++tally.done;
@@ -649,7 +637,11 @@ json ReportValue(const RunResult& result, const RunOptions& o) {
             {"max_tokens", o.max_tokens},
             {"long_max_tokens", 3 * o.max_tokens},
             {"timeout_s", o.timeout_s},
-            {"seed", o.seed}}}};
+            {"seed", o.seed},
+            {"conversations", o.conversation.enabled},
+            {"max_turns", o.conversation.max_turns},
+            {"new_conversation_share", o.conversation.new_share},
+            {"system_prompt_chars", o.conversation.system.size()}}}};
 }
 }  // namespace
 
@@ -683,129 +675,25 @@ std::string ReportTable(const RunResult& result, const RunOptions& o) {
                   hit.c_str());
     out += buf;
   }
+  for (const auto& t : stats.back().turns) {
+    std::snprintf(buf, sizeof buf,
+                  "turn %d%s %8lld %6lld requests/errors | ttft p50 %s p95 %s | "
+                  "lat p50 %s\n",
+                  t.turn, t.turn == 3 ? "+" : " ", static_cast<long long>(t.requests),
+                  static_cast<long long>(t.errors), ms(t.ttft_p50_ms).c_str(),
+                  ms(t.ttft_p95_ms).c_str(), ms(t.latency_p50_ms).c_str());
+    out += buf;
+  }
   out +=
       "latency and ttft in ms over successful requests; ok rps = successful responses / phase "
       "length\n";
   return out;
 }
 
-std::string PlotHtml(const RunResult& result) {
-  constexpr double kW = 1000, kH = 520, kLeft = 70, kRight = 20, kTop = 50, kBottom = 50;
-  const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
-  const double t_max = result.phases.empty() ? 1 : result.phases.back().end_s;
-  double lat_max = 1;
-  for (const auto& r : result.records) lat_max = std::max(lat_max, r.latency_ms);
-  const double y_step = NiceStep(lat_max, 6);
-  const double y_max = std::ceil(lat_max / y_step) * y_step;
-  const double x_step = NiceStep(t_max, 10);
-  auto X = [&](double t) { return kLeft + t / t_max * pw; };
-  auto Y = [&](double ms) { return kTop + ph - ms / y_max * ph; };
-
-  int64_t errors = 0;
-  for (const auto& r : result.records) errors += !r.ok();
-  std::ostringstream title;
-  title << "frugal loadgen: " << result.target << " (" << result.model << "), "
-        << result.records.size() << " requests, " << errors << " errors";
-  std::ostringstream svg;
-  svg << std::fixed << std::setprecision(1);
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kW << "\" height=\"" << kH
-      << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << kLeft << "\" y=\"20\" font-size=\"14\">" << XmlEscape(title.str())
-      << "</text>\n";
-
-  for (const auto& p : result.phases) {
-    svg << "<rect x=\"" << X(p.start_s) << "\" y=\"" << kTop << "\" width=\""
-        << X(p.end_s) - X(p.start_s) << "\" height=\"" << ph << "\" fill=\"" << PhaseFill(p.name)
-        << "\"/>\n"
-        << "<text x=\"" << X(p.start_s) + 4 << "\" y=\"" << kTop + 14 << "\" fill=\"#555\">"
-        << p.name << " (" << Format("%g", p.rate) << " rps)</text>\n";
-  }
-  for (double y = 0; y <= y_max + y_step / 2; y += y_step) {
-    svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << Y(y) << "\" y2=\""
-        << Y(y) << "\" stroke=\"#ccc\" stroke-width=\"0.5\"/>\n"
-        << "<text x=\"" << kLeft - 6 << "\" y=\"" << Y(y) + 4 << "\" text-anchor=\"end\">"
-        << Format("%g", y) << "</text>\n";
-  }
-  for (double t = 0; t <= t_max + x_step / 2; t += x_step) {
-    svg << "<line x1=\"" << X(t) << "\" x2=\"" << X(t) << "\" y1=\"" << kTop + ph << "\" y2=\""
-        << kTop + ph + 5 << "\" stroke=\"#333\"/>\n"
-        << "<text x=\"" << X(t) << "\" y=\"" << kTop + ph + 18 << "\" text-anchor=\"middle\">"
-        << Format("%g", t) << "</text>\n";
-  }
-  svg << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << kTop + ph << "\" y2=\""
-      << kTop + ph << "\" stroke=\"#333\"/>\n"
-      << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft << "\" y1=\"" << kTop << "\" y2=\""
-      << kTop + ph << "\" stroke=\"#333\"/>\n"
-      << "<text x=\"" << kLeft + pw / 2 << "\" y=\"" << kH - 10
-      << "\" text-anchor=\"middle\">send time (s)</text>\n"
-      << "<text transform=\"translate(16 " << kTop + ph / 2
-      << ") rotate(-90)\" text-anchor=\"middle\">latency (ms)</text>\n";
-
-  for (size_t i = 0; i < result.records.size(); ++i) {
-    const auto& r = result.records[i];
-    const char* color = !r.ok() ? "#d62728" : r.cache_hit ? "#2ca02c" : "#1f77b4";
-    std::string tip = Format("#%.0f", static_cast<double>(i)) + Format(" at %.2f s: ", r.send_s) +
-                      Format("%.0f ms", r.latency_ms) + (r.cache_hit ? ", cache hit" : "");
-    if (!r.ok()) tip.append(", ").append(r.error);
-    svg << "<circle cx=\"" << X(r.send_s) << "\" cy=\"" << Y(r.latency_ms) << "\" r=\"2.5\" fill=\""
-        << color << "\" fill-opacity=\"0.7\"><title>" << XmlEscape(tip) << "</title></circle>\n";
-  }
-
-  // Rolling P95 of successful requests over a trailing window, sampled at 200 points; the line
-  // breaks where a window holds no successful request.
-  std::vector<std::pair<double, double>> ok;  // (send time, latency)
-  for (const auto& r : result.records) {
-    if (r.ok()) ok.emplace_back(r.send_s, r.latency_ms);
-  }
-  std::sort(ok.begin(), ok.end());
-  const double window = std::clamp(t_max / 15, 1.0, 10.0);
-  std::ostringstream path;
-  path << std::fixed << std::setprecision(1);
-  bool pen_down = false;
-  size_t lo = 0, hi = 0;
-  for (int k = 1; k <= 200; ++k) {
-    const double t = t_max * k / 200;
-    while (hi < ok.size() && ok[hi].first <= t) ++hi;
-    while (lo < hi && ok[lo].first < t - window) ++lo;
-    std::vector<double> w;
-    for (size_t j = lo; j < hi; ++j) w.push_back(ok[j].second);
-    const auto p95 = Percentile(std::move(w), 95);
-    if (!p95) {
-      pen_down = false;
-      continue;
-    }
-    path << (pen_down ? "L" : "M") << X(t) << " " << Y(*p95) << " ";
-    pen_down = true;
-  }
-  if (!path.str().empty())
-    svg << "<path d=\"" << path.str()
-        << "\" fill=\"none\" stroke=\"#ff7f0e\" stroke-width=\"2\"/>\n";
-
-  const std::pair<const char*, std::string> legend[] = {
-      {"#1f77b4", "success"},
-      {"#2ca02c", "cache hit"},
-      {"#d62728", "error"},
-      {"#ff7f0e", Format("rolling P95 (%g s window)", window)}};
-  double lx = kLeft;
-  for (const auto& [color, label] : legend) {
-    svg << "<rect x=\"" << lx << "\" y=\"30\" width=\"10\" height=\"10\" fill=\"" << color
-        << "\"/>\n"
-        << "<text x=\"" << lx + 14 << "\" y=\"39\">" << label << "</text>\n";
-    lx += 30 + 7 * static_cast<double>(label.size());
-  }
-  svg << "</svg>\n";
-  std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << XmlEscape(title.str())
-       << "</title></head>\n<body>\n"
-       << svg.str() << "</body></html>\n";
-  return html.str();
-}
-
 std::string RecordsCsv(const RunResult& result) {
   std::string out =
       "index,phase,send_s,status,error,latency_ms,ttft_ms,completion_tokens,cache_hit,long,repeat,"
-      "group\n";
+      "group,conversation,turn\n";
   for (size_t i = 0; i < result.records.size(); ++i) {
     const auto& r = result.records[i];
     out += std::to_string(i) + "," + result.phases[static_cast<size_t>(r.phase)].name + "," +
@@ -814,7 +702,9 @@ std::string RecordsCsv(const RunResult& result) {
            (r.ttft_ms >= 0 ? Format("%.2f", r.ttft_ms) : std::string()) + "," +
            (r.completion_tokens >= 0 ? std::to_string(r.completion_tokens) : std::string()) + "," +
            (r.cache_hit ? "1" : "0") + "," + (r.long_prompt ? "1" : "0") + "," +
-           (r.repeat ? "1" : "0") + "," + std::to_string(r.group) + "\n";
+           (r.repeat ? "1" : "0") + "," + std::to_string(r.group) + "," +
+           (r.turn > 0 ? std::to_string(r.conversation) : std::string()) + "," +
+           (r.turn > 0 ? std::to_string(r.turn) : std::string()) + "\n";
   }
   return out;
 }

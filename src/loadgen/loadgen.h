@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "frugal/status.h"
+#include "loadgen/conversation.h"
 
 namespace frugal::loadgen {
 
@@ -88,6 +89,8 @@ struct RequestRecord {
   bool long_prompt = false;
   bool repeat = false;
   size_t group = 0;
+  int64_t conversation = -1;  // --conversations: which one, and its user turn (1 = first);
+  int turn = 0;               // 0 without conversations
   bool ok() const { return error.empty(); }
 };
 
@@ -97,6 +100,7 @@ struct RunOptions {
   std::string api_key;  // sent as Authorization: Bearer
   Profile profile;
   Mix mix;
+  ConversationMix conversation;  // off by default: one user message per request
   uint64_t seed = 1;
   int64_t max_tokens = 32;  // long requests get 3x
   double timeout_s = 120;   // per request, and for the drain after the last phase
@@ -130,10 +134,22 @@ struct PhaseStats {
   std::optional<double> latency_p50_ms, latency_p95_ms, latency_p99_ms;  // successful requests
   std::optional<double> ttft_p50_ms, ttft_p95_ms, ttft_p99_ms;
   std::optional<double> cache_hit_rate;  // hits / successful
+  // Conversations: per user turn (1, 2, then every later turn together as 3), what turn-k
+  // requests saw. Empty without conversations.
+  struct Turn {
+    int turn = 0;
+    int64_t requests = 0, errors = 0;
+    std::optional<double> ttft_p50_ms, ttft_p95_ms, latency_p50_ms;
+  };
+  std::vector<Turn> turns;
 };
 
 // One entry per phase, then the total (named "total") over the whole run.
 std::vector<PhaseStats> Summarize(const RunResult& result);
+// Per user turn (1, 2, then 3 for every later one) of the conversation requests among these:
+// requests, errors, TTFT and latency percentiles of the successful ones. Empty when none is part
+// of a conversation.
+std::vector<PhaseStats::Turn> TurnStats(const std::vector<const RequestRecord*>& records);
 
 // {"phases": [...], "total": {...}, "target", "profile"}; docs/loadgen.md has the schema.
 std::string ReportJson(const RunResult& result, const RunOptions& options);

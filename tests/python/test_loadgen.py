@@ -16,6 +16,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 
 from conftest import ROOT
@@ -228,6 +229,42 @@ def test_against_a_real_worker(frugal, frugal_server, smollm2_gguf, tmp_path):
         assert rec["status"] == "200", rec
         assert 0 < float(rec["ttft_ms"]) < float(rec["latency_ms"]), rec
         assert 1 <= int(rec["completion_tokens"]) <= (12 if rec["long"] == "1" else 4), rec
+
+
+def test_conversations_against_a_real_worker_find_their_prefix(frugal, frugal_server,
+                                                              smollm2_gguf, tmp_path):
+    """--conversations: the system prompt and earlier turns go to a real worker, whose prefix
+    cache then holds them; the report, CSV and plot have the turns."""
+    csv, plot = tmp_path / "conv.csv", tmp_path / "conv.html"
+    with frugal_server(smollm2_gguf) as srv:
+        report, _ = loadgen_json(
+            frugal, "--target", srv.base_url, "--questions", QUESTIONS, "--rate", 3,
+            "--spike-factor", 1, "--steady-seconds", 4, "--spike-seconds", 0,
+            "--after-seconds", 0, "--max-tokens", 8, "--conversations", "--turns", 3,
+            "--new-conversation-share", 0.2, "--quiet", "--csv", csv, "--plot", plot,
+            "--timeout", 60)
+        load = httpx.get(srv.base_url + "/queue_depth",
+                         headers={"accept": "application/json"}, timeout=10).json()
+    total = report["total"]
+    assert total["errors"] == 0, csv.read_text()
+    assert report["profile"]["conversations"] is True
+    assert report["profile"]["system_prompt_chars"] > 1000  # the shipped store policy
+    turns = {t["turn"]: t for t in total["turns"]}
+    assert turns[1]["requests"] > 0 and turns[2]["requests"] > 0, total["turns"]
+    assert sum(t["requests"] for t in turns.values()) == total["requests"]
+    # Every request after the first found at least the system prompt's blocks.
+    assert load["prefix_cache_hits"] > (total["requests"] - 1) * 16 * 10, load
+    header, *rows = csv.read_text().splitlines()
+    cols = header.split(",")
+    recs = [dict(zip(cols, row.split(","))) for row in rows]
+    assert {int(r["turn"]) for r in recs} >= {1, 2}
+    # A conversation's turns are numbered 1, 2, ... in send order.
+    by_conv: dict[str, list[int]] = {}
+    for r in recs:
+        by_conv.setdefault(r["conversation"], []).append(int(r["turn"]))
+    for turns_sent in by_conv.values():
+        assert turns_sent == list(range(1, len(turns_sent) + 1)), by_conv
+    assert "TTFT turn 2" in plot.read_text()
 
 
 def closed_port():

@@ -289,6 +289,8 @@ TEST(LoadgenReportTest, JsonHasExactlyTheDocumentedFields) {
   EXPECT_EQ(j["target"], "http://127.0.0.1:1");
   EXPECT_EQ(j["profile"]["rate"], 2.0);
   EXPECT_EQ(j["profile"]["long_max_tokens"], 96);
+  EXPECT_EQ(j["profile"]["conversations"], false);
+  EXPECT_FALSE(j["total"].contains("turns"));  // only with conversations
 }
 
 TEST(LoadgenReportTest, PlotHasOneDotPerRequestAndCsvOneRowPerRequest) {
@@ -484,6 +486,145 @@ TEST(LoadgenRunTest, BadTargetsFailBeforeSending) {
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << url;
   }
   EXPECT_NE(loadgen::Run(o, groups).status().message().find("/v1/models"), std::string::npos);
+}
+
+// --- Conversations (--conversations): later turns carry the earlier ones. ---
+
+TEST(LoadgenConversationTest, ATurnCarriesTheSystemPromptAndTheConversationSoFar) {
+  ConversationMix mix;
+  mix.enabled = true;
+  mix.max_turns = 2;
+  mix.new_share = 0.3;
+  mix.system = "be brief";
+  ConversationBook book(mix);
+  auto first = book.Next(0.9, "q1");
+  EXPECT_EQ(first.conversation, 0);
+  EXPECT_EQ(first.turn, 1);
+  ASSERT_EQ(first.messages.size(), 2u);
+  EXPECT_EQ(first.messages[0].role, "system");
+  EXPECT_EQ(first.messages[0].content, "be brief");
+  EXPECT_EQ(first.messages[1].content, "q1");
+  // Nothing answered yet: the next arrival starts another conversation whatever it draws.
+  auto second = book.Next(0.9, "q2");
+  EXPECT_EQ(second.conversation, 1);
+  book.Answered(1, true, "a2");
+  book.Answered(0, true, "a1");
+  // Both ready; a draw under the new share starts a third, one over it goes on with the one
+  // that has waited longest (1, answered first).
+  EXPECT_EQ(book.Next(0.1, "q3").conversation, 2);
+  auto next = book.Next(0.5, "q4");
+  EXPECT_EQ(next.conversation, 1);
+  EXPECT_EQ(next.turn, 2);
+  ASSERT_EQ(next.messages.size(), 4u);
+  EXPECT_EQ(next.messages[1].content, "q2");
+  EXPECT_EQ(next.messages[2].role, "assistant");
+  EXPECT_EQ(next.messages[2].content, "a2");
+  EXPECT_EQ(next.messages[3].content, "q4");
+  // Its last turn answered, 1 is over; 0 goes on; a failed turn ends a conversation.
+  book.Answered(1, true, "a4");
+  EXPECT_EQ(book.Next(0.5, "q5").conversation, 0);
+  book.Answered(2, false, "");
+  EXPECT_EQ(book.Next(0.99, "q6").conversation, 3);  // none ready: a new one
+  EXPECT_EQ(book.started(), 4);
+}
+
+TEST(LoadgenConversationTest, TurnStatsGroupTurnThreeAndLater) {
+  std::vector<RequestRecord> rs(6);
+  const int turns[] = {1, 1, 2, 3, 5, 0};
+  const double ttft[] = {100, 300, 40, 30, 50, 999};
+  for (size_t i = 0; i < rs.size(); ++i) {
+    rs[i].turn = turns[i];
+    rs[i].conversation = turns[i] > 0 ? 0 : -1;
+    rs[i].ttft_ms = ttft[i];
+    rs[i].latency_ms = 2 * ttft[i];
+  }
+  rs[2].error = "HTTP 500";
+  std::vector<const RequestRecord*> ptrs;
+  for (const auto& r : rs) ptrs.push_back(&r);
+  const auto t = TurnStats(ptrs);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].turn, 1);
+  EXPECT_EQ(t[0].requests, 2);
+  EXPECT_DOUBLE_EQ(*t[0].ttft_p50_ms, 200);
+  EXPECT_EQ(t[1].requests, 1);
+  EXPECT_EQ(t[1].errors, 1);
+  EXPECT_FALSE(t[1].ttft_p50_ms.has_value());
+  EXPECT_EQ(t[2].turn, 3);
+  EXPECT_EQ(t[2].requests, 2);
+  EXPECT_DOUBLE_EQ(*t[2].ttft_p50_ms, 40);
+  EXPECT_DOUBLE_EQ(*t[2].latency_p50_ms, 80);
+}
+
+TEST(LoadgenRunTest, ConversationsSendTheEarlierAnswersBack) {
+  std::mutex mu;
+  std::vector<nlohmann::json> seen;  // guarded by mu: each request's messages
+  http::ServerOptions so;
+  so.port = 0;
+  auto server = http::Server::Start(so, [&](const http::Request& req,
+                                            std::shared_ptr<http::Responder> res) {
+    auto body = nlohmann::json::parse(req.body, nullptr, false);
+    const auto& messages = body["messages"];
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back(messages);
+    }
+    // The answer names the question it answers, in two deltas.
+    const std::string q = messages.back().value("content", "");
+    res->StartStream(200, "text/event-stream");
+    res->Write(
+        "data: " +
+        nlohmann::json({{"choices", {{{"index", 0}, {"delta", {{"content", "re: "}}}}}}}).dump() +
+        "\n\ndata: " +
+        nlohmann::json({{"choices", {{{"index", 0}, {"delta", {{"content", q}}}}}}}).dump() +
+        "\n\ndata: [DONE]\n\n");
+    res->End();
+  });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  RunOptions o;
+  o.target = "http://127.0.0.1:" + std::to_string((*server)->port());
+  o.model = "m";
+  o.profile.rate = 40;
+  o.profile.steady_s = 1.5;
+  o.profile.spike_s = 0;
+  o.profile.recovery_s = 0;
+  o.mix.repeat_share = 0;
+  o.mix.long_share = 0;
+  o.conversation.enabled = true;
+  o.conversation.max_turns = 3;
+  o.conversation.system = "policy";
+  auto r = loadgen::Run(o, Groups(200, 0));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_GT(r->records.size(), 20u);
+  std::map<int, int> per_turn;
+  for (const auto& rec : r->records) {
+    ASSERT_TRUE(rec.ok()) << rec.error;
+    ASSERT_GE(rec.turn, 1);
+    ASSERT_LE(rec.turn, 3);
+    ++per_turn[rec.turn];
+  }
+  EXPECT_GT(per_turn[2], 0) << "no conversation went on";
+  // Every request: the system prompt, then user/assistant pairs where each answer is the one
+  // the server gave to the question before it, then the new question.
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(seen.size(), r->records.size());
+  for (const auto& m : seen) {
+    ASSERT_EQ(m.size() % 2, 0u) << m.dump();
+    EXPECT_EQ(m[0]["role"], "system");
+    EXPECT_EQ(m[0]["content"], "policy");
+    for (size_t i = 1; i + 1 < m.size(); i += 2) {
+      EXPECT_EQ(m[i]["role"], "user");
+      EXPECT_EQ(m[i + 1]["role"], "assistant");
+      EXPECT_EQ(m[i + 1]["content"], "re: " + m[i]["content"].get<std::string>());
+    }
+    EXPECT_EQ(m.back()["role"], "user");
+  }
+  const auto stats = Summarize(*r);
+  EXPECT_GE(stats.back().turns.size(), 2u);
+  const auto j = nlohmann::json::parse(ReportJson(*r, o));
+  EXPECT_EQ(j["total"]["turns"][0]["turn"], 1);
+  EXPECT_EQ(j["profile"]["conversations"], true);
+  EXPECT_NE(ReportTable(*r, o).find("turn 2"), std::string::npos);
+  EXPECT_NE(PlotHtml(*r).find("TTFT turn 2"), std::string::npos);
 }
 
 }  // namespace
