@@ -20,6 +20,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "api/openai_response.h"
 #include "balancer/health_checker.h"
 #include "balancer/retry_policy.h"
 #include "cache/cache.h"
@@ -104,9 +105,6 @@ bool Complete(const std::string& finish_reason) {
   return finish_reason == "stop" || finish_reason == "length";
 }
 
-// SSE framing of one JSON event.
-std::string SseData(const json& j) { return "data: " + j.dump() + "\n\n"; }
-
 }  // namespace
 
 // One client request, from acceptance to its one response. Upstream callbacks for one attempt
@@ -141,17 +139,15 @@ struct Call {
   bool streaming = false;  // the client's stream has started: no retry any more
   bool sent_any = false;   // a body byte went to the client
   http::SseParser sse;
-  std::string content, finish_reason;
-  json usage;
+  // The answer relayed so far (every attempt of a continued stream), its id, end and usage.
+  api::StreamNotes notes;
   bool saw_done = false;
   std::string pending;  // the start of an SSE event not complete yet: held back from the client
   // Continuing a stream whose worker broke: this attempt's events are rewritten into the stream
   // the client already has (its id, no second role delta, usage over the whole answer).
   bool continuing = false;
   int continuations = 0;
-  std::string stream_id;      // the id of the client's stream (its first worker's)
-  int64_t stream_tokens = 0;  // content events relayed so far, every attempt
-  int64_t prefix_tokens = 0;  // of them, relayed before the current attempt
+  int64_t prefix_tokens = 0;  // notes.pieces relayed before the current attempt
 };
 
 // Health checks over HTTP, by worker kind (balancer/load_adapters.h): a Frugal worker's
@@ -446,7 +442,8 @@ struct Gateway::Impl {
   void EndStreamWithError(const std::shared_ptr<Call>& c, const std::string& why);
   // false (nothing sent) when the stored answer is not a valid one.
   bool ReplyFromCache(const std::shared_ptr<Call>& c, const std::string& stored);
-  void Store(const std::shared_ptr<Call>& c, const json& usage);
+  // usage_json: the engine's usage object, or "" for none.
+  void Store(const std::shared_ptr<Call>& c, const std::string& usage_json);
   void Finish(const std::shared_ptr<Call>& c, int status, bool hit);
 
   // ---- health ----
@@ -665,77 +662,32 @@ bool Gateway::Impl::ReplyFromCache(const std::shared_ptr<Call>& c, const std::st
   }
   const std::string content = s["content"].get<std::string>();
   const std::string finish = s.value("finish_reason", "stop");
-  const json usage = s.contains("usage") ? s["usage"] : json(nullptr);
-  const int64_t created = UnixNow();
-  const std::string id =
-      (c->chat ? "chatcmpl-cache-" : "cmpl-cache-") + std::to_string(total_requests.load());
+  const std::string usage =
+      s.contains("usage") && !s["usage"].is_null() ? s["usage"].dump() : std::string();
+  api::ResponseHead head;
+  head.chat = c->chat;
+  head.id = (c->chat ? "chatcmpl-cache-" : "cmpl-cache-") + std::to_string(total_requests.load());
+  head.model = c->model;
+  head.created = UnixNow();
   const http::Headers h = {{"X-Frugal-Cache", "hit"}};
   if (!c->stream) {
-    json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", nullptr}};
-    if (c->chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", content}};
-    } else {
-      choice["text"] = content;
-    }
-    json r = {{"id", id},
-              {"object", c->chat ? "chat.completion" : "text_completion"},
-              {"created", created},
-              {"model", c->model},
-              {"choices", json::array({choice})},
-              {"system_fingerprint", "frugal-cache"}};
-    if (!usage.is_null()) r["usage"] = usage;
-    c->out->Send(200, "application/json", r.dump(), h);
+    head.fingerprint = "frugal-cache";
+    c->out->Send(200, "application/json", api::CompletionJson(head, content, finish, usage), h);
     Finish(c, 200, true);
     return true;
   }
   // Replayed as the worker would have streamed it: role, the text in pieces, finish, usage.
   c->out->StartStream(200, "text/event-stream", h);
-  const std::string object = c->chat ? "chat.completion.chunk" : "text_completion";
-  auto chunk = [&](json delta_or_text, json finish) {
-    json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", nullptr}};
-    if (c->chat) {
-      choice["delta"] = std::move(delta_or_text);
-    } else {
-      choice["text"] = std::move(delta_or_text);
-    }
-    return json{{"id", id},
-                {"object", object},
-                {"created", created},
-                {"model", c->model},
-                {"choices", json::array({choice})}};
-  };
-  std::string events;
-  if (c->chat) events += SseData(chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr));
-  // Pieces end after a space or newline (never inside a UTF-8 sequence).
-  size_t from = 0;
-  for (size_t i = 0; i < content.size(); ++i) {
-    if ((content[i] == ' ' || content[i] == '\n') && i + 1 - from >= 16) {
-      const std::string piece = content.substr(from, i + 1 - from);
-      events += SseData(chunk(c->chat ? json{{"content", piece}} : json(piece), nullptr));
-      from = i + 1;
-    }
-  }
-  if (from < content.size()) {
-    const std::string piece = content.substr(from);
-    events += SseData(chunk(c->chat ? json{{"content", piece}} : json(piece), nullptr));
-  }
-  events += SseData(chunk(c->chat ? json::object() : json(""), finish));
-  if (c->include_usage && !usage.is_null()) {
-    json u = {{"id", id},          {"object", object},         {"created", created},
-              {"model", c->model}, {"choices", json::array()}, {"usage", usage}};
-    events += SseData(u);
-  }
-  events += "data: [DONE]\n\n";
-  c->out->Write(std::move(events));
+  c->out->Write(api::ReplayStream(head, content, finish, usage, c->include_usage));
   c->out->End();
   ttft->Observe(MsSince(c->start) / 1e3);
   Finish(c, 200, true);
   return true;
 }
 
-void Gateway::Impl::Store(const std::shared_ptr<Call>& c, const json& usage) {
-  json s = {{"content", c->content}, {"finish_reason", c->finish_reason}};
-  if (!usage.is_null()) s["usage"] = usage;
+void Gateway::Impl::Store(const std::shared_ptr<Call>& c, const std::string& usage_json) {
+  json s = {{"content", c->notes.content}, {"finish_reason", c->notes.finish_reason}};
+  if (!usage_json.empty()) s["usage"] = json::parse(usage_json);
   net::post(*cache_pool, [this, c, v = s.dump()] {
     Status st =
         cache->Insert(c->scope, c->ns, c->query, v, c->looked_up ? &*c->looked_up : nullptr);
@@ -765,94 +717,6 @@ size_t EventsEnd(std::string_view b) {
     if (b[i - 1] == '\n' || (b[i - 1] == '\r' && i >= 2 && b[i - 2] == '\n')) return i + 1;
   }
   return 0;
-}
-
-// What the gateway keeps of a streamed chunk: the stream's id, the answer so far, its end.
-void NoteChunk(Call& c, const json& j) {
-  if (j.contains("error")) {
-    c.finish_reason = "error";
-    return;
-  }
-  if (c.stream_id.empty() && j.contains("id") && j["id"].is_string())
-    c.stream_id = j["id"].get<std::string>();
-  if (j.contains("usage") && j["usage"].is_object()) c.usage = j["usage"];
-  if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return;
-  const json& ch = j["choices"][0];
-  const json* text = nullptr;
-  if (c.chat && ch.contains("delta") && ch["delta"].is_object() &&
-      ch["delta"].contains("content") && ch["delta"]["content"].is_string()) {
-    text = &ch["delta"]["content"];
-  } else if (!c.chat && ch.contains("text") && ch["text"].is_string()) {
-    text = &ch["text"];
-  }
-  if (text != nullptr && !text->get_ref<const std::string&>().empty()) {
-    c.content += text->get<std::string>();
-    ++c.stream_tokens;
-  }
-  if (ch.contains("finish_reason") && ch["finish_reason"].is_string())
-    c.finish_reason = ch["finish_reason"].get<std::string>();
-}
-
-// A continuation's chunk as part of the client's stream; false: drop it (the new stream's
-// opening role delta, which the client already had).
-bool RewriteContinued(const Call& c, json& j) {
-  if (j.contains("error")) return true;
-  if (!c.stream_id.empty() && j.contains("id")) j["id"] = c.stream_id;
-  if (j.contains("usage") && j["usage"].is_object()) {
-    // The new worker counted the relayed prefix as prompt; it was answer.
-    json& u = j["usage"];
-    if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number_integer() &&
-        u.contains("completion_tokens") && u["completion_tokens"].is_number_integer()) {
-      const int64_t moved = std::min(u["prompt_tokens"].get<int64_t>(), c.prefix_tokens);
-      u["prompt_tokens"] = u["prompt_tokens"].get<int64_t>() - moved;
-      u["completion_tokens"] = u["completion_tokens"].get<int64_t>() + moved;
-      u["total_tokens"] = u["prompt_tokens"].get<int64_t>() + u["completion_tokens"].get<int64_t>();
-    }
-  }
-  if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return true;
-  json& ch = j["choices"][0];
-  if (c.chat && ch.contains("delta") && ch["delta"].is_object()) {
-    json& d = ch["delta"];
-    d.erase("role");
-    const bool empty = d.empty() || (d.size() == 1 && d.contains("content") &&
-                                     d["content"].is_string() && d["content"].empty());
-    const bool finish = ch.contains("finish_reason") && !ch["finish_reason"].is_null();
-    if (empty && !finish && !j.contains("usage")) return false;
-  }
-  return true;
-}
-
-// The request that continues the client's stream on another worker: the answer so far as the
-// final assistant message to continue (chat: continue_final_message, as vLLM, SGLang and
-// Frugal's worker read it) or appended to the prompt (completions), and max_tokens less what was
-// relayed.
-std::string ContinuedBody(const Call& c) {
-  json b = json::parse(c.body, nullptr, false);
-  if (!b.is_object()) return c.body;
-  if (!c.content.empty()) {
-    if (c.chat) {
-      b["messages"].push_back({{"role", "assistant"}, {"content", c.content}});
-      b["continue_final_message"] = true;
-      b["add_generation_prompt"] = false;
-    } else {
-      b["prompt"] = b["prompt"].get<std::string>() + c.content;
-    }
-  }
-  for (const char* k : {"max_tokens", "max_completion_tokens"}) {
-    if (b.contains(k) && b[k].is_number_integer())
-      b[k] = std::max<int64_t>(1, b[k].get<int64_t>() - c.stream_tokens);
-  }
-  return b.dump();
-}
-
-// Whether a broken stream can be continued from its text: one choice, and for completions a
-// prompt that is one string.
-bool Continuable(const Call& c) {
-  json b = json::parse(c.body, nullptr, false);
-  if (!b.is_object()) return false;
-  if (b.contains("n") && !(b["n"].is_number_integer() && b["n"].get<int64_t>() == 1)) return false;
-  if (c.chat) return b.contains("messages") && b["messages"].is_array();
-  return c.content.empty() || (b.contains("prompt") && b["prompt"].is_string());
 }
 
 }  // namespace
@@ -890,13 +754,13 @@ void Gateway::Impl::Dispatch(const std::shared_ptr<Call>& c) {
   c->up_headers.clear();
   c->buffer.clear();
   c->sse = http::SseParser();
-  c->usage = nullptr;
+  c->notes.usage_json.clear();
   c->saw_done = false;
   c->pending.clear();
   if (!c->continuing) {
     c->streaming = false;
-    c->content.clear();
-    c->finish_reason.clear();
+    c->notes.content.clear();
+    c->notes.finish_reason.clear();
     c->sent_any = false;
   }
   http::ClientRequest r;
@@ -908,7 +772,9 @@ void Gateway::Impl::Dispatch(const std::shared_ptr<Call>& c) {
   // The client's own key never goes on; the worker gets the gateway's, when it wants one.
   if (const std::string key = WorkerKey(lease.name()); !key.empty())
     r.headers.emplace_back("Authorization", "Bearer " + key);
-  r.body = c->continuing ? ContinuedBody(*c) : c->body;
+  r.body = c->continuing
+               ? api::ContinuedRequestBody(c->body, c->chat, c->notes.content, c->notes.pieces)
+               : c->body;
   // What is left of the request's own time, not a fresh allowance per attempt.
   r.response_timeout =
       std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(left));
@@ -951,10 +817,11 @@ void Gateway::Impl::OnData(const std::shared_ptr<Call>& c, std::string_view data
         out += "data: [DONE]\n\n";
         return;
       }
-      json j = json::parse(ev.data, nullptr, false);
-      if (!j.is_object() || !RewriteContinued(*c, j)) return;
-      NoteChunk(*c, j);
-      out += SseData(j);
+      const auto chunk =
+          api::RewriteContinuedChunk(ev.data, c->chat, c->notes.id, c->prefix_tokens);
+      if (!chunk) return;
+      api::NoteChunk(*chunk, c->chat, &c->notes);
+      out.append("data: ").append(*chunk).append("\n\n");
     });
   } else {
     // The worker's bytes as they are, an event at a time: what the client has is always whole
@@ -968,8 +835,7 @@ void Gateway::Impl::OnData(const std::shared_ptr<Call>& c, std::string_view data
         c->saw_done = true;
         return;
       }
-      json j = json::parse(ev.data, nullptr, false);
-      if (j.is_object()) NoteChunk(*c, j);
+      api::NoteChunk(ev.data, c->chat, &c->notes);
     });
   }
   if (out.empty()) return;
@@ -996,7 +862,7 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
   if (c->streaming) {
     if (st.ok() && c->saw_done && c->status == 200) {
       // Stored before the client hears the end, so asking again at once finds it.
-      if (c->cacheable && Complete(c->finish_reason)) Store(c, c->usage);
+      if (c->cacheable && Complete(c->notes.finish_reason)) Store(c, c->notes.usage_json);
       c->out->End();
       pool.ReportRequest(lease, Outcome::kSuccess);
       Finish(c, 200, false);
@@ -1004,8 +870,8 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
     }
     if (st.code() == StatusCode::kDeadlineExceeded) {
       // The request's own limit: not the worker's failure, and no other worker would be faster.
-      json err = json::parse(ErrorBody(504, TimeLimitMessage(), "timeout"));
-      c->out->Write(SseData(err) + "data: [DONE]\n\n");
+      c->out->Write(api::ErrorEvent(504, TimeLimitMessage(), "timeout") +
+                    std::string(api::kDoneEvent));
       c->out->End();
       timeouts->Add();
       Finish(c, 504, false);
@@ -1024,12 +890,13 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
                        st.ok() ? why : st.message());
     lease = Lease();
     c->last_error = c->tried.back() + ": " + why;
-    if (!refused && !stopped && c->finish_reason.empty() && c->continuations < cfg.max_retries &&
-        Continuable(*c)) {
+    if (!refused && !stopped && c->notes.finish_reason.empty() &&
+        c->continuations < cfg.max_retries &&
+        api::Continuable(c->body, c->chat, c->notes.content)) {
       // Continue the client's stream on another worker from the text it already has.
       c->continuing = true;
       ++c->continuations;
-      c->prefix_tokens = c->stream_tokens;
+      c->prefix_tokens = c->notes.pieces;
       continuations->Add();
       auto timer = std::make_shared<net::steady_timer>(timers, retry.Backoff(c->continuations));
       timer->async_wait([this, c, timer](const boost::system::error_code& ec) {
@@ -1072,22 +939,12 @@ void Gateway::Impl::OnDone(const std::shared_ptr<Call>& c, const Status& st, siz
                      "HTTP " + std::to_string(c->status));
   lease = Lease();
   if (c->status == 200) {
-    json j = json::parse(c->buffer, nullptr, false);
-    if (c->cacheable && j.is_object() && j.contains("choices") && j["choices"].is_array() &&
-        !j["choices"].empty()) {
-      const json& ch = j["choices"][0];
-      c->finish_reason = ch.contains("finish_reason") && ch["finish_reason"].is_string()
-                             ? ch["finish_reason"].get<std::string>()
-                             : "";
-      if (Complete(c->finish_reason)) {
-        if (c->chat && ch.contains("message") && ch["message"].is_object() &&
-            ch["message"].contains("content") && ch["message"]["content"].is_string()) {
-          c->content = ch["message"]["content"].get<std::string>();
-          Store(c, j.value("usage", json(nullptr)));
-        } else if (!c->chat && ch.contains("text") && ch["text"].is_string()) {
-          c->content = ch["text"].get<std::string>();
-          Store(c, j.value("usage", json(nullptr)));
-        }
+    if (c->cacheable) {
+      if (auto done = api::ReadCompletion(c->buffer, c->chat);
+          done && Complete(done->finish_reason)) {
+        c->notes.content = std::move(done->content);
+        c->notes.finish_reason = std::move(done->finish_reason);
+        Store(c, done->usage_json);
       }
     }
   }
@@ -1126,9 +983,8 @@ void Gateway::Impl::Retry(const std::shared_ptr<Call>& c, AttemptFailure failure
 }
 
 void Gateway::Impl::EndStreamWithError(const std::shared_ptr<Call>& c, const std::string& why) {
-  json err =
-      json::parse(ErrorBody(502, "the worker failed while streaming: " + why, "worker_failed"));
-  c->out->Write(SseData(err) + "data: [DONE]\n\n");
+  c->out->Write(api::ErrorEvent(502, "the worker failed while streaming: " + why, "worker_failed") +
+                std::string(api::kDoneEvent));
   c->out->End();
   stream_errors->Add();
   Finish(c, 502, false);

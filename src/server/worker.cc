@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "api/openai.h"
+#include "api/openai_response.h"
 #include "common/metrics.h"
 #include "common/thread_annotations.h"
 #include "http/auth.h"
@@ -358,31 +359,10 @@ struct Generation {
   std::vector<InferenceEvent> early FRUGAL_GUARDED_BY(mu);  // events before the start
   std::string text;                                         // non-streaming: the answer so far
 
-  json Chunk(const std::string& piece, const json& finish_reason, bool first) const {
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
-    if (chat) {
-      json delta = json::object();
-      if (first) delta["role"] = "assistant";
-      if (!piece.empty() || first) delta["content"] = piece;
-      choice["delta"] = delta;
-    } else {
-      choice["text"] = piece;
-    }
-    return {{"id", id},
-            {"object", chat ? "chat.completion.chunk" : "text_completion"},
-            {"created", created},
-            {"model", model},
-            {"system_fingerprint", fingerprint},
-            {"choices", json::array({choice})}};
+  api::ResponseHead Head() const { return {chat, id, model, created, fingerprint}; }
+  static std::string Usage(const InferenceEvent& ev) {
+    return api::UsageJson(ev.prompt_tokens, ev.completion_tokens, ev.cached_tokens);
   }
-  static json Usage(const InferenceEvent& ev) {
-    // prompt_tokens_details.cached_tokens: OpenAI's field for prompt tokens served from cache.
-    return {{"prompt_tokens", ev.prompt_tokens},
-            {"completion_tokens", ev.completion_tokens},
-            {"total_tokens", ev.prompt_tokens + ev.completion_tokens},
-            {"prompt_tokens_details", {{"cached_tokens", ev.cached_tokens}}}};
-  }
-  void Sse(const json& j) { res->Write("data: " + j.dump() + "\n\n"); }
 
   // Once started (or for non-streaming requests).
   void Deliver(const InferenceEvent& ev) FRUGAL_REQUIRES(mu);
@@ -394,7 +374,7 @@ void Generation::Deliver(const InferenceEvent& ev) {
   Worker::Impl& w = *worker;
   if (ev.kind == InferenceEvent::Kind::kText) {
     if (stream) {
-      Sse(Chunk(ev.text, nullptr, false));
+      res->Write(api::PieceEvent(Head(), ev.text));
     } else {
       text += ev.text;
     }
@@ -421,19 +401,14 @@ void Generation::Deliver(const InferenceEvent& ev) {
 
   if (stream) {
     if (status == 200) {
-      Sse(Chunk("", ev.finish_reason, false));
-      if (include_usage) {
-        json u = Chunk("", nullptr, false);
-        u["choices"] = json::array();
-        u["usage"] = Usage(ev);
-        Sse(u);
-      }
+      std::string events = api::FinishEvent(Head(), ev.finish_reason);
+      if (include_usage) events += api::UsageEvent(Head(), Usage(ev));
+      res->Write(std::move(events));
     } else if (status != 499) {
       // Headers went out long ago: the error becomes an event, never a silent truncation.
-      Sse(json::parse(
-          http::OpenAiErrorBody(status, ev.status.message(), status == 504 ? "timeout" : "")));
+      res->Write(api::ErrorEvent(status, ev.status.message(), status == 504 ? "timeout" : ""));
     }
-    res->Write("data: [DONE]\n\n");
+    res->Write(std::string(api::kDoneEvent));
     res->End();
     return;
   }
@@ -443,20 +418,8 @@ void Generation::Deliver(const InferenceEvent& ev) {
                                     status == 504 ? "timeout" : ""));
     return;
   }
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", ev.finish_reason}};
-  if (chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = text;
-  }
-  json body = {{"id", id},
-               {"object", chat ? "chat.completion" : "text_completion"},
-               {"created", created},
-               {"model", model},
-               {"system_fingerprint", fingerprint},
-               {"choices", json::array({choice})},
-               {"usage", Usage(ev)}};
-  res->Send(200, "application/json", body.dump());
+  res->Send(200, "application/json",
+            api::CompletionJson(Head(), text, ev.finish_reason, Usage(ev)));
 }
 
 void Worker::Impl::Completion(const http::Request& req, const std::shared_ptr<http::Responder>& res,
@@ -555,7 +518,7 @@ void Worker::Impl::Completion(const http::Request& req, const std::shared_ptr<ht
   if (g->stream) {
     MutexLock lock(g->mu);
     res->StartStream(200, "text/event-stream", {{"X-Accel-Buffering", "no"}});
-    g->Sse(g->Chunk("", nullptr, true));
+    res->Write(api::OpenEvent(g->Head()));
     g->started = true;
     for (const auto& ev : g->early) g->Deliver(ev);
     g->early.clear();
