@@ -118,6 +118,46 @@ Status MaxTokens(const json& j, std::optional<int64_t>* out) {
 }
 
 // Characters of text in a value, a proxy for prompt tokens (about 4 per token in English).
+// FNV-1a, 64 bits, continued from `h`.
+uint64_t Fnv(uint64_t h, std::string_view s) {
+  for (unsigned char ch : s) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::vector<ProxiedCompletion::PrefixMark> PrefixMarks(const std::string& model,
+                                                       const json& messages_or_prompt) {
+  std::vector<ProxiedCompletion::PrefixMark> out;
+  uint64_t h = Fnv(1469598103934665603ull, model);
+  int64_t chars = 0;
+  if (messages_or_prompt.is_string()) {
+    const std::string& p = messages_or_prompt.get_ref<const std::string&>();
+    constexpr size_t kStep = 512;
+    for (size_t at = 0; at < p.size(); at += kStep) {
+      const std::string_view piece = std::string_view(p).substr(at, kStep);
+      h = Fnv(h, piece);
+      chars += static_cast<int64_t>(piece.size());
+      out.push_back({h, chars});
+    }
+    return out;
+  }
+  if (!messages_or_prompt.is_array()) return out;
+  for (const json& m : messages_or_prompt) {
+    if (!m.is_object()) break;
+    const json content = m.contains("content") ? m["content"] : json();
+    const std::string role =
+        m.contains("role") && m["role"].is_string() ? m["role"].get<std::string>() : "";
+    const std::string text = content.is_string() ? content.get<std::string>() : content.dump();
+    h = Fnv(Fnv(Fnv(h, role), std::string_view("\x1f", 1)), text);
+    h = Fnv(h, std::string_view("\x1e", 1));
+    chars += static_cast<int64_t>(text.size());
+    out.push_back({h, chars});
+  }
+  return out;
+}
+
 int64_t TextChars(const json& v) {
   if (v.is_string()) return static_cast<int64_t>(v.get_ref<const std::string&>().size());
   int64_t n = 0;
@@ -284,6 +324,7 @@ StatusOr<ProxiedCompletion> ParseProxiedCompletion(std::string_view body, bool c
   // A bad max_tokens is the engine's to refuse; for the estimate it is as if absent.
   if (std::optional<int64_t> m; MaxTokens(j, &m).ok()) r.max_tokens = m;
   r.text_chars = TextChars(j[field]);
+  r.prefixes = PrefixMarks(r.model, j[field]);
 
   const bool deterministic = (j.contains("temperature") && j["temperature"].is_number() &&
                               j["temperature"].get<double>() == 0) ||

@@ -66,6 +66,14 @@ struct ProxiedCompletion {
   std::string query;     // the last user message / the prompt
   std::string context;   // the system prompt and earlier turns the answer depends on (JSON)
   std::string sampling;  // every other parameter, canonical JSON: a change means another answer
+  // For prefix-aware routing: hashes of the request's start (with its model) at each message
+  // boundary (chat: the system prompt, then each turn after it; a string prompt: every 512
+  // bytes), shortest first, each with the characters of text it covers.
+  struct PrefixMark {
+    uint64_t hash = 0;
+    int64_t chars = 0;
+  };
+  std::vector<PrefixMark> prefixes;
 };
 StatusOr<ProxiedCompletion> ParseProxiedCompletion(std::string_view body, bool chat,
                                                    const ProxyOptions& options);

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "balancer/prefix_index.h"
 #include "frugal/status.h"
 
 namespace frugal::gateway {
@@ -20,6 +21,13 @@ namespace frugal::gateway {
 struct RequestCost {
   int64_t prompt_tokens = 0;
   int64_t max_tokens = 0;
+};
+
+// A request's prefixes at message boundaries, shortest first, and its prompt's characters: a
+// worker that was sent one of them (PrefixIndex) is costed only for the prompt past it.
+struct RequestPrefix {
+  std::vector<PrefixKey> keys;
+  int64_t prompt_chars = 0;
 };
 
 // One worker as a routing policy sees it, at the moment of the decision.

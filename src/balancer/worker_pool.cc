@@ -157,6 +157,7 @@ Status WorkerPool::Remove(std::string_view name) {
   // Requests in flight keep their Worker alive through their Lease and finish normally.
   (*it)->removed = true;
   workers_.erase(it);
+  prefixes_.Forget(name);
   return Status::Ok();
 }
 
@@ -192,7 +193,7 @@ size_t WorkerPool::size() const {
 }
 
 Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost,
-                       const std::vector<std::string>& exclude) {
+                       const std::vector<std::string>& exclude, const RequestPrefix* prefix) {
   MutexLock lock(mu_);
   // The typical request, this one included: an exponential average over the last ~20.
   constexpr double kAlpha = 0.05;
@@ -205,6 +206,12 @@ Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost,
     typical_max_ += kAlpha * (static_cast<double>(cost.max_tokens) - typical_max_);
   }
   const RequestCost typical = TypicalLocked();
+  // What a worker may hold of this request: its prefixes short of the whole prompt. The whole
+  // of an earlier request asked again draws nothing (that is the semantic cache's to answer):
+  // repeats of one short prompt are spread by load, not pinned to the worker that had it.
+  std::span<const PrefixKey> held;
+  if (prefix_routing_ && prefix != nullptr && prefix->prompt_chars > 0 && !prefix->keys.empty())
+    held = std::span<const PrefixKey>(prefix->keys).first(prefix->keys.size() - 1);
   std::vector<Candidate> c;
   for (size_t i = 0; i < workers_.size(); ++i) {
     const Lease::Worker& w = *workers_[i];
@@ -213,12 +220,22 @@ Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost,
         (w.info.state == WorkerState::kHalfOpen && w.info.in_flight == 0);  // one trial at a time
     if (!open) continue;
     if (std::find(exclude.begin(), exclude.end(), w.info.name) != exclude.end()) continue;
-    c.push_back({i, w.Queue(), w.BacklogMs(typical), w.CostMs(cost), w.info.weight});
+    RequestCost here = cost;
+    if (!held.empty()) {
+      // What this worker was sent of the prompt before is (most likely) in its KV cache.
+      const int64_t matched = std::min(prefixes_.Matched(held, w.info.name), prefix->prompt_chars);
+      here.prompt_tokens -= cost.prompt_tokens * matched / prefix->prompt_chars;
+    }
+    c.push_back({i, w.Queue(), w.BacklogMs(typical), w.CostMs(here), w.info.weight});
   }
   Lease lease;
   if (c.empty()) return lease;
   const size_t pick = policy.Pick(c, rng_);
   auto& w = workers_[c[pick].index];
+  if (prefix_routing_ && prefix != nullptr && !prefix->keys.empty()) {
+    if (!held.empty() && prefixes_.Matched(held, w->info.name) > 0) prefix_routed_.fetch_add(1);
+    prefixes_.Record(prefix->keys, w->info.name);
+  }
   lease.pool_ = this;
   lease.worker_ = w;
   lease.cost_ms_ = c[pick].cost_ms;
@@ -228,9 +245,16 @@ Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost,
   return lease;
 }
 
+void WorkerPool::set_prefix_routing(bool on) {
+  MutexLock lock(mu_);
+  prefix_routing_ = on;
+}
+
 RequestCost WorkerPool::TypicalLocked() const {
-  return {static_cast<int64_t>(std::llround(typical_prompt_)),
-          static_cast<int64_t>(std::llround(typical_max_))};
+  RequestCost typical;
+  typical.prompt_tokens = static_cast<int64_t>(std::llround(typical_prompt_));
+  typical.max_tokens = static_cast<int64_t>(std::llround(typical_max_));
+  return typical;
 }
 
 void WorkerPool::Release(Lease::Worker& w, double cost_ms) {
@@ -243,6 +267,8 @@ void WorkerPool::EjectLocked(Lease::Worker& w, std::string why) {
   if (w.info.state == WorkerState::kEjected || w.info.state == WorkerState::kDraining) return;
   w.info.state = WorkerState::kEjected;
   w.info.last_error = std::move(why);
+  // Whatever it held may be gone when it comes back (a restart): route by load alone.
+  prefixes_.Forget(w.info.name);
   w.consecutive_successes = 0;
   ++w.info.ejections;
   ejections_.fetch_add(1);

@@ -112,7 +112,9 @@ class WorkerPool {
 
   // Picks a worker for the request among those that may take traffic, skipping `exclude`
   // (workers already tried); an empty Lease when none can.
-  Lease Pick(Policy& policy, const RequestCost& cost, const std::vector<std::string>& exclude);
+  // `prefix`, when given, steers by what each worker was sent before (set_prefix_routing).
+  Lease Pick(Policy& policy, const RequestCost& cost, const std::vector<std::string>& exclude,
+             const RequestPrefix* prefix = nullptr);
 
   // A request's result on the worker that was leased (the passive circuit breaker).
   void ReportRequest(const Lease& lease, Outcome outcome, std::string_view error = {});
@@ -123,6 +125,14 @@ class WorkerPool {
   std::vector<WorkerAddress> Targets() const;
 
   int64_t ejections() const { return ejections_.load(); }
+
+  // Prefix-aware routing (on by default): each candidate is costed for the prompt past the
+  // longest prefix of the request the gateway sent it before (PrefixIndex), so a follow-up turn
+  // goes where its conversation's KV is unless that worker's backlog outweighs the prefill it
+  // saves; then the policy picks as ever. Off: every worker is costed for the whole prompt.
+  void set_prefix_routing(bool on);
+  // Requests routed to a worker that had been sent one of their prefixes.
+  int64_t prefix_routed() const { return prefix_routed_.load(); }
 
  private:
   friend class Lease;
@@ -140,6 +150,9 @@ class WorkerPool {
   bool typical_known_ FRUGAL_GUARDED_BY(mu_) = false;
   double typical_prompt_ FRUGAL_GUARDED_BY(mu_) = 0, typical_max_ FRUGAL_GUARDED_BY(mu_) = 0;
   std::atomic<int64_t> ejections_{0};
+  bool prefix_routing_ FRUGAL_GUARDED_BY(mu_) = true;
+  PrefixIndex prefixes_ FRUGAL_GUARDED_BY(mu_);
+  std::atomic<int64_t> prefix_routed_{0};
 };
 
 // "http://host:port[/]" -> host, port.

@@ -32,6 +32,7 @@ struct GatewayFlags {
   int max_retries = -1;
   double cache_threshold = 0;
   bool no_cache = false;
+  bool no_prefix_routing = false;
   double shutdown_grace_s = 30;
 
   void Add(CLI::App* cmd, bool with_workers) {
@@ -55,6 +56,9 @@ struct GatewayFlags {
                         std::to_string(d.max_retries) + ")")
         ->check(CLI::Range(0, 10));
     cmd->add_flag("--no-cache", no_cache, "no semantic cache");
+    cmd->add_flag("--no-prefix-routing", no_prefix_routing,
+                  "route by load and cost alone, not also to the worker that was sent the "
+                  "request's conversation before");
     cmd->add_option("--cache-model", cache_model,
                     "embedding model of the cache (default " + d.cache.model + ")");
     cmd->add_option("--cache-threshold", cache_threshold,
@@ -107,6 +111,7 @@ struct GatewayFlags {
     if (health_interval_ms > 0) c.health.interval = std::chrono::milliseconds(health_interval_ms);
     if (max_retries >= 0) c.max_retries = max_retries;
     if (no_cache) c.cache.enabled = false;
+    if (no_prefix_routing) c.prefix_routing = false;
     if (!cache_model.empty()) c.cache.model = cache_model;
     if (cache_threshold > 0) c.cache.threshold = static_cast<float>(cache_threshold);
     if (!cache_snapshot.empty()) c.cache.snapshot = cache_snapshot;

@@ -62,11 +62,11 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
   try {
     const YAML::Node root = YAML::Load(text);
     if (root.IsNull()) return c;
-    FRUGAL_RETURN_IF_ERROR(
-        CheckKeys(root, "the config",
-                  {"listen", "policy", "workers", "health", "retries", "cache", "api_keys",
-                   "api_keys_file", "admin_token", "admin_token_file", "admin_listen",
-                   "status_access", "worker_api_key_file", "limits", "default_max_tokens"}));
+    FRUGAL_RETURN_IF_ERROR(CheckKeys(
+        root, "the config",
+        {"listen", "policy", "workers", "health", "retries", "cache", "api_keys", "api_keys_file",
+         "admin_token", "admin_token_file", "admin_listen", "status_access", "worker_api_key_file",
+         "limits", "default_max_tokens", "prefix_routing"}));
     if (const auto l = root["listen"]) {
       FRUGAL_RETURN_IF_ERROR(CheckKeys(l, "listen", {"host", "port", "http_threads"}));
       Get(l, "host", c.host);
@@ -74,6 +74,7 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
       Get(l, "http_threads", c.http_threads);
     }
     Get(root, "policy", c.policy);
+    Get(root, "prefix_routing", c.prefix_routing);
     Get(root, "admin_token", c.admin_token);
     Get(root, "admin_token_file", c.admin_token_file);
     Get(root, "api_keys_file", c.api_keys_file);

@@ -41,6 +41,9 @@ struct GatewayConfig {
   int64_t max_body_bytes = 1 << 20;
   double request_timeout_s = 600;
   std::string policy = "p2c";
+  // Cost each worker for the prompt past the longest prefix of the request the gateway sent it
+  // before (balancer/prefix_index.h), so follow-up turns go where their KV is. false: off.
+  bool prefix_routing = true;
   std::vector<WorkerConfig> workers;
   HealthOptions health;
   int max_retries = 2;  // other workers tried after a failure before the first byte

@@ -117,6 +117,7 @@ struct Call {
   bool chat = true, stream = false, include_usage = false;
   std::string body, model;
   RequestCost cost;
+  RequestPrefix prefix;  // for prefix-aware routing
   Clock::time_point start = Clock::now();
   Clock::time_point deadline;  // start + the gateway's request_timeout_s
   // Cache.
@@ -439,6 +440,7 @@ void Gateway::Impl::HandleCompletion(const http::Request& req,
   c->stream = parsed->stream;
   c->include_usage = parsed->include_usage;
   c->cost = parsed->cost;
+  c->prefix = std::move(parsed->prefix);
   c->body = req.body;
   const std::string& cc = req.Header("cache-control");
   const bool no_cache =
@@ -575,7 +577,7 @@ void Gateway::Impl::Dispatch(const std::shared_ptr<Call>& c) {
       if (!ids.count(c->model)) exclude.push_back(w);
     }
   }
-  Lease lease = pool.Pick(*policy, c->cost, exclude);
+  Lease lease = pool.Pick(*policy, c->cost, exclude, &c->prefix);
   if (!lease) {
     if (c->tried.empty()) {
       Refuse(c, 503, "no healthy worker serving '" + c->model + "' can take the request now", true);
@@ -1247,7 +1249,8 @@ std::string Gateway::Impl::StatusJson(bool full) {
                   req - err > 0 ? static_cast<double>(hits) / static_cast<double>(req - err) : 0.0},
                  {"p95_ms_1m", p95 ? json(*p95) : json(nullptr)},
                  {"rps_1m", stats.Rps(now, 60)},
-                 {"ejections", pool.ejections()}};
+                 {"ejections", pool.ejections()},
+                 {"prefix_routed", pool.prefix_routed()}};
   json g = {{"policy", policy->name()},
             {"uptime_s", MsSince(started) / 1e3},
             {"version", "0.1.0"},
@@ -1272,6 +1275,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
   auto policy = MakePolicy(g.cfg.policy);
   if (!policy.ok()) return policy.status();
   g.policy = std::move(policy).value();
+  g.pool.set_prefix_routing(g.cfg.prefix_routing);
   for (const auto& w : g.cfg.workers)
     FRUGAL_RETURN_IF_ERROR(g.pool.Add(w.name, w.url, w.weight, w.kind));
   for (auto& k : g.cfg.api_keys) {
@@ -1318,6 +1322,10 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
                                    MetricsRegistry::LatencyBuckets());
   g.metrics.AddGauge("frugal_gateway_ejections", "workers ejected since start (all workers)",
                      [&g] { return static_cast<double>(g.pool.ejections()); });
+  g.metrics.AddGauge("frugal_gateway_prefix_routed",
+                     "requests routed since start to a worker that had been sent one of their "
+                     "prefixes (prefix-aware routing)",
+                     [&g] { return static_cast<double>(g.pool.prefix_routed()); });
   g.auth_failures = &g.metrics.AddCounter("frugal_gateway_auth_failures",
                                           "requests refused with 401, by credential kind", "code");
   g.metrics.AddGauge("frugal_gateway_auth_throttled",

@@ -11,6 +11,9 @@ StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body, bool c
   CompletionRequest r;
   static_cast<api::ProxiedCompletion&>(r) = std::move(parsed).value();
   r.cost = {r.text_chars / 4 + 8, r.max_tokens.value_or(policy.default_max_tokens)};
+  r.prefix.prompt_chars = r.text_chars;
+  r.prefix.keys.reserve(r.prefixes.size());
+  for (const auto& m : r.prefixes) r.prefix.keys.push_back({m.hash, m.chars});
   return r;
 }
 

@@ -17,7 +17,8 @@ struct RequestPolicy : api::ProxyOptions {
 };
 
 struct CompletionRequest : api::ProxiedCompletion {
-  RequestCost cost;  // prompt tokens estimated from its characters; max_tokens or the default
+  RequestCost cost;      // prompt tokens estimated from its characters; max_tokens or the default
+  RequestPrefix prefix;  // its prefixes, for prefix-aware routing
 };
 
 // InvalidArgument with an OpenAI-style message for a body the gateway cannot route.

@@ -165,3 +165,46 @@ def test_up_starts_a_dead_worker_again_on_its_port():
         rc, err = up.stop()
     assert rc == 0, err
     assert "w0 (pid" in err and "was killed by signal 9" in err and "worker w0 back at" in err, err
+
+
+def test_follow_up_turns_go_where_their_conversation_is():
+    """Prefix-aware routing (issue 46): through `frugal up --workers 2`, every follow-up turn of a
+    conversation lands on the worker that served its first turn (X-Frugal-Worker), and that
+    worker finds the conversation's blocks in its prefix cache (usage.cached_tokens covers at least
+    the earlier turn's whole blocks)."""
+    require_file(SMOLLM2_GGUF)
+    system = ("You are the support assistant of a kitchenware shop. Shipping costs 4.90 EUR and is "
+              "free from 49 EUR; returns within 30 days; refunds in 5 to 7 days. ") * 4
+    up = Up("--workers", 2, "-t", 1, "--no-cache", "-m", SMOLLM2_GGUF)
+    try:
+        with httpx.Client(timeout=120) as c:
+            model = c.get(up.url + "/v1/models").json()["data"][0]["id"]
+            for conv in range(6):
+                messages = [{"role": "system", "content": system}]
+                home = None
+                prompt_before = 0
+                for turn, q in enumerate([f"Question {conv}: how much is shipping?",
+                                          "And for 60 EUR?", "How long do refunds take?"]):
+                    messages.append({"role": "user", "content": q})
+                    r = c.post(up.url + "/v1/chat/completions",
+                               json={"model": model, "messages": messages, "max_tokens": 12,
+                                     "temperature": 0})
+                    assert r.status_code == 200, r.text
+                    worker = r.headers["x-frugal-worker"]
+                    usage = r.json()["usage"]
+                    if turn == 0:
+                        home = worker
+                    else:
+                        assert worker == home, f"conversation {conv} turn {turn + 1}"
+                        cached = usage["prompt_tokens_details"]["cached_tokens"]
+                        assert cached >= prompt_before // 16 * 16, (conv, turn, usage)
+                    prompt_before = usage["prompt_tokens"]
+                    messages.append({"role": "assistant",
+                                     "content": r.json()["choices"][0]["message"]["content"]})
+            metrics = c.get(up.url + "/metrics").text
+            routed = [line for line in metrics.splitlines()
+                      if line.startswith("frugal_gateway_prefix_routed ")]
+            assert routed and float(routed[0].split()[1]) >= 12, routed
+    finally:
+        rc, err = up.stop()
+    assert rc == 0, err

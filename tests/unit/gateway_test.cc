@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "balancer/prefix_index.h"
 #include "balancer/worker_pool.h"
 #include "cache/vector_index.h"
 #include "gateway/config.h"
@@ -599,6 +600,131 @@ TEST(PolicyTest, QueueWeightedFollowsWeightOverQueue) {
   }
   EXPECT_LT(chi2, 16.3) << counts[0] << " " << counts[1] << " " << counts[2] << " "
                         << counts[3];  // 3 dof, p = 0.001
+}
+
+// ---- prefix-aware routing ----
+
+// The prefixes of a conversation: the system prompt (1000 characters), then `turns` turns of
+// 200 characters each; `id` tells conversations apart from the second key on.
+RequestPrefix Conversation(int id, int turns) {
+  RequestPrefix p;
+  p.keys.push_back({42, 1000});  // the shared system prompt
+  for (int t = 1; t <= turns; ++t) {
+    p.keys.push_back({static_cast<uint64_t>(id) * 1000 + static_cast<uint64_t>(t), 1000 + 200 * t});
+  }
+  p.prompt_chars = p.keys.back().chars;
+  return p;
+}
+
+TEST(PrefixIndexTest, TheLongestPrefixSentToAWorkerCounts) {
+  PrefixIndex index(/*capacity=*/100, /*workers_per_prefix=*/2);
+  const auto conv = Conversation(1, 3);
+  index.Record(std::span(conv.keys).first(2), "a");  // turn 1 went to a
+  EXPECT_EQ(index.Matched(conv.keys, "a"), 1200);
+  EXPECT_EQ(index.Matched(conv.keys, "b"), 0);
+  index.Record(conv.keys, "b");  // turn 3 went to b: both have the start, b all of it
+  EXPECT_EQ(index.Matched(conv.keys, "a"), 1200);
+  EXPECT_EQ(index.Matched(conv.keys, "b"), 1600);
+  index.Record(std::span(conv.keys).first(1), "c");  // a third worker on the shared prefix:
+  EXPECT_EQ(index.Matched(std::span(conv.keys).first(1), "a"), 0);  // a, least recent, drops
+  EXPECT_EQ(index.Matched(conv.keys, "c"), 1000);
+  index.Forget("b");
+  EXPECT_EQ(index.Matched(conv.keys, "b"), 0);
+  // A prefix continued in two ways (two conversations on one system prompt) is shared: every
+  // worker is credited with it, not only those it went to.
+  const auto other = Conversation(2, 1);
+  EXPECT_EQ(index.Matched(other.keys, "z"), 0);
+  index.Record(other.keys, "c");
+  EXPECT_EQ(index.Matched(other.keys, "z"), 1000);
+  EXPECT_EQ(index.Matched(other.keys, "c"), 1200);
+  // Bounded: the least recently routed prefixes go first.
+  PrefixIndex small(3);
+  for (int i = 0; i < 5; ++i) {
+    const PrefixKey k{static_cast<uint64_t>(i), 10};
+    small.Record(std::span(&k, 1), "a");
+  }
+  EXPECT_EQ(small.size(), 3u);
+  const PrefixKey oldest{0, 10}, newest{4, 10};
+  EXPECT_EQ(small.Matched(std::span(&oldest, 1), "a"), 0);
+  EXPECT_EQ(small.Matched(std::span(&newest, 1), "a"), 10);
+}
+
+TEST(WorkerPoolPrefixTest, AFollowUpGoesWhereItsConversationWasUnlessThatWorkerIsFarBehind) {
+  for (const bool on : {true, false}) {
+    SCOPED_TRACE(on ? "prefix routing on" : "off");
+    WorkerPool pool(TestHealth());
+    pool.set_prefix_routing(on);
+    ASSERT_TRUE(pool.Add("a", Url(9001)).ok());
+    ASSERT_TRUE(pool.Add("b", Url(9002)).ok());
+    auto lc = Make("least_cost");
+    // 1 ms per prompt token, 10 per generated one; both idle.
+    pool.ReportCheck("a", Load(0, 0, 0, 1, 10));
+    pool.ReportCheck("b", Load(0, 0, 0, 1, 10));
+    const auto turn1 = Conversation(1, 1);  // 1200 characters: 300 tokens
+    Lease t1 = pool.Pick(*lc, {300, 10}, {}, &turn1);
+    ASSERT_TRUE(t1);
+    const std::string home = t1.name(), other = home == "a" ? "b" : "a";
+    t1 = Lease();
+    // Its worker is busier now (200 ms of others' work), but turn 2 (1400 characters, 350
+    // tokens) would prefill only the last 200 characters there: 50 ms instead of 350.
+    pool.ReportCheck(home, Load(0, 1, 200, 1, 10));
+    const auto turn2 = Conversation(1, 2);
+    Lease f = pool.Pick(*lc, {350, 10}, {}, &turn2);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f.name(), on ? home : other);
+    f = Lease();
+    // Far behind (5 s of backlog): the prefill it saves does not make up for the wait.
+    pool.ReportCheck(home, Load(3, 1, 5000, 1, 10));
+    pool.ReportCheck(other, Load(0, 0, 0, 1, 10));
+    const auto turn3 = Conversation(1, 3);
+    Lease g = pool.Pick(*lc, {400, 10}, {}, &turn3);
+    ASSERT_TRUE(g);
+    EXPECT_EQ(g.name(), other);
+    EXPECT_EQ(pool.prefix_routed() > 0, on);
+  }
+}
+
+TEST(WorkerPoolPrefixTest, NewConversationsOnOneSystemPromptSpreadOverAnIdleFleet) {
+  WorkerPool pool(TestHealth());
+  ASSERT_TRUE(pool.Add("a", Url(9001)).ok());
+  ASSERT_TRUE(pool.Add("b", Url(9002)).ok());
+  auto lc = Make("least_cost");
+  pool.ReportCheck("a", Load(0, 0, 0, 1, 10));
+  pool.ReportCheck("b", Load(0, 0, 0, 1, 10));
+  // One conversation at a time, each done before the next: nothing in flight ever tells the
+  // workers apart but what they were sent. The system prompt must not pin them all to the
+  // first worker that had it.
+  std::map<std::string, int> per;
+  for (int i = 0; i < 40; ++i) {
+    const auto conv = Conversation(200 + i, 1);
+    Lease l = pool.Pick(*lc, {300, 10}, {}, &conv);
+    ASSERT_TRUE(l);
+    ++per[l.name()];
+  }
+  EXPECT_GE(per["a"], 10);
+  EXPECT_GE(per["b"], 10);
+}
+
+TEST(WorkerPoolPrefixTest, AHotSharedSystemPromptDoesNotHerd) {
+  WorkerPool pool(TestHealth());
+  ASSERT_TRUE(pool.Add("a", Url(9001)).ok());
+  ASSERT_TRUE(pool.Add("b", Url(9002)).ok());
+  auto lc = Make("least_cost");
+  pool.ReportCheck("a", Load(0, 0, 0, 1, 10));
+  pool.ReportCheck("b", Load(0, 0, 0, 1, 10));
+  const RequestCost cost{400, 10};
+  // New conversations all share the system prompt: both workers were sent it, so it favours
+  // neither, and held requests spread evenly.
+  std::vector<Lease> held;
+  std::map<std::string, int> per;
+  for (int i = 0; i < 40; ++i) {
+    const auto conv = Conversation(100 + i, 1);
+    held.push_back(pool.Pick(*lc, cost, {}, &conv));
+    ASSERT_TRUE(held.back());
+    ++per[held.back().name()];
+  }
+  EXPECT_EQ(per["a"], 20);
+  EXPECT_EQ(per["b"], 20);
 }
 
 // ---- load estimation between polls ----

@@ -171,5 +171,39 @@ TEST(OpenAiRequestTest, EmbeddingInputs) {
   EXPECT_NE(NewCompletionId(true), NewCompletionId(true));
 }
 
+TEST(ProxiedCompletionTest, PrefixMarksFollowTheConversation) {
+  const json sys = {{"role", "system"}, {"content", "policy text"}};
+  const json u1 = {{"role", "user"}, {"content", "How much is shipping?"}};
+  const json a1 = {{"role", "assistant"}, {"content", "4.90 EUR."}};
+  const json u2 = {{"role", "user"}, {"content", "And to Austria?"}};
+  auto parse = [](const json& messages, const std::string& model = "m") {
+    auto p =
+        ParseProxiedCompletion(json{{"model", model}, {"messages", messages}}.dump(), true, {});
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return p.ok() ? p->prefixes : std::vector<ProxiedCompletion::PrefixMark>{};
+  };
+  const auto turn1 = parse(json::array({sys, u1}));
+  const auto turn2 = parse(json::array({sys, u1, a1, u2}));
+  ASSERT_EQ(turn1.size(), 2u);
+  ASSERT_EQ(turn2.size(), 4u);
+  // The follow-up starts with the first turn's marks: what was sent with turn 1 is its prefix.
+  EXPECT_EQ(turn2[0].hash, turn1[0].hash);
+  EXPECT_EQ(turn2[1].hash, turn1[1].hash);
+  EXPECT_EQ(turn2[1].chars, static_cast<int64_t>(11 + 21));
+  EXPECT_NE(turn2[2].hash, turn2[1].hash);
+  // Another system prompt, another role, or another model: nothing shared.
+  EXPECT_NE(parse(json::array({{{"role", "system"}, {"content", "other"}}, u1}))[0].hash,
+            turn1[0].hash);
+  EXPECT_NE(parse(json::array({{{"role", "user"}, {"content", "policy text"}}}))[0].hash,
+            turn1[0].hash);
+  EXPECT_NE(parse(json::array({sys, u1}), "other-model")[0].hash, turn1[0].hash);
+  // A string prompt: a mark every 512 bytes.
+  auto prompt = ParseProxiedCompletion(
+      json{{"model", "m"}, {"prompt", std::string(1100, 'x')}}.dump(), false, {});
+  ASSERT_TRUE(prompt.ok());
+  ASSERT_EQ(prompt->prefixes.size(), 3u);
+  EXPECT_EQ(prompt->prefixes[2].chars, 1100);
+}
+
 }  // namespace
 }  // namespace frugal::api
