@@ -33,8 +33,17 @@ struct Lease::Worker {
   // routes) at the worker's own speeds, served `running` at a time.
   double BacklogMs(const RequestCost& typical) const {
     const auto& l = info.load;
-    if (l.Has(kSignalBacklog))
+    if (l.Has(kSignalBacklog)) {
+      // Every request the worker held at the poll was one of ours: none of its backlog is
+      // anyone else's, however it costed them (what of it is still running is in in_flight_ms).
+      // Without this a request that just finished kept its worker looking busy until the next
+      // poll, and a conversation's next turn went elsewhere, away from its KV.
+      if (in_flight_at_poll > 0 && l.Has(kSignalWaiting) && l.Has(kSignalRunning) &&
+          l.waiting + l.running <= in_flight_at_poll) {
+        return info.in_flight_ms;
+      }
       return info.in_flight_ms + std::max(0.0, l.backlog_ms - in_flight_ms_at_poll);
+    }
     if (!l.Has(kSignalWaiting) || !l.Has(kSignalRunning)) return info.in_flight_ms;
     const double foreign = std::max(
         0.0, static_cast<double>(l.waiting) + static_cast<double>(l.running) -

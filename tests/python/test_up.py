@@ -175,7 +175,7 @@ def test_follow_up_turns_go_where_their_conversation_is():
     require_file(SMOLLM2_GGUF)
     system = ("You are the support assistant of a kitchenware shop. Shipping costs 4.90 EUR and is "
               "free from 49 EUR; returns within 30 days; refunds in 5 to 7 days. ") * 4
-    up = Up("--workers", 2, "-t", 1, "--no-cache", "-m", SMOLLM2_GGUF)
+    up = Up("--workers", 2, "-t", 1, "--no-cache", "-m", SMOLLM2_GGUF, "--health-interval-ms", 100)
     try:
         with httpx.Client(timeout=120) as c:
             model = c.get(up.url + "/v1/models").json()["data"][0]["id"]
@@ -183,7 +183,11 @@ def test_follow_up_turns_go_where_their_conversation_is():
                 messages = [{"role": "system", "content": system}]
                 home = None
                 prompt_before = 0
-                for turn, q in enumerate([f"Question {conv}: how much is shipping?",
+                # The first message carries the customer's order history (about 2000
+                # characters, their own): what makes the conversation's KV worth going back to.
+                history = " ".join(f"Order {conv}-{i}: {i + 1} pans and {i + 2} mugs, paid by card."
+                                   for i in range(40))
+                for turn, q in enumerate([f"My orders: {history} How much is shipping?",
                                           "And for 60 EUR?", "How long do refunds take?"]):
                     messages.append({"role": "user", "content": q})
                     r = c.post(up.url + "/v1/chat/completions",

@@ -754,6 +754,30 @@ TEST(WorkerPoolLoadTest, HeldLeasesSteerLeastCostBetweenPolls) {
   }
 }
 
+TEST(WorkerPoolLoadTest, APollThatSawOnlyOurRequestsLeavesNoBacklogOnceTheyFinish) {
+  WorkerPool pool(TestHealth());
+  ASSERT_TRUE(pool.Add("a", Url(9001)).ok());
+  ASSERT_TRUE(pool.Add("b", Url(9002)).ok());
+  auto lc = Make("least_cost");
+  pool.ReportCheck("a", Load(0, 0, 0, 1, 10));
+  pool.ReportCheck("b", Load(0, 0, 0, 1, 10));
+  Lease mine = pool.Pick(*lc, {10, 10}, {});  // 110 ms by our estimate
+  ASSERT_TRUE(mine);
+  const std::string name = mine.name();
+  // The worker costs it higher (900 ms) and has nothing else: all of it is ours.
+  pool.ReportCheck(name, Load(0, 1, 900, 1, 10));
+  EXPECT_DOUBLE_EQ(InfoOf(pool, name).est_backlog_ms, 110);
+  mine = Lease();
+  EXPECT_DOUBLE_EQ(InfoOf(pool, name).est_backlog_ms, 0);
+  // One request beyond ours at the poll: that part of its backlog stays until the next poll.
+  Lease again = pool.Pick(*lc, {10, 10}, {});
+  ASSERT_TRUE(again);
+  const std::string second = again.name();
+  pool.ReportCheck(second, Load(1, 1, 900, 1, 10));
+  again = Lease();
+  EXPECT_DOUBLE_EQ(InfoOf(pool, second).est_backlog_ms, 790);
+}
+
 TEST(WorkerPoolLoadTest, APolledBacklogIsFilledUntilBalanced) {
   WorkerPool pool(TestHealth());
   ASSERT_TRUE(pool.Add("a", Url(9001)).ok());
