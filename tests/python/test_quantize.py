@@ -232,10 +232,21 @@ def test_gptq_file_metadata_and_info(frugal, smollm2_gguf, tmp_path):
     assert "I4A_G128" in text and "bits/weight" in text
     assert meta["calib_sha256"] == rep["calib_sha256"] and meta["method"] == "gptq", meta
     assert meta["scale_fit"] == "search" and rep["scale_fit"] == "search"
-    # It runs, and says something sensible.
+    # It runs, and says something sensible: it answers, and its perplexity on held-out text stays
+    # near the source's. (This used to ask for "Paris" in a greedy answer; on a Zen 4 machine the
+    # 3-sample GPTQ file answers "L'Étoile, la Marseillaise," with the parent commit's binary too,
+    # at perplexity 21.3 against the source's 19.8: one greedy string is not the quality measure.)
     p = frugal.ok("generate", "-m", out, "--chat", "-p", "What is the capital of France?", "--temperature", "0",
                   "-n", "12")
-    assert "Paris" in p.stdout.decode()
+    assert p.stdout.decode().strip()
+
+    def ppl(model):
+        r = frugal.ok("perplexity", "-m", model, "-f", HELDOUT,
+                      "--max-tokens", 1024, "--json")
+        return json.loads(r.stdout)["perplexity"]
+
+    ref, got = ppl(smollm2_gguf), ppl(out)
+    assert got < 1.25 * ref, (got, ref)
 
 
 @pytest.mark.parametrize("args, message", [
