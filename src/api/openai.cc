@@ -117,7 +117,6 @@ Status MaxTokens(const json& j, std::optional<int64_t>* out) {
   return Status::Ok();
 }
 
-// Characters of text in a value, a proxy for prompt tokens (about 4 per token in English).
 // FNV-1a, 64 bits, continued from `h`.
 uint64_t Fnv(uint64_t h, std::string_view s) {
   for (unsigned char ch : s) {
@@ -127,6 +126,8 @@ uint64_t Fnv(uint64_t h, std::string_view s) {
   return h;
 }
 
+// The request's start at each message boundary (a string prompt: every 512 bytes), hashed with
+// the model: what prefix-aware routing matches (ProxiedCompletion::prefixes).
 std::vector<ProxiedCompletion::PrefixMark> PrefixMarks(const std::string& model,
                                                        const json& messages_or_prompt) {
   std::vector<ProxiedCompletion::PrefixMark> out;
@@ -158,6 +159,7 @@ std::vector<ProxiedCompletion::PrefixMark> PrefixMarks(const std::string& model,
   return out;
 }
 
+// Characters of text in a value, a proxy for prompt tokens (about 4 per token in English).
 int64_t TextChars(const json& v) {
   if (v.is_string()) return static_cast<int64_t>(v.get_ref<const std::string&>().size());
   int64_t n = 0;
