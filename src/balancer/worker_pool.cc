@@ -222,6 +222,7 @@ Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost,
   if (prefix_routing_ && prefix != nullptr && prefix->prompt_chars > 0 && !prefix->keys.empty())
     held = std::span<const PrefixKey>(prefix->keys).first(prefix->keys.size() - 1);
   std::vector<Candidate> c;
+  std::vector<int64_t> matched;  // per candidate: characters of the prompt it was sent before
   for (size_t i = 0; i < workers_.size(); ++i) {
     const Lease::Worker& w = *workers_[i];
     const bool open =
@@ -230,10 +231,11 @@ Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost,
     if (!open) continue;
     if (std::find(exclude.begin(), exclude.end(), w.info.name) != exclude.end()) continue;
     RequestCost here = cost;
+    matched.push_back(0);
     if (!held.empty()) {
       // What this worker was sent of the prompt before is (most likely) in its KV cache.
-      const int64_t matched = std::min(prefixes_.Matched(held, w.info.name), prefix->prompt_chars);
-      here.prompt_tokens -= cost.prompt_tokens * matched / prefix->prompt_chars;
+      matched.back() = std::min(prefixes_.Matched(held, w.info.name), prefix->prompt_chars);
+      here.prompt_tokens -= cost.prompt_tokens * matched.back() / prefix->prompt_chars;
     }
     c.push_back({i, w.Queue(), w.BacklogMs(typical), w.CostMs(here), w.info.weight});
   }
@@ -242,7 +244,7 @@ Lease WorkerPool::Pick(Policy& policy, const RequestCost& cost,
   const size_t pick = policy.Pick(c, rng_);
   auto& w = workers_[c[pick].index];
   if (prefix_routing_ && prefix != nullptr && !prefix->keys.empty()) {
-    if (!held.empty() && prefixes_.Matched(held, w->info.name) > 0) prefix_routed_.fetch_add(1);
+    if (matched[pick] > 0) prefix_routed_.fetch_add(1);
     prefixes_.Record(prefix->keys, w->info.name);
   }
   lease.pool_ = this;

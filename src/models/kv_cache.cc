@@ -136,31 +136,28 @@ void KvBlockPool::Give(std::span<const int32_t> ids) {
   FRUGAL_CHECK(static_cast<int64_t>(free_.size() + lru_.size()) <= n_blocks_);
 }
 
+std::vector<int32_t> KvBlockPool::ChainLocked(std::span<const int32_t> tokens) const {
+  const auto bt = static_cast<size_t>(block_tokens_);
+  std::vector<int32_t> chain;
+  for (size_t at = 0; at + bt <= tokens.size(); at += bt) {
+    const int32_t id = Find(chain.empty() ? -1 : chain.back(), tokens.subspan(at, bt));
+    if (id < 0) break;
+    chain.push_back(id);
+  }
+  return chain;
+}
+
 int64_t KvBlockPool::Match(std::span<const int32_t> tokens, std::vector<int32_t>* ids) {
   MutexLock lock(mu_);
-  const auto bt = static_cast<size_t>(block_tokens_);
-  int32_t parent = -1;
-  int64_t k = 0;
-  for (size_t at = 0; at + bt <= tokens.size(); at += bt, ++k) {
-    const int32_t id = Find(parent, tokens.subspan(at, bt));
-    if (id < 0) break;
-    RefLocked(id);
-    ids->push_back(id);
-    parent = id;
-  }
-  return k;
+  const std::vector<int32_t> chain = ChainLocked(tokens);
+  for (int32_t id : chain) RefLocked(id);
+  ids->insert(ids->end(), chain.begin(), chain.end());
+  return static_cast<int64_t>(chain.size());
 }
 
 int64_t KvBlockPool::MatchLength(std::span<const int32_t> tokens) const {
   MutexLock lock(mu_);
-  const auto bt = static_cast<size_t>(block_tokens_);
-  int32_t parent = -1;
-  int64_t k = 0;
-  for (size_t at = 0; at + bt <= tokens.size(); at += bt, ++k) {
-    parent = Find(parent, tokens.subspan(at, bt));
-    if (parent < 0) break;
-  }
-  return k;
+  return static_cast<int64_t>(ChainLocked(tokens).size());
 }
 
 int32_t KvBlockPool::MatchNext(int32_t parent, std::span<const int32_t> tokens) {

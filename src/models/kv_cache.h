@@ -103,6 +103,8 @@ class KvBlockPool {
   uint64_t Key(int32_t parent, std::span<const int32_t> tokens) const;
   // The published block with this parent and tokens, or -1.
   int32_t Find(int32_t parent, std::span<const int32_t> tokens) const FRUGAL_REQUIRES(mu_);
+  // The published chain holding tokens[0, k * block_tokens) for the largest such k, in order.
+  std::vector<int32_t> ChainLocked(std::span<const int32_t> tokens) const FRUGAL_REQUIRES(mu_);
   void RefLocked(int32_t id) FRUGAL_REQUIRES(mu_);
   // Takes one unreferenced cached block out of the index: the least recently used that no other
   // cached block names as parent.

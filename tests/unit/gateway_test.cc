@@ -604,6 +604,16 @@ TEST(PolicyTest, QueueWeightedFollowsWeightOverQueue) {
 
 // ---- prefix-aware routing ----
 
+// Workers "a" and "b", polled idle: 1 ms per prompt token, 10 per generated one.
+std::unique_ptr<WorkerPool> TwoIdleWorkers() {
+  auto pool = std::make_unique<WorkerPool>(TestHealth());
+  EXPECT_TRUE(pool->Add("a", Url(9001)).ok());
+  EXPECT_TRUE(pool->Add("b", Url(9002)).ok());
+  pool->ReportCheck("a", Load(0, 0, 0, 1, 10));
+  pool->ReportCheck("b", Load(0, 0, 0, 1, 10));
+  return pool;
+}
+
 // The prefixes of a conversation: the system prompt (1000 characters), then `turns` turns of
 // 200 characters each; `id` tells conversations apart from the second key on.
 RequestPrefix Conversation(int id, int turns) {
@@ -652,14 +662,10 @@ TEST(PrefixIndexTest, TheLongestPrefixSentToAWorkerCounts) {
 TEST(WorkerPoolPrefixTest, AFollowUpGoesWhereItsConversationWasUnlessThatWorkerIsFarBehind) {
   for (const bool on : {true, false}) {
     SCOPED_TRACE(on ? "prefix routing on" : "off");
-    WorkerPool pool(TestHealth());
+    auto owner = TwoIdleWorkers();
+    WorkerPool& pool = *owner;
     pool.set_prefix_routing(on);
-    ASSERT_TRUE(pool.Add("a", Url(9001)).ok());
-    ASSERT_TRUE(pool.Add("b", Url(9002)).ok());
     auto lc = Make("least_cost");
-    // 1 ms per prompt token, 10 per generated one; both idle.
-    pool.ReportCheck("a", Load(0, 0, 0, 1, 10));
-    pool.ReportCheck("b", Load(0, 0, 0, 1, 10));
     const auto turn1 = Conversation(1, 1);  // 1200 characters: 300 tokens
     Lease t1 = pool.Pick(*lc, {300, 10}, {}, &turn1);
     ASSERT_TRUE(t1);
@@ -685,12 +691,9 @@ TEST(WorkerPoolPrefixTest, AFollowUpGoesWhereItsConversationWasUnlessThatWorkerI
 }
 
 TEST(WorkerPoolPrefixTest, NewConversationsOnOneSystemPromptSpreadOverAnIdleFleet) {
-  WorkerPool pool(TestHealth());
-  ASSERT_TRUE(pool.Add("a", Url(9001)).ok());
-  ASSERT_TRUE(pool.Add("b", Url(9002)).ok());
+  auto owner = TwoIdleWorkers();
+  WorkerPool& pool = *owner;
   auto lc = Make("least_cost");
-  pool.ReportCheck("a", Load(0, 0, 0, 1, 10));
-  pool.ReportCheck("b", Load(0, 0, 0, 1, 10));
   // One conversation at a time, each done before the next: nothing in flight ever tells the
   // workers apart but what they were sent. The system prompt must not pin them all to the
   // first worker that had it.
@@ -706,12 +709,9 @@ TEST(WorkerPoolPrefixTest, NewConversationsOnOneSystemPromptSpreadOverAnIdleFlee
 }
 
 TEST(WorkerPoolPrefixTest, AHotSharedSystemPromptDoesNotHerd) {
-  WorkerPool pool(TestHealth());
-  ASSERT_TRUE(pool.Add("a", Url(9001)).ok());
-  ASSERT_TRUE(pool.Add("b", Url(9002)).ok());
+  auto owner = TwoIdleWorkers();
+  WorkerPool& pool = *owner;
   auto lc = Make("least_cost");
-  pool.ReportCheck("a", Load(0, 0, 0, 1, 10));
-  pool.ReportCheck("b", Load(0, 0, 0, 1, 10));
   const RequestCost cost{400, 10};
   // New conversations all share the system prompt: both workers were sent it, so it favours
   // neither, and held requests spread evenly.
@@ -755,12 +755,9 @@ TEST(WorkerPoolLoadTest, HeldLeasesSteerLeastCostBetweenPolls) {
 }
 
 TEST(WorkerPoolLoadTest, APollThatSawOnlyOurRequestsLeavesNoBacklogOnceTheyFinish) {
-  WorkerPool pool(TestHealth());
-  ASSERT_TRUE(pool.Add("a", Url(9001)).ok());
-  ASSERT_TRUE(pool.Add("b", Url(9002)).ok());
+  auto owner = TwoIdleWorkers();
+  WorkerPool& pool = *owner;
   auto lc = Make("least_cost");
-  pool.ReportCheck("a", Load(0, 0, 0, 1, 10));
-  pool.ReportCheck("b", Load(0, 0, 0, 1, 10));
   Lease mine = pool.Pick(*lc, {10, 10}, {});  // 110 ms by our estimate
   ASSERT_TRUE(mine);
   const std::string name = mine.name();
