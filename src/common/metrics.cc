@@ -44,6 +44,12 @@ void MetricsRegistry::Counter::Add(double v, const std::string& label_value) {
   values_[label_value] += v;
 }
 
+double MetricsRegistry::Counter::Value(const std::string& label_value) const {
+  MutexLock lock(mu_);
+  const auto it = values_.find(label_value);
+  return it == values_.end() ? 0 : it->second;
+}
+
 void MetricsRegistry::Histogram::Observe(double v) {
   const size_t b =
       static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());

@@ -21,6 +21,8 @@ class MetricsRegistry {
   class Counter {
    public:
     void Add(double v = 1, const std::string& label_value = "");
+    // The count for one label value (0 before any).
+    double Value(const std::string& label_value = "") const;
 
    private:
     friend class MetricsRegistry;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -16,6 +17,11 @@
 #include "common/thread_annotations.h"
 
 namespace frugal::gateway {
+
+// Every completion request's end, counted (a client that left included).
+struct RequestTotals {
+  std::atomic<int64_t> requests{0}, errors{0}, hits{0};
+};
 
 class TrafficStats {
  public:
