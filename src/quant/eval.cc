@@ -219,7 +219,7 @@ StatusOr<std::vector<ProbeAnswer>> AnswerProbes(Engine& engine, const std::vecto
     if (a.finish_reason != "stop" && a.finish_reason != "length") {
       return Internal("probe " + a.id + " ended with '" + a.finish_reason + "'");
     }
-    a.numbers = ExtractNumbers(a.text);
+    a.numbers = text::NumberValues(text::ExtractNumbers(a.text, text::NumberReading::kAnswer));
   }
   return answers;
 }

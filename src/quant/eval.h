@@ -33,7 +33,7 @@
 
 #include "frugal/engine.h"
 #include "frugal/status.h"
-#include "quant/numbers.h"
+#include "text/numbers.h"
 #include "tokenizer/chat_template.h"
 
 namespace frugal {
@@ -55,7 +55,7 @@ struct Probe {
 StatusOr<std::vector<Probe>> LoadProbes(const std::string& path);
 StatusOr<std::vector<Probe>> ParseProbes(std::string_view jsonl, std::string_view name);
 
-// ExtractNumbers (quant/numbers.h) reads the numbers of the answers.
+// ExtractNumbers (text/numbers.h, the answer reading) reads the numbers of the answers.
 
 // How a per-position distribution is kept (see EvalReference): the log-softmax of the logits in
 // double, rounded to IEEE half.
@@ -97,7 +97,7 @@ struct ProbeAnswer {
   std::string id;
   std::string prompt;                // as given: the prompt, or the last message's content
   std::string text;                  // greedy answer
-  std::vector<std::string> numbers;  // ExtractNumbers(text)
+  std::vector<std::string> numbers;  // ExtractNumbers(text, kAnswer)'s values
   std::string finish_reason;         // "stop" or "length"
   int64_t prompt_tokens = 0, answer_tokens = 0;
 };

@@ -16,6 +16,11 @@ namespace {
 
 using Strings = std::vector<std::string>;
 
+// What the numeric check compares: the answer reading's values (text/numbers.h).
+Strings AnswerNumbers(std::string_view text) {
+  return text::NumberValues(text::ExtractNumbers(text, text::NumberReading::kAnswer));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Gate grammar
 
@@ -174,52 +179,52 @@ TEST(GateCheckTest, BoundariesAndNaN) {
 // Numbers
 
 TEST(ExtractNumbersTest, NormalisesHowAValueIsWritten) {
-  EXPECT_EQ(ExtractNumbers("The total is $1,299.00 for 3 items."), (Strings{"1299", "3"}));
-  EXPECT_EQ(ExtractNumbers("$12.50"), Strings{"12.5"});
-  EXPECT_EQ(ExtractNumbers("12.50"), ExtractNumbers("12.5"));
-  EXPECT_EQ(ExtractNumbers("1,299.00"), ExtractNumbers("1299"));
-  EXPECT_EQ(ExtractNumbers("USD 1299"), ExtractNumbers("$1,299"));
-  EXPECT_EQ(ExtractNumbers("12,345,678.90 units"), Strings{"12345678.9"});
-  EXPECT_EQ(ExtractNumbers("0.50"), Strings{"0.5"});
-  EXPECT_EQ(ExtractNumbers("0.0 and 0"), (Strings{"0", "0"}));
-  EXPECT_EQ(ExtractNumbers("007"), Strings{"7"});
-  EXPECT_EQ(ExtractNumbers("3.0 kg"), Strings{"3"});
-  EXPECT_EQ(ExtractNumbers("12.050"), Strings{"12.05"});
-  EXPECT_EQ(ExtractNumbers("a 15% discount"), Strings{"15"});
-  EXPECT_EQ(ExtractNumbers("It costs 42."), Strings{"42"});
-  EXPECT_EQ(ExtractNumbers("no digits here"), Strings{});
-  EXPECT_EQ(ExtractNumbers(""), Strings{});
+  EXPECT_EQ(AnswerNumbers("The total is $1,299.00 for 3 items."), (Strings{"1299", "3"}));
+  EXPECT_EQ(AnswerNumbers("$12.50"), Strings{"12.5"});
+  EXPECT_EQ(AnswerNumbers("12.50"), AnswerNumbers("12.5"));
+  EXPECT_EQ(AnswerNumbers("1,299.00"), AnswerNumbers("1299"));
+  EXPECT_EQ(AnswerNumbers("USD 1299"), AnswerNumbers("$1,299"));
+  EXPECT_EQ(AnswerNumbers("12,345,678.90 units"), Strings{"12345678.9"});
+  EXPECT_EQ(AnswerNumbers("0.50"), Strings{"0.5"});
+  EXPECT_EQ(AnswerNumbers("0.0 and 0"), (Strings{"0", "0"}));
+  EXPECT_EQ(AnswerNumbers("007"), Strings{"7"});
+  EXPECT_EQ(AnswerNumbers("3.0 kg"), Strings{"3"});
+  EXPECT_EQ(AnswerNumbers("12.050"), Strings{"12.05"});
+  EXPECT_EQ(AnswerNumbers("a 15% discount"), Strings{"15"});
+  EXPECT_EQ(AnswerNumbers("It costs 42."), Strings{"42"});
+  EXPECT_EQ(AnswerNumbers("no digits here"), Strings{});
+  EXPECT_EQ(AnswerNumbers(""), Strings{});
 }
 
 TEST(ExtractNumbersTest, IdsDatesAndTimesSplitIntoDigitRuns) {
-  EXPECT_EQ(ExtractNumbers("Order #A-48213-77 has shipped"), (Strings{"48213", "77"}));
-  EXPECT_EQ(ExtractNumbers("on 2024-03-05 at 10:30"), (Strings{"2024", "3", "5", "10", "30"}));
-  EXPECT_EQ(ExtractNumbers("2024-03-05"), ExtractNumbers("2024/3/5"));
-  EXPECT_EQ(ExtractNumbers("5/12/2024"), (Strings{"5", "12", "2024"}));
-  EXPECT_EQ(ExtractNumbers("-5 degrees"), Strings{"5"});
-  EXPECT_EQ(ExtractNumbers("1,2,3"), (Strings{"1", "2", "3"}));  // a list, not thousands
-  EXPECT_EQ(ExtractNumbers("1,2345"), (Strings{"1", "2345"}));
-  EXPECT_EQ(ExtractNumbers("1, 299"), (Strings{"1", "299"}));
-  EXPECT_EQ(ExtractNumbers("version 1.2.3"), (Strings{"1.2", "3"}));
-  EXPECT_EQ(ExtractNumbers("SKU-00412"), Strings{"412"});
+  EXPECT_EQ(AnswerNumbers("Order #A-48213-77 has shipped"), (Strings{"48213", "77"}));
+  EXPECT_EQ(AnswerNumbers("on 2024-03-05 at 10:30"), (Strings{"2024", "3", "5", "10", "30"}));
+  EXPECT_EQ(AnswerNumbers("2024-03-05"), AnswerNumbers("2024/3/5"));
+  EXPECT_EQ(AnswerNumbers("5/12/2024"), (Strings{"5", "12", "2024"}));
+  EXPECT_EQ(AnswerNumbers("-5 degrees"), Strings{"5"});
+  EXPECT_EQ(AnswerNumbers("1,2,3"), (Strings{"1", "2", "3"}));  // a list, not thousands
+  EXPECT_EQ(AnswerNumbers("1,2345"), (Strings{"1", "2345"}));
+  EXPECT_EQ(AnswerNumbers("1, 299"), (Strings{"1", "299"}));
+  EXPECT_EQ(AnswerNumbers("version 1.2.3"), (Strings{"1.2", "3"}));
+  EXPECT_EQ(AnswerNumbers("SKU-00412"), Strings{"412"});
 }
 
 TEST(ExtractNumbersTest, ChineseAndFullWidthDigits) {
-  EXPECT_EQ(ExtractNumbers("订单号 48213，总价 1299元，共3件"), (Strings{"48213", "1299", "3"}));
-  EXPECT_EQ(ExtractNumbers("价格是１２９９元"), Strings{"1299"});
-  EXPECT_EQ(ExtractNumbers("１２．５０"), Strings{"12.5"});
-  EXPECT_EQ(ExtractNumbers("2024年3月5日"), (Strings{"2024", "3", "5"}));
-  EXPECT_EQ(ExtractNumbers("2024年3月5日"), ExtractNumbers("2024-03-05"));
+  EXPECT_EQ(AnswerNumbers("订单号 48213，总价 1299元，共3件"), (Strings{"48213", "1299", "3"}));
+  EXPECT_EQ(AnswerNumbers("价格是１２９９元"), Strings{"1299"});
+  EXPECT_EQ(AnswerNumbers("１２．５０"), Strings{"12.5"});
+  EXPECT_EQ(AnswerNumbers("2024年3月5日"), (Strings{"2024", "3", "5"}));
+  EXPECT_EQ(AnswerNumbers("2024年3月5日"), AnswerNumbers("2024-03-05"));
 }
 
 TEST(ExtractNumbersTest, DifferentValuesDiffer) {
-  EXPECT_NE(ExtractNumbers("item 1299"), ExtractNumbers("item 1300"));
-  EXPECT_NE(ExtractNumbers("$12.5"), ExtractNumbers("$12.05"));
-  EXPECT_NE(ExtractNumbers("12.5"), ExtractNumbers("125"));
-  EXPECT_NE(ExtractNumbers("1,299"), ExtractNumbers("1.299"));
-  EXPECT_NE(ExtractNumbers("#A-48213-77"), ExtractNumbers("#A-48213-78"));
-  EXPECT_NE(ExtractNumbers("3 then 5"), ExtractNumbers("5 then 3"));         // order matters
-  EXPECT_NE(ExtractNumbers("3 items"), ExtractNumbers("3 items, 3 boxes"));  // so does the count
+  EXPECT_NE(AnswerNumbers("item 1299"), AnswerNumbers("item 1300"));
+  EXPECT_NE(AnswerNumbers("$12.5"), AnswerNumbers("$12.05"));
+  EXPECT_NE(AnswerNumbers("12.5"), AnswerNumbers("125"));
+  EXPECT_NE(AnswerNumbers("1,299"), AnswerNumbers("1.299"));
+  EXPECT_NE(AnswerNumbers("#A-48213-77"), AnswerNumbers("#A-48213-78"));
+  EXPECT_NE(AnswerNumbers("3 then 5"), AnswerNumbers("5 then 3"));         // order matters
+  EXPECT_NE(AnswerNumbers("3 items"), AnswerNumbers("3 items, 3 boxes"));  // so does the count
 }
 
 // ---------------------------------------------------------------------------------------------

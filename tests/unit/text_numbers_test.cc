@@ -1,16 +1,22 @@
-// ExtractNumbers (src/quant/numbers.h): full-width digits, Chinese numerals and mixed forms read
-// as their values, and the Chinese words made of numeral characters left alone.
+// ExtractNumbers (src/text/numbers.h), the answer reading the quantizer's numeric check uses:
+// full-width digits, Chinese numerals and mixed forms read as their values, and the Chinese words
+// made of numeral characters left alone.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "quant/numbers.h"
+#include "text/numbers.h"
 
-namespace frugal {
+namespace frugal::text {
 namespace {
 
 using Strings = std::vector<std::string>;
+
+// The values of the answer reading.
+Strings Answer(std::string_view text) {
+  return NumberValues(ExtractNumbers(text, NumberReading::kAnswer));
+}
 
 struct Case {
   const char* text;
@@ -18,7 +24,7 @@ struct Case {
 };
 
 void ExpectAll(const std::vector<Case>& cases) {
-  for (const Case& c : cases) EXPECT_EQ(ExtractNumbers(c.text), c.want) << c.text;
+  for (const Case& c : cases) EXPECT_EQ(Answer(c.text), c.want) << c.text;
 }
 
 TEST(NumbersTest, FullWidthDigitsPointAndComma) {
@@ -36,8 +42,8 @@ TEST(NumbersTest, FullWidthDigitsPointAndComma) {
       {"３．", {"3"}},
       {"０００７", {"7"}},
   });
-  EXPECT_EQ(ExtractNumbers("１２９９"), ExtractNumbers("1299"));
-  EXPECT_EQ(ExtractNumbers("１，２９９．５"), ExtractNumbers("1,299.50"));
+  EXPECT_EQ(Answer("１２９９"), Answer("1299"));
+  EXPECT_EQ(Answer("１，２９９．５"), Answer("1,299.50"));
 }
 
 TEST(NumbersTest, ChineseNumeralsByValue) {
@@ -76,8 +82,8 @@ TEST(NumbersTest, ChineseNumeralsByValue) {
       {"拾元", {"10"}},
       {"壹萬元", {"10000"}},
   });
-  EXPECT_EQ(ExtractNumbers("两千五百元"), ExtractNumbers("2500元"));
-  EXPECT_EQ(ExtractNumbers("总价三百二十五元"), ExtractNumbers("总价￥325"));
+  EXPECT_EQ(Answer("两千五百元"), Answer("2500元"));
+  EXPECT_EQ(Answer("总价三百二十五元"), Answer("总价￥325"));
 }
 
 TEST(NumbersTest, CountsDatesAndTimes) {
@@ -106,8 +112,8 @@ TEST(NumbersTest, CountsDatesAndTimes) {
       {"零元", {"0"}},
       {"一点钟", {"1"}},
   });
-  EXPECT_EQ(ExtractNumbers("二〇二六年三月五日"), ExtractNumbers("2026年3月5日"));
-  EXPECT_EQ(ExtractNumbers("三月十七日"), ExtractNumbers("3月17日"));
+  EXPECT_EQ(Answer("二〇二六年三月五日"), Answer("2026年3月5日"));
+  EXPECT_EQ(Answer("三月十七日"), Answer("3月17日"));
 }
 
 TEST(NumbersTest, MixedDigitsAndMultipliers) {
@@ -132,9 +138,9 @@ TEST(NumbersTest, MixedDigitsAndMultipliers) {
       {"两千克", {"2"}},
       {"1.5千克", {"1.5"}},
   });
-  EXPECT_EQ(ExtractNumbers("1.5万"), ExtractNumbers("一万五千"));
-  EXPECT_EQ(ExtractNumbers("1.5万"), ExtractNumbers("15,000"));
-  EXPECT_EQ(ExtractNumbers("2千"), ExtractNumbers("两千"));
+  EXPECT_EQ(Answer("1.5万"), Answer("一万五千"));
+  EXPECT_EQ(Answer("1.5万"), Answer("15,000"));
+  EXPECT_EQ(Answer("2千"), Answer("两千"));
 }
 
 TEST(NumbersTest, PercentagesAndYuanJiaoFen) {
@@ -154,8 +160,8 @@ TEST(NumbersTest, PercentagesAndYuanJiaoFen) {
       {"3元", {"3"}},
       {"3元钱，5角", {"3", "5"}},
   });
-  EXPECT_EQ(ExtractNumbers("百分之十"), ExtractNumbers("10%"));
-  EXPECT_EQ(ExtractNumbers("三元五角"), ExtractNumbers("3.50元"));
+  EXPECT_EQ(Answer("百分之十"), Answer("10%"));
+  EXPECT_EQ(Answer("三元五角"), Answer("3.50元"));
 }
 
 TEST(NumbersTest, WordsMadeOfNumeralsAreNotNumbers) {
@@ -168,7 +174,7 @@ TEST(NumbersTest, WordsMadeOfNumeralsAreNotNumbers) {
            "十几个",   "零件",       "零售",     "零钱",       "百分比", "万分感谢", "三思",
            "一路顺风", "千奇百怪",   "八卦",
        }) {
-    EXPECT_EQ(ExtractNumbers(text), Strings{}) << text;
+    EXPECT_EQ(Answer(text), Strings{}) << text;
   }
   // Around real numbers, the words are still skipped.
   ExpectAll({
@@ -197,30 +203,29 @@ TEST(NumbersTest, AsciiRulesUnchanged) {
 }
 
 TEST(NumbersTest, DifferentValuesDiffer) {
-  EXPECT_NE(ExtractNumbers("三百元"), ExtractNumbers("三千元"));
-  EXPECT_NE(ExtractNumbers("两千五百"), ExtractNumbers("两千零五"));
-  EXPECT_NE(ExtractNumbers("1.5万"), ExtractNumbers("1.5千"));
-  EXPECT_NE(ExtractNumbers("一千零五"), ExtractNumbers("一千五"));
-  EXPECT_NE(ExtractNumbers("百分之十"), ExtractNumbers("百分之一"));
-  EXPECT_NE(ExtractNumbers("二点五"), ExtractNumbers("二十五"));
+  EXPECT_NE(Answer("三百元"), Answer("三千元"));
+  EXPECT_NE(Answer("两千五百"), Answer("两千零五"));
+  EXPECT_NE(Answer("1.5万"), Answer("1.5千"));
+  EXPECT_NE(Answer("一千零五"), Answer("一千五"));
+  EXPECT_NE(Answer("百分之十"), Answer("百分之一"));
+  EXPECT_NE(Answer("二点五"), Answer("二十五"));
 }
 
 TEST(NumbersTest, MalformedTextIsSafe) {
   // Broken UTF-8, lone continuation bytes, numerals at the very end or alone.
-  EXPECT_EQ(ExtractNumbers(std::string("\xE4\xB8", 2)), Strings{});
-  EXPECT_EQ(ExtractNumbers(std::string("12\xFF"
-                                       "34")),
+  EXPECT_EQ(Answer(std::string("\xE4\xB8", 2)), Strings{});
+  EXPECT_EQ(Answer(std::string("12\xFF"
+                               "34")),
             (Strings{"12", "34"}));
-  EXPECT_EQ(ExtractNumbers("点"), Strings{});
-  EXPECT_EQ(ExtractNumbers("十"), Strings{});
-  EXPECT_EQ(ExtractNumbers("万"), Strings{});
-  EXPECT_EQ(ExtractNumbers("零"), Strings{"0"});
-  EXPECT_EQ(ExtractNumbers("百分之"), Strings{});
-  EXPECT_EQ(ExtractNumbers("一千百"), Strings{});
-  EXPECT_EQ(ExtractNumbers("九九九九九九九九九九九九九九九九九九九九九九年"),
-            Strings{});  // too long
-  EXPECT_EQ(ExtractNumbers("99999999999999999999万"), Strings{"99999999999999999999"});
+  EXPECT_EQ(Answer("点"), Strings{});
+  EXPECT_EQ(Answer("十"), Strings{});
+  EXPECT_EQ(Answer("万"), Strings{});
+  EXPECT_EQ(Answer("零"), Strings{"0"});
+  EXPECT_EQ(Answer("百分之"), Strings{});
+  EXPECT_EQ(Answer("一千百"), Strings{});
+  EXPECT_EQ(Answer("九九九九九九九九九九九九九九九九九九九九九九年"), Strings{});  // too long
+  EXPECT_EQ(Answer("99999999999999999999万"), Strings{"99999999999999999999"});
 }
 
 }  // namespace
-}  // namespace frugal
+}  // namespace frugal::text

@@ -1,10 +1,17 @@
-#include "quant/numbers.h"
-
+// The answer reading of text/numbers.h: the numbers of a model's answer as plain decimals, for
+// the quantizer's numeric check (docs/eval.md, "Numbers"). The rules are in numbers.h.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
-namespace frugal {
+#include "text/lexicon.h"
+#include "text/numbers.h"
+#include "text/numbers_internal.h"
+
+namespace frugal::text {
 namespace {
 
 // --- decimals: m x 10^e, exact, or nothing when it does not fit 64 bits ---
@@ -67,10 +74,12 @@ std::optional<Dec> DecFromDigits(const std::string& whole, const std::string& fr
 
 // --- code points ---
 
-// UTF-8 to code points; a byte that does not start a well-formed sequence is U+FFFD.
-std::u32string Decode(std::string_view s) {
+// UTF-8 to code points; a byte that does not start a well-formed sequence is U+FFFD. `offsets`
+// gets each code point's first byte, and the text's size last.
+std::u32string Decode(std::string_view s, std::vector<size_t>* offsets) {
   std::u32string out;
   out.reserve(s.size());
+  offsets->clear();
   size_t i = 0;
   while (i < s.size()) {
     const auto b0 = static_cast<unsigned char>(s[i]);
@@ -89,6 +98,7 @@ std::u32string Decode(std::string_view s) {
       }
       c = (c << 6) | (b & 0x3F);
     }
+    offsets->push_back(i);
     if (len == 0) {
       out.push_back(0xFFFD);
       ++i;
@@ -97,6 +107,7 @@ std::u32string Decode(std::string_view s) {
       i += static_cast<size_t>(len);
     }
   }
+  offsets->push_back(s.size());
   return out;
 }
 
@@ -138,72 +149,58 @@ bool Before(const std::u32string& s, size_t i, std::u32string_view w) {
 
 // --- Chinese numerals ---
 
+// The tables of data/lexicon: digits (with the financial forms), multipliers, and the words
+// the rules below look for.
+struct AnswerTables {
+  std::unordered_map<char32_t, int> digits;    // zh_digits, zh_formal_digits: 0-9 (两 included)
+  std::unordered_map<char32_t, int> powers;    // zh_powers, zh_formal_powers: 十 1 .. 亿 8
+  std::u32string kilo;                         // zh_answer_kilo_units
+  std::vector<std::u32string> measures;        // zh_answer_measure_words
+  std::vector<std::u32string> money_or_count;  // zh_answer_money_or_count
+};
+
+std::u32string U32(const std::string& utf8) {
+  std::vector<size_t> offsets;
+  return Decode(utf8, &offsets);
+}
+
+const AnswerTables& Tables() {
+  static const AnswerTables kTables = [] {
+    AnswerTables t;
+    for (const char* file : {"zh_digits", "zh_formal_digits"}) {
+      for (const auto& [c, v] : LexiconNumbers(file)) t.digits[OneCodePoint(c)] = v;
+    }
+    for (const char* file : {"zh_powers", "zh_formal_powers"}) {
+      for (const auto& [c, p] : LexiconNumbers(file)) t.powers[OneCodePoint(c)] = p;
+    }
+    for (const std::string& c : LexiconWords("zh_answer_kilo_units"))
+      t.kilo.push_back(OneCodePoint(c));
+    for (const std::string& w : LexiconWords("zh_answer_measure_words"))
+      t.measures.push_back(U32(w));
+    for (const std::string& w : LexiconWords("zh_answer_money_or_count"))
+      t.money_or_count.push_back(U32(w));
+    return t;
+  }();
+  return kTables;
+}
+
 // 0-9 for a digit character, -1 otherwise (两 included: the caller limits where it may stand).
 int CnDigit(char32_t c) {
-  switch (c) {
-    case U'零':
-    case U'〇':
-      return 0;
-    case U'一':
-    case U'壹':
-      return 1;
-    case U'二':
-    case U'贰':
-    case U'两':
-      return 2;
-    case U'三':
-    case U'叁':
-      return 3;
-    case U'四':
-    case U'肆':
-      return 4;
-    case U'五':
-    case U'伍':
-      return 5;
-    case U'六':
-    case U'陆':
-      return 6;
-    case U'七':
-    case U'柒':
-      return 7;
-    case U'八':
-    case U'捌':
-      return 8;
-    case U'九':
-    case U'玖':
-      return 9;
-    default:
-      return -1;
-  }
+  const auto& d = Tables().digits;
+  const auto it = d.find(c);
+  return it == d.end() ? -1 : it->second;
 }
 
 // The power of ten of a multiplier character, 0 otherwise.
 int CnUnit(char32_t c) {
-  switch (c) {
-    case U'十':
-    case U'拾':
-      return 1;
-    case U'百':
-    case U'佰':
-      return 2;
-    case U'千':
-    case U'仟':
-      return 3;
-    case U'万':
-    case U'萬':
-      return 4;
-    case U'亿':
-    case U'億':
-      return 8;
-    default:
-      return 0;
-  }
+  const auto& p = Tables().powers;
+  const auto it = p.find(c);
+  return it == p.end() ? 0 : it->second;
 }
 
 // 千 before these is the SI prefix "kilo" (千克 kg, 千米 km, 千瓦 kW, 千卡 kcal).
 bool IsKilo(const std::u32string& s, size_t i) {
-  return i + 1 < s.size() && s[i] == U'千' &&
-         (s[i + 1] == U'克' || s[i + 1] == U'米' || s[i + 1] == U'瓦' || s[i + 1] == U'卡');
+  return i + 1 < s.size() && s[i] == U'千' && Tables().kilo.find(s[i + 1]) != std::u32string::npos;
 }
 
 bool IsUnitAt(const std::u32string& s, size_t i) {
@@ -212,18 +209,7 @@ bool IsUnitAt(const std::u32string& s, size_t i) {
 
 // Measure words and units after which a lone numeral character is a count.
 bool MeasureWordAt(const std::u32string& s, size_t i) {
-  static const std::u32string_view kWords[] = {
-      U"小时", U"分钟", U"公斤", U"千克", U"公里",   U"厘米", U"毫米", U"毫升", U"美元", U"欧元",
-      U"日元", U"英镑", U"港元", U"港币", U"工作日", U"星期", U"礼拜", U"刻钟", U"钟头", U"元",
-      U"块",   U"角",   U"毛",   U"个",   U"件",     U"位",   U"台",   U"部",   U"张",   U"份",
-      U"瓶",   U"盒",   U"箱",   U"包",   U"袋",     U"双",   U"套",   U"支",   U"条",   U"本",
-      U"把",   U"只",   U"辆",   U"次",   U"遍",     U"天",   U"日",   U"号",   U"月",   U"年",
-      U"周",   U"岁",   U"斤",   U"克",   U"米",     U"升",   U"折",   U"成",   U"倍",   U"层",
-      U"楼",   U"页",   U"项",   U"笔",   U"种",     U"款",   U"名",   U"人",   U"家",   U"晚",
-      U"夜",   U"步",   U"寸",   U"期",   U"批",     U"组",   U"对",   U"颗",   U"粒",   U"片",
-      U"罐",   U"杯",   U"根",   U"枚",   U"秒",     U"码",   U"点",   U"间",   U"趟",   U"%",
-      U"％"};
-  for (std::u32string_view w : kWords) {
+  for (const std::u32string& w : Tables().measures) {
     if (At(s, i, w)) return true;
   }
   return false;
@@ -231,9 +217,10 @@ bool MeasureWordAt(const std::u32string& s, size_t i) {
 
 // After a numeral that starts with 百 千 万 or 亿: money, people, items.
 bool MoneyOrCountAt(const std::u32string& s, size_t i) {
-  return AtAny(
-      s, i,
-      {U"元", U"块", U"美元", U"欧元", U"日元", U"英镑", U"港元", U"人", U"件", U"个", U"次"});
+  for (const std::u32string& w : Tables().money_or_count) {
+    if (At(s, i, w)) return true;
+  }
+  return false;
 }
 
 bool IsCjk(char32_t c) { return c >= 0x3400 && c <= 0x9FFF; }
@@ -555,14 +542,19 @@ std::string Plain(std::string whole, std::string frac) {
 
 }  // namespace
 
-std::vector<std::string> ExtractNumbers(std::string_view text) {
-  const std::u32string s = Normalise(Decode(text));
+std::vector<Number> ReadAnswerNumbers(std::string_view text) {
+  std::vector<size_t> bytes;
+  const std::u32string s = Normalise(Decode(text, &bytes));
   const size_t n = s.size();
-  std::vector<std::string> out;
+  std::vector<Number> out;
+  // Code points [b, e) of the text as bytes.
+  auto add = [&](std::string value, size_t b, size_t e) {
+    out.push_back({std::move(value), "", bytes[b], bytes[e], {}});
+  };
   size_t i = 0;
   while (i < n) {
     if (At(s, i, U"百分百")) {
-      out.push_back("100");
+      add("100", i, i + 3);
       i += 3;
       continue;
     }
@@ -580,13 +572,13 @@ std::vector<std::string> ExtractNumbers(std::string_view text) {
         size_t after = end;
         if (v) AddJiaoFen(s, *v, &after);
         if (after == end) {
-          out.push_back(Plain(whole, frac));
+          add(Plain(whole, frac), i, end);
           i = end;
           continue;
         }
         end = after;
       }
-      out.push_back(Format(*v));
+      add(Format(*v), i, end);
       i = end;
       continue;
     }
@@ -596,7 +588,7 @@ std::vector<std::string> ExtractNumbers(std::string_view text) {
         Dec v = *r.value;
         size_t end = r.end;
         AddJiaoFen(s, v, &end);
-        out.push_back(Format(v));
+        add(Format(v), i, end);
         i = end;
         continue;
       }
@@ -610,4 +602,4 @@ std::vector<std::string> ExtractNumbers(std::string_view text) {
   return out;
 }
 
-}  // namespace frugal
+}  // namespace frugal::text
