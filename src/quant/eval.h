@@ -97,7 +97,7 @@ struct ProbeAnswer {
   std::string id;
   std::string prompt;                // as given: the prompt, or the last message's content
   std::string text;                  // greedy answer
-  std::vector<std::string> numbers;  // ExtractNumbers(text, kAnswer)'s values
+  std::vector<std::string> numbers;  // the answer reading's values (text/numbers.h)
   std::string finish_reason;         // "stop" or "length"
   int64_t prompt_tokens = 0, answer_tokens = 0;
 };
