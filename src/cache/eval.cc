@@ -3,7 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "cache/semantic_cache.h"
+#include "cache/lookup.h"
 #include "cache/vector_index.h"
 
 namespace frugal::cache {

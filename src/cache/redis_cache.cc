@@ -4,16 +4,18 @@
 #include <atomic>
 #include <charconv>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <span>
 #include <thread>
 #include <unordered_map>
 
+#include "cache/lookup.h"
+#include "cache/switch_gate.h"
 #include "common/thread_annotations.h"
 
 namespace frugal::cache {
@@ -31,7 +33,7 @@ int64_t WallMs() {
       .count();
 }
 
-std::string Blob(const std::vector<float>& v) {
+std::string Blob(std::span<const float> v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
 }
 
@@ -70,58 +72,10 @@ bool IsUnknownIndex(const Status& st) {
          m.find("no such index") != std::string::npos;
 }
 
-// Lookups and inserts pass through; a rotation's switch to a new model waits until those in
-// flight are done and holds new ones back meanwhile (about a millisecond). Unlike a
-// reader-preferring rwlock, a steady stream of operations cannot starve the switch.
-class SwitchGate {
- public:
-  class Pass {
-   public:
-    explicit Pass(SwitchGate& g) : g_(g) {
-      std::unique_lock<std::mutex> l(g_.mu_);
-      g_.cv_.wait(l, [this] { return !g_.switching_; });
-      ++g_.active_;
-    }
-    ~Pass() {
-      std::lock_guard<std::mutex> l(g_.mu_);
-      if (--g_.active_ == 0) g_.cv_.notify_all();
-    }
-    Pass(const Pass&) = delete;
-    Pass& operator=(const Pass&) = delete;
-
-   private:
-    SwitchGate& g_;
-  };
-  class Switch {
-   public:
-    explicit Switch(SwitchGate& g) : g_(g) {
-      std::unique_lock<std::mutex> l(g_.mu_);
-      g_.cv_.wait(l, [this] { return !g_.switching_; });
-      g_.switching_ = true;
-      g_.cv_.wait(l, [this] { return g_.active_ == 0; });
-    }
-    ~Switch() {
-      std::lock_guard<std::mutex> l(g_.mu_);
-      g_.switching_ = false;
-      g_.cv_.notify_all();
-    }
-    Switch(const Switch&) = delete;
-    Switch& operator=(const Switch&) = delete;
-
-   private:
-    SwitchGate& g_;
-  };
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int active_ = 0;
-  bool switching_ = false;
-};
-
 }  // namespace
 
-struct RedisCache::Impl {
+// The entries in Redis and their index; the pipeline (lookup.h) decides hits over it.
+struct RedisCache::Impl : CacheStore {
   RedisCacheOptions opt;
   // The embedding model and the hash field that holds its vectors ("v"; "v1", "v2", ... after
   // rotations to new models). Operations copy it.
@@ -158,6 +112,7 @@ struct RedisCache::Impl {
 
   CacheMetrics cm;
   MetricsRegistry::Counter* backend_errors = nullptr;
+  LookupPipeline pipeline{*this, opt.cache, cm};
 
   explicit Impl(RedisCacheOptions o) : opt(std::move(o)), redis(opt.redis), hnsw(opt.cache.hnsw) {}
 
@@ -324,18 +279,17 @@ struct RedisCache::Impl {
     return n;
   }
 
-  // The scope's nearest entries and the verifier's choice. Entries it skips: `foreign` (another
-  // scope or namespace stored in them) and `bad` (malformed) are set.
-  StatusOr<LookupResult> Search(const Model& md, const std::string& scope, std::string_view ns,
-                                std::string_view query, LookupResult r, bool& foreign, bool& bad);
-
-  // Counts a lookup's outcome, and once each whether it met an entry of another scope or a
-  // malformed one.
-  void Counted(const LookupResult& r, bool foreign, bool bad) {
-    if (foreign) cm.scope_mismatches->Add(1);
-    if (bad) cm.bad_entries->Add(1);
-    cm.Counted(r);
-  }
+  // CacheStore. Lookups and inserts hold a pass through `gate` in their lease.
+  std::unique_ptr<ModelLease> Lease(bool for_insert) override;
+  StatusOr<std::optional<StoredEntry>> GetExact(const std::string& scope,
+                                                std::string_view query) override;
+  StatusOr<std::vector<StoredEntry>> Search(const ModelLease& lease, const std::string& scope,
+                                            std::span<const float> vector, size_t k_nearest,
+                                            float threshold) override;
+  void Touch(const StoredEntry& /*entry*/) override {}  // Redis evicts by its own LRU
+  Status Put(const ModelLease& lease, const std::string& scope, std::string_view ns,
+             std::string_view query, std::string_view response, std::vector<float> vector,
+             const std::vector<float>* next_vector) override;
 
   // Gives every entry under the prefix that lacks md.field its vector by md's embedder (the
   // entry's query embedded again), in pages of SCAN; never recreates a key removed meanwhile.
@@ -454,209 +408,178 @@ StatusOr<std::unique_ptr<RedisCache>> RedisCache::Open(std::shared_ptr<Embedder>
   return cache;
 }
 
-StatusOr<LookupResult> RedisCache::Impl::Search(const Model& md, const std::string& scope,
-                                                std::string_view ns, std::string_view query,
-                                                LookupResult r, bool& foreign, bool& bad) {
-  const float threshold = ThresholdFor(opt.cache, ns, *md.embedder);
+namespace {
+
+// A lookup's or insert's model: its vector field (and the next model's, during a rotation to
+// it), and its pass through the gate, so the model cannot switch under it.
+struct FieldLease : ModelLease {
+  std::unique_ptr<SwitchGate::Pass> pass;
+  std::string field, next_field;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelLease> RedisCache::Impl::Lease(bool for_insert) {
+  auto lease = std::make_unique<FieldLease>();
+  lease->pass = std::make_unique<SwitchGate::Pass>(gate);
+  {
+    MutexLock l(model_mu);
+    lease->embedder = model.embedder;
+    lease->field = model.field;
+    if (for_insert && next) {
+      lease->next_embedder = next->embedder;
+      lease->next_field = next->field;
+    }
+  }
+  if (!for_insert) lease->verifier = VerifierFor(lease->embedder);
+  return lease;
+}
+
+StatusOr<std::optional<StoredEntry>> RedisCache::Impl::GetExact(const std::string& scope,
+                                                                std::string_view query) {
+  // The very same text in the same scope is its own key: one round trip. The key is a hash:
+  // every field is checked before the pipeline compares them.
+  const Model md = Current();
+  const std::string key = Key(scope, query);
+  auto same = redis.Pipeline(
+      {{"HMGET", key, "query", "response", "scope", "ns"}, {"HSTRLEN", key, md.field}});
+  if (!same.ok() && IsWrongType(same.status())) {
+    // Something else than a hash under the entry's key: not an entry, and the index (ON
+    // HASH) never returns it either.
+    same = std::vector<RedisReply>{RedisReply{}, RedisReply{}};
+  }
+  if (!same.ok()) {
+    Failed("lookup", same.status());  // Redis down: a miss, never a failed request
+    return same.status();
+  }
+  const RedisReply& fields = (*same)[0];
+  const RedisReply& vector_bytes = (*same)[1];
+  const bool shaped = fields.type == RedisReply::Type::kArray && fields.elements.size() == 4 &&
+                      vector_bytes.type == RedisReply::Type::kInteger;
+  const bool absent = shaped && std::all_of(fields.elements.begin(), fields.elements.end(),
+                                            [](const RedisReply& e) { return e.is_nil(); });
+  if (absent) return std::optional<StoredEntry>();
+  StoredEntry out;
+  const auto& e = fields.elements;
+  // A vector, when the entry has one in this model's field, is the model's size.
+  const int64_t dim_bytes = static_cast<int64_t>(md.embedder->dim() * sizeof(float));
+  if (!shaped || !IsString(&e[0]) || !IsString(&e[1]) || !IsString(&e[2]) || !IsString(&e[3]) ||
+      (vector_bytes.integer != 0 && vector_bytes.integer != dim_bytes)) {
+    out.malformed = true;
+  } else {
+    out.query = e[0].str;
+    out.response = e[1].str;
+    out.scope = e[2].str;
+    out.ns = e[3].str;
+  }
+  return std::optional<StoredEntry>(std::move(out));
+}
+
+StatusOr<std::vector<StoredEntry>> RedisCache::Impl::Search(const ModelLease& lease,
+                                                            const std::string& scope,
+                                                            std::span<const float> vector,
+                                                            size_t k_nearest, float threshold) {
+  const std::string& field = static_cast<const FieldLease&>(lease).field;
   char radius[32];
   std::snprintf(radius, sizeof radius, "%.9g", 1.0 - static_cast<double>(threshold));
-  const std::string k = std::to_string(opt.cache.candidates);
+  const std::string k = std::to_string(k_nearest);
   std::vector<std::string> argv = {"FT.SEARCH", Alias()};
   if (opt.search == RedisSearch::kRange) {
     char eps[32];
     std::snprintf(eps, sizeof eps, "%.6g", opt.range_epsilon);
     argv.insert(argv.end(),
-                {"@sh:{" + HashHex(scope) + "} @" + md.field +
+                {"@sh:{" + HashHex(scope) + "} @" + field +
                      ":[VECTOR_RANGE $r $vec]=>{$YIELD_DISTANCE_AS: d; $EPSILON: " + eps + "}",
-                 "PARAMS", "4", "r", radius, "vec", Blob(r.embedding)});
+                 "PARAMS", "4", "r", radius, "vec", Blob(vector)});
   } else {
     argv.insert(argv.end(),
-                {"(@sh:{" + HashHex(scope) + "})=>[KNN " + k + " @" + md.field + " $vec AS d]",
-                 "PARAMS", "2", "vec", Blob(r.embedding)});
+                {"(@sh:{" + HashHex(scope) + "})=>[KNN " + k + " @" + field + " $vec AS d]",
+                 "PARAMS", "2", "vec", Blob(vector)});
   }
   argv.insert(argv.end(), {"SORTBY", "d", "ASC", "LIMIT", "0", k, "RETURN", "5", "query",
                            "response", "scope", "ns", "d", "DIALECT", "2"});
-  const auto t0 = SteadyClock::now();
   auto found = OnIndex(argv);
-  r.search_ms = MsSince(t0);
-  cm.search_s->Observe(r.search_ms / 1e3);
-  FRUGAL_RETURN_IF_ERROR(found.status());
-  if (found->type != RedisReply::Type::kArray)
-    return Internal("Redis cache: FT.SEARCH answered no array");
+  if (found.ok() && found->type != RedisReply::Type::kArray)
+    found = Internal("Redis cache: FT.SEARCH answered no array");
+  if (!found.ok()) {
+    Failed("lookup", found.status());  // Redis down or failing: a miss, never a failed request
+    return found.status();
+  }
   // Every field is checked before use: a malformed entry (written by hand, another program, a
-  // bug) or one of another scope (the sh TAG is a hash) is skipped and counted, never used.
-  std::vector<HitCandidate> cands;  // views into the reply
+  // bug) is marked so, never used.
+  std::vector<StoredEntry> out;
   for (size_t i = 2; i < found->elements.size(); i += 2) {
     const RedisReply& f = found->elements[i];
+    StoredEntry& o = out.emplace_back();
     const RedisReply* d = f.Field("d");
     const std::optional<float> distance = d ? CosineDistance(*d) : std::nullopt;
     if (!distance) {
-      bad = true;
+      o.malformed = true;
       continue;
     }
-    const float similarity = 1.0f - *distance;
-    if (similarity < threshold) break;  // KNN: nearest first, the rest are farther
+    o.similarity = 1.0f - *distance;
+    if (*o.similarity < threshold) break;  // KNN: nearest first, the rest are farther
     const RedisReply* cq = f.Field("query");
     const RedisReply* cr = f.Field("response");
     const RedisReply* cs = f.Field("scope");
     const RedisReply* cn = f.Field("ns");
     if (!IsString(cq) || !IsString(cr) || !IsString(cs) || !IsString(cn)) {
-      bad = true;
+      o.malformed = true;
       continue;
     }
-    if (cs->str != scope || cn->str != ns) {
-      foreign = true;
-      continue;
-    }
-    cands.push_back({similarity, cq->str, cr->str});
+    o.query = cq->str;
+    o.response = cr->str;
+    o.scope = cs->str;
+    o.ns = cn->str;
   }
-  const bool opaque = opt.cache.guard && !cands.empty() &&
-                      md.embedder->UnknownShare(query) > opt.cache.max_unknown_share;
-  const std::shared_ptr<const HitVerifier> verifier = VerifierFor(md.embedder);
-  PickHit(cands, opt.cache.guard ? verifier.get() : nullptr, *md.embedder, opaque, query, &r);
-  return r;
+  return out;
 }
 
 StatusOr<LookupResult> RedisCache::Lookup(const std::string& scope, std::string_view ns,
                                           std::string_view query) {
-  Impl& m = *impl_;
-  m.cm.lookups->Add(1);
-  m.cm.lookups_seen.fetch_add(1);
-  LookupResult r;
-  if (query.size() > m.opt.cache.max_semantic_bytes) {
-    // Longer than the verifier reads: never embedded and never cached (Insert skips it).
-    r.too_long = true;
-    m.cm.Counted(r);
-    return r;
-  }
-  bool foreign = false, bad = false;  // met an entry of another scope, a malformed one
-  if (m.opt.cache.exact_match) {
-    // The very same text in the same scope is its own key: one round trip, no embedding. The
-    // entry answers only if it is well-formed and holds this very scope, namespace and query
-    // (the key is a hash of them); otherwise the vectors are asked.
-    const Impl::Model md = m.Current();
-    const std::string key = m.Key(scope, query);
-    auto same = m.redis.Pipeline(
-        {{"HMGET", key, "query", "response", "scope", "ns"}, {"HSTRLEN", key, md.field}});
-    if (!same.ok() && IsWrongType(same.status())) {
-      // Something else than a hash under the entry's key: not an entry, and the index (ON
-      // HASH) never returns it either.
-      same = std::vector<RedisReply>{RedisReply{}, RedisReply{}};
-    }
-    if (!same.ok()) {
-      m.Failed("lookup", same.status());  // Redis down: a miss, never a failed request
-      m.cm.misses->Add(1);
-      return r;
-    }
-    const RedisReply& fields = (*same)[0];
-    const RedisReply& vector_bytes = (*same)[1];
-    const bool shaped = fields.type == RedisReply::Type::kArray && fields.elements.size() == 4 &&
-                        vector_bytes.type == RedisReply::Type::kInteger;
-    const bool absent = shaped && std::all_of(fields.elements.begin(), fields.elements.end(),
-                                              [](const RedisReply& e) { return e.is_nil(); });
-    if (!absent) {
-      const auto& e = fields.elements;
-      // A vector, when the entry has one in this model's field, is the model's size.
-      const int64_t dim_bytes = static_cast<int64_t>(md.embedder->dim() * sizeof(float));
-      if (!shaped || !IsString(&e[0]) || !IsString(&e[1]) || !IsString(&e[2]) || !IsString(&e[3]) ||
-          (vector_bytes.integer != 0 && vector_bytes.integer != dim_bytes)) {
-        bad = true;
-      } else if (e[2].str != scope || e[3].str != ns || e[0].str != query) {
-        foreign = true;
-      } else {
-        r.hit = r.exact = true;
-        r.similarity = 1.0f;
-        r.cached_query = e[0].str;
-        r.response = e[1].str;
-        m.Counted(r, foreign, bad);
-        return r;
-      }
-    }
-  }
-  SwitchGate::Pass pass(m.gate);
-  const Impl::Model md = m.Current();
-  auto t0 = SteadyClock::now();
-  auto q = md.embedder->Embed(query);
-  if (!q.ok()) {
-    if (foreign) m.cm.scope_mismatches->Add(1);
-    if (bad) m.cm.bad_entries->Add(1);
-    m.cm.misses->Add(1);
-    return q.status();
-  }
-  r.embed_ms = MsSince(t0);
-  m.cm.embed_s->Observe(r.embed_ms / 1e3);
-  r.embedding = std::move(q).value();
-  r.embedded_by = md.embedder;
-  auto found = m.Search(md, scope, ns, query, r, foreign, bad);
-  if (!found.ok()) {
-    // Redis down or failing: a miss, never a failed request.
-    m.Failed("lookup", found.status());
-    if (foreign) m.cm.scope_mismatches->Add(1);
-    if (bad) m.cm.bad_entries->Add(1);
-    m.cm.misses->Add(1);
-    return r;
-  }
-  m.Counted(*found, foreign, bad);
-  return found;
+  return impl_->pipeline.Lookup(scope, ns, query);
 }
 
 Status RedisCache::Insert(const std::string& scope, std::string_view ns, std::string_view query,
                           std::string_view response, const LookupResult* looked_up) {
-  Impl& m = *impl_;
-  if (query.size() > m.opt.cache.max_semantic_bytes)
-    return Status::Ok();  // not cached (Lookup never embeds it either)
-  SwitchGate::Pass pass(m.gate);
-  Impl::Model md;
-  std::optional<Impl::Model> next;
-  {
-    MutexLock l(m.model_mu);
-    md = m.model;
-    next = m.next;
-  }
-  std::vector<float> v;
-  if (looked_up && looked_up->embedded_by == md.embedder && !looked_up->embedding.empty()) {
-    v = looked_up->embedding;
-  } else {
-    FRUGAL_ASSIGN_OR_RETURN(v, md.embedder->Embed(query));
-  }
-  std::vector<std::string> hset = {"HSET",     m.Key(scope, query),
+  return impl_->pipeline.Insert(scope, ns, query, response, looked_up);
+}
+
+Status RedisCache::Impl::Put(const ModelLease& lease, const std::string& scope, std::string_view ns,
+                             std::string_view query, std::string_view response,
+                             std::vector<float> vector, const std::vector<float>* next_vector) {
+  const auto& fl = static_cast<const FieldLease&>(lease);
+  const std::string key = Key(scope, query);
+  std::vector<std::string> hset = {"HSET",     key,
                                    "sh",       HashHex(scope),
                                    "nh",       HashHex(ns),
                                    "scope",    scope,
                                    "ns",       std::string(ns),
                                    "query",    std::string(query),
                                    "response", std::string(response),
-                                   md.field,   Blob(v),
+                                   fl.field,   Blob(vector),
                                    "t",        std::to_string(WallMs())};
-  if (next) {
-    // A rotation to a new model is filling its index: the entry gets that model's vector too.
-    FRUGAL_ASSIGN_OR_RETURN(std::vector<float> nv, next->embedder->Embed(query));
-    hset.insert(hset.end(), {next->field, Blob(nv)});
-  }
-  const std::string key = m.Key(scope, query);
-  Status st = m.EnsureReady();
+  // A rotation to a new model is filling its index: the entry gets that model's vector too.
+  if (next_vector) hset.insert(hset.end(), {fl.next_field, Blob(*next_vector)});
+  Status st = EnsureReady();
   if (st.ok()) {
     const int64_t ttl_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(m.opt.cache.ttl).count();
-    auto r = m.redis.Pipeline({{"MULTI"},
-                               hset,
-                               {"PEXPIRE", key, std::to_string(ttl_ms)},
-                               {"EXEC"},
-                               {"EXISTS", m.opt.prefix + ":meta"}});
+        std::chrono::duration_cast<std::chrono::milliseconds>(opt.cache.ttl).count();
+    auto r = redis.Pipeline({{"MULTI"},
+                             hset,
+                             {"PEXPIRE", key, std::to_string(ttl_ms)},
+                             {"EXEC"},
+                             {"EXISTS", opt.prefix + ":meta"}});
     st = r.status();
     if (st.ok() && r->back().integer == 0) {
       // Redis lost its data (a restart without persistence): recreate the meta and the index,
       // which then reads this entry too.
-      m.ready = false;
-      st = m.EnsureReady();
+      ready = false;
+      st = EnsureReady();
     }
   }
-  if (!st.ok()) {
-    m.Failed("insert", st);
-    return st;
-  }
-  m.cm.insertions->Add(1);
-  return Status::Ok();
+  if (!st.ok()) Failed("insert", st);
+  return st;
 }
 
 size_t RedisCache::InvalidateNamespace(std::string_view ns) {

@@ -20,8 +20,9 @@
 // - Lookup: the query's vector against the scope's entries, nearest first: by default a KNN
 //   query with the scope as filter, `(@sh:{..})=>[KNN candidates @v $vec]`, cut at the
 //   threshold; or (search = kRange) a range query at the threshold,
-//   `@sh:{..} @v:[VECTOR_RANGE (1 - threshold) $vec]`; the guard then checks the
-//   candidates exactly as the embedded cache does (VerifyHit).
+//   `@sh:{..} @v:[VECTOR_RANGE (1 - threshold) $vec]`. The rest of a lookup (the exact text,
+//   the threshold, the checks below, the verifier, the metrics) is the one pipeline both
+//   backends run (lookup.h); this backend is its store (redis_cache_impl.h).
 // - Nothing Redis returns is trusted unchecked: before an entry answers (the exact-text path's
 //   HMGET or a search result), its stored scope and namespace must equal the lookup's (the sh
 //   TAG and the key are hashes), and its fields be well-formed (strings present, a numeric
@@ -55,8 +56,8 @@
 #include <memory>
 #include <string>
 
+#include "cache/cache.h"
 #include "cache/redis_client.h"
-#include "cache/semantic_cache.h"
 
 namespace frugal::cache {
 

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cache/lookup.h"
 #include "common/thread_annotations.h"
 
 namespace frugal::cache {
@@ -77,7 +78,8 @@ struct Entry {
 
 }  // namespace
 
-struct SemanticCache::Impl {
+// The entry store and its per-scope indexes; the pipeline (lookup.h) decides hits over it.
+struct SemanticCache::Impl : CacheStore {
   CacheOptions opt;
   std::shared_ptr<Generation> current;                     // atomic_load / atomic_store
   mutable Mutex mu;                                        // the entry store and index mutations
@@ -97,6 +99,7 @@ struct SemanticCache::Impl {
   bool stop FRUGAL_GUARDED_BY(stop_mu) = false;
 
   CacheMetrics cm;
+  LookupPipeline pipeline{*this, opt, cm};
 
   int64_t Now() const {
     if (opt.now_ms) return opt.now_ms();
@@ -209,14 +212,109 @@ struct SemanticCache::Impl {
     lru.push_front(id);
     e.lru = lru.begin();
     by_query[QueryKey(scope, query)].push_back(id);
-    cm.insertions->Add(1);
     return Status::Ok();
   }
+
+  // CacheStore.
+  std::unique_ptr<ModelLease> Lease(bool for_insert) override;
+  StatusOr<std::optional<StoredEntry>> GetExact(const std::string& scope,
+                                                std::string_view query) override;
+  StatusOr<std::vector<StoredEntry>> Search(const ModelLease& lease, const std::string& scope,
+                                            std::span<const float> vector, size_t k,
+                                            float threshold) override;
+  void Touch(const StoredEntry& entry) override;
+  Status Put(const ModelLease& lease, const std::string& scope, std::string_view ns,
+             std::string_view query, std::string_view response, std::vector<float> vector,
+             const std::vector<float>* next_vector) override;
 
   Status Load(const std::string& path);
   Status Save(const std::string& path) const;
   mutable std::mutex save_mu;  // one Save at a time
 };
+
+namespace {
+
+// A lookup's or insert's generation: alive until the operation is done, even if a rotation
+// switches meanwhile.
+struct GenerationLease : ModelLease {
+  std::shared_ptr<Generation> generation;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelLease> SemanticCache::Impl::Lease(bool for_insert) {
+  auto lease = std::make_unique<GenerationLease>();
+  lease->generation = Current();
+  lease->embedder = lease->generation->embedder;
+  lease->verifier = lease->generation->verifier;
+  if (for_insert) {
+    MutexLock lock(mu);
+    if (next && next->embedder != lease->embedder) lease->next_embedder = next->embedder;
+  }
+  return lease;
+}
+
+StatusOr<std::optional<StoredEntry>> SemanticCache::Impl::GetExact(const std::string& scope,
+                                                                   std::string_view query) {
+  MutexLock lock(mu);
+  auto it = by_query.find(QueryKey(scope, query));
+  if (it == by_query.end() || it->second.empty()) return std::optional<StoredEntry>();
+  auto e = entries.find(it->second.back());
+  if (e == entries.end() || e->second.expires_ms <= Now()) return std::optional<StoredEntry>();
+  StoredEntry out;
+  out.id = e->first;
+  out.scope = e->second.scope;
+  out.ns = e->second.ns;
+  out.query = e->second.query;
+  out.response = e->second.response;
+  return std::optional<StoredEntry>(std::move(out));
+}
+
+StatusOr<std::vector<StoredEntry>> SemanticCache::Impl::Search(const ModelLease& lease,
+                                                               const std::string& scope,
+                                                               std::span<const float> vector,
+                                                               size_t k, float threshold) {
+  const Generation& g = *static_cast<const GenerationLease&>(lease).generation;
+  std::vector<Neighbor> found;
+  if (const Partition* p = g.Find(scope)) {
+    ReaderLock lock(p->mu);
+    found = p->index->Search(vector, k);
+  }
+  std::vector<StoredEntry> out(found.size());
+  const int64_t now = Now();
+  MutexLock lock(mu);
+  for (size_t i = 0; i < found.size(); ++i) {
+    StoredEntry& o = out[i];
+    o.id = found[i].label;
+    o.similarity = found[i].similarity;
+    if (found[i].similarity < threshold) continue;  // the pipeline stops here: no copies
+    auto it = entries.find(found[i].label);
+    if (it == entries.end() || it->second.expires_ms <= now) {
+      o.gone = true;
+      continue;
+    }
+    o.scope = it->second.scope;
+    o.ns = it->second.ns;
+    o.query = it->second.query;
+    o.response = it->second.response;
+  }
+  return out;
+}
+
+void SemanticCache::Impl::Touch(const StoredEntry& entry) {
+  MutexLock lock(mu);
+  auto it = entries.find(entry.id);
+  if (it != entries.end()) lru.splice(lru.begin(), lru, it->second.lru);
+}
+
+Status SemanticCache::Impl::Put(const ModelLease& /*lease*/, const std::string& scope,
+                                std::string_view ns, std::string_view query,
+                                std::string_view response, std::vector<float> vector,
+                                const std::vector<float>* next_vector) {
+  const int64_t now = Now();
+  return InsertVector(scope, ns, query, response, std::move(vector), next_vector, now,
+                      now + std::chrono::duration_cast<std::chrono::milliseconds>(opt.ttl).count());
+}
 
 SemanticCache::SemanticCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -281,134 +379,12 @@ SemanticCache::~SemanticCache() {
 
 StatusOr<LookupResult> SemanticCache::Lookup(const std::string& scope, std::string_view ns,
                                              std::string_view query) {
-  Impl& m = *impl_;
-  LookupResult r;
-  m.cm.lookups->Add(1);
-  m.cm.lookups_seen.fetch_add(1);
-  auto g = m.Current();  // this generation stays alive until the lookup is done
-  // An entry of another scope or namespace met on the way (never used): counted once.
-  bool foreign = false;
-  auto counted = [&m, &foreign](const LookupResult& res) {
-    if (foreign) m.cm.scope_mismatches->Add(1);
-    m.cm.Counted(res);
-  };
-  if (query.size() > m.opt.max_semantic_bytes) {
-    // Longer than the verifier reads: never embedded, never cached (Insert skips it), so not
-    // even the exact-text table is asked (hashing a megabyte under the lock would stall others).
-    r.too_long = true;
-    m.cm.Counted(r);
-    return r;
-  }
-  if (m.opt.exact_match) {
-    // The very same text in the same scope needs neither embedding nor search (and cannot be
-    // missed by an approximate index); the guard has nothing to compare.
-    MutexLock lock(m.mu);
-    auto it = m.by_query.find(Impl::QueryKey(scope, query));
-    if (it != m.by_query.end() && !it->second.empty()) {
-      auto e = m.entries.find(it->second.back());
-      if (e != m.entries.end() && e->second.expires_ms > m.Now()) {
-        // The key joins scope and query with a separator either may contain: the entry must
-        // be this very scope's, namespace's and query's to answer.
-        if (e->second.scope != scope || e->second.ns != ns || e->second.query != query) {
-          foreign = true;  // not an answer here: on to the vectors
-        } else {
-          r.hit = r.exact = true;
-          r.similarity = 1.0f;
-          r.cached_query = e->second.query;
-          r.response = e->second.response;
-          m.lru.splice(m.lru.begin(), m.lru, e->second.lru);
-          m.cm.Counted(r);
-          return r;
-        }
-      }
-    }
-  }
-  auto t0 = SteadyClock::now();
-  auto embedded = g->embedder->Embed(query);
-  if (!embedded.ok()) {
-    if (foreign) m.cm.scope_mismatches->Add(1);
-    return embedded.status();
-  }
-  std::vector<float> q = std::move(embedded).value();
-  r.embed_ms = MsSince(t0);
-  t0 = SteadyClock::now();
-  std::vector<Neighbor> found;
-  if (const Partition* p = g->Find(scope)) {
-    ReaderLock lock(p->mu);
-    found = p->index->Search(q, m.opt.candidates);
-  }
-  r.search_ms = MsSince(t0);
-  r.embedding = q;
-  r.embedded_by = g->embedder;
-  m.cm.embed_s->Observe(r.embed_ms / 1e3);
-  m.cm.search_s->Observe(r.search_ms / 1e3);
-  const float threshold = ThresholdFor(m.opt, ns, *g->embedder);
-  const int64_t now = m.Now();
-  // Copies of the candidates: the verifier runs with no lock held, so a slow verification never
-  // holds up another lookup or insert.
-  struct Copy {
-    uint64_t id;
-    float similarity;
-    std::string query, response;
-  };
-  std::vector<Copy> copies;
-  {
-    MutexLock lock(m.mu);
-    for (const Neighbor& n : found) {
-      if (n.similarity < threshold) break;
-      auto it = m.entries.find(n.label);
-      if (it == m.entries.end() || it->second.expires_ms <= now) continue;
-      // A partition holds its scope's entries only; checked again before an entry answers.
-      if (it->second.scope != scope || it->second.ns != ns) {
-        foreign = true;
-        continue;
-      }
-      copies.push_back({n.label, n.similarity, it->second.query, it->second.response});
-    }
-  }
-  const bool opaque =
-      m.opt.guard && !copies.empty() && g->embedder->UnknownShare(query) > m.opt.max_unknown_share;
-  std::vector<HitCandidate> cands;
-  cands.reserve(copies.size());
-  for (const Copy& c : copies) cands.push_back({c.similarity, c.query, c.response});
-  if (const int hit = PickHit(cands, m.opt.guard ? g->verifier.get() : nullptr, *g->embedder,
-                              opaque, query, &r);
-      hit >= 0) {
-    MutexLock lock(m.mu);
-    auto it = m.entries.find(copies[static_cast<size_t>(hit)].id);
-    if (it != m.entries.end()) m.lru.splice(m.lru.begin(), m.lru, it->second.lru);
-  }
-  if (!found.empty() && r.cached_query.empty()) r.similarity = found.front().similarity;
-  counted(r);
-  return r;
+  return impl_->pipeline.Lookup(scope, ns, query);
 }
 
 Status SemanticCache::Insert(const std::string& scope, std::string_view ns, std::string_view query,
                              std::string_view response, const LookupResult* looked_up) {
-  Impl& m = *impl_;
-  if (query.size() > m.opt.max_semantic_bytes)
-    return Status::Ok();  // not cached (Lookup never embeds it either)
-  auto g = m.Current();
-  std::vector<float> v;
-  if (looked_up && looked_up->embedded_by == g->embedder && !looked_up->embedding.empty()) {
-    v = looked_up->embedding;
-  } else {
-    FRUGAL_ASSIGN_OR_RETURN(v, g->embedder->Embed(query));
-  }
-  std::shared_ptr<Generation> nx;
-  {
-    MutexLock lock(m.mu);
-    nx = m.next;
-  }
-  // During a rotation to a new model the entry needs that model's vector too.
-  std::optional<std::vector<float>> nv;
-  if (nx && nx->embedder != g->embedder) {
-    FRUGAL_ASSIGN_OR_RETURN(nv, nx->embedder->Embed(query));
-  }
-  const int64_t now = m.Now();
-  return m.InsertVector(
-      scope, ns, query, response, std::move(v), nv ? &*nv : nullptr, now,
-      now + std::chrono::duration_cast<std::chrono::milliseconds>(m.opt.ttl).count());
+  return impl_->pipeline.Insert(scope, ns, query, response, looked_up);
 }
 
 size_t SemanticCache::InvalidateNamespace(std::string_view ns) {
@@ -670,6 +646,7 @@ Status SemanticCache::Impl::Load(const std::string& path) {
     }
     FRUGAL_RETURN_IF_ERROR(
         InsertVector(scope, ns, query, response, std::move(v), nullptr, created, expires));
+    cm.insertions->Add(1);
   }
   if (!r.ok) return DataLoss(path + ": truncated");
   return Status::Ok();
