@@ -1,41 +1,19 @@
 #include "cache/redis_cache.h"
 
 #include <algorithm>
-#include <atomic>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <functional>
-#include <mutex>
-#include <optional>
-#include <random>
-#include <span>
+#include <cstdlib>
 #include <thread>
-#include <unordered_map>
 
-#include "cache/lookup.h"
-#include "cache/switch_gate.h"
-#include "common/thread_annotations.h"
+#include "cache/redis_cache_impl.h"
 
 namespace frugal::cache {
 namespace {
 
-using SteadyClock = std::chrono::steady_clock;
-
-double MsSince(SteadyClock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
-}
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string Blob(std::span<const float> v) {
-  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-}
+using SteadyClock = RedisCache::Impl::SteadyClock;
 
 // Keys per UNLINK: each removal updates the HNSW graphs synchronously (about 1 ms per entry at
 // 10k entries), so a batch must stay well inside the command timeout.
@@ -74,286 +52,147 @@ bool IsUnknownIndex(const Status& st) {
 
 }  // namespace
 
-// The entries in Redis and their index; the pipeline (lookup.h) decides hits over it.
-struct RedisCache::Impl : CacheStore {
-  RedisCacheOptions opt;
-  // The embedding model and the hash field that holds its vectors ("v"; "v1", "v2", ... after
-  // rotations to new models). Operations copy it.
-  struct Model {
-    std::shared_ptr<Embedder> embedder;
-    std::string field = "v";
-  };
-  mutable Mutex model_mu;
-  Model model FRUGAL_GUARDED_BY(model_mu);
-  // During a rotation to a new model: inserts write its vector too.
-  std::optional<Model> next FRUGAL_GUARDED_BY(model_mu);
-  // Every lookup and insert holds a pass from its model snapshot to its last Redis reply; a
-  // rotation switches models only with none in flight, so no operation searches one model's
-  // field on the other's index.
-  SwitchGate gate;
-  // Verifiers by embedder (each embedder has its own calibration); the options' verifier, when
-  // set, serves every model.
-  Mutex verifier_mu;
-  std::unordered_map<std::string, std::shared_ptr<const HitVerifier>> verifiers
-      FRUGAL_GUARDED_BY(verifier_mu);  // by fingerprint
-  mutable RedisClient redis;
-  std::atomic<bool> ready{false};  // the meta check passed and the alias exists
-  std::mutex ensure_mu;
-  std::mutex rotate_mu;
-  Mutex hnsw_mu;
-  HnswParams hnsw FRUGAL_GUARDED_BY(hnsw_mu);  // what the next index is built with
-  std::atomic<int64_t> rotations{0};
-  std::atomic<int64_t> last_log_ms{0};
-  // The entries gauge: FT.INFO costs tens of ms on a large index, so a scrape reuses a count
-  // younger than kEntriesGaugeMaxAge instead of asking again.
-  std::mutex gauge_mu;
-  SteadyClock::time_point gauge_at{};
-  double gauge_entries = 0;
+std::shared_ptr<const HitVerifier> RedisCache::Impl::VerifierFor(
+    const std::shared_ptr<Embedder>& e) {
+  if (opt.cache.verifier) return opt.cache.verifier;
+  MutexLock l(verifier_mu);
+  auto& v = verifiers[e->fingerprint()];
+  if (!v) v = DefaultVerifier(*e);
+  return v;
+}
 
-  CacheMetrics cm;
-  MetricsRegistry::Counter* backend_errors = nullptr;
-  LookupPipeline pipeline{*this, opt.cache, cm};
-
-  explicit Impl(RedisCacheOptions o) : opt(std::move(o)), redis(opt.redis), hnsw(opt.cache.hnsw) {}
-
-  std::shared_ptr<const HitVerifier> VerifierFor(const std::shared_ptr<Embedder>& e) {
-    if (opt.cache.verifier) return opt.cache.verifier;
-    MutexLock l(verifier_mu);
-    auto& v = verifiers[e->fingerprint()];
-    if (!v) v = DefaultVerifier(*e);
-    return v;
+void RedisCache::Impl::Failed(const char* op, const Status& st) {
+  backend_errors->Add(1, op);
+  const int64_t now = WallMs();
+  int64_t last = last_log_ms.load();
+  if (now - last >= 5000 && last_log_ms.compare_exchange_strong(last, now)) {
+    std::fprintf(stderr, "frugal: Redis cache %s failed: %s\n", op, st.message().c_str());
   }
+}
 
-  std::string Key(const std::string& scope, std::string_view query) const {
-    std::string k = scope;
-    k += '\x1f';
-    k.append(query);
-    return opt.prefix + ":e:" + HashHex(k);
+std::vector<std::string> RedisCache::Impl::CreateIndexArgs(const std::string& name,
+                                                           const HnswParams& p,
+                                                           const Model& md) const {
+  return {"FT.CREATE",
+          name,
+          "ON",
+          "HASH",
+          "PREFIX",
+          "1",
+          opt.prefix + ":e:",
+          "SCHEMA",
+          "sh",
+          "TAG",
+          "nh",
+          "TAG",
+          md.field,
+          "VECTOR",
+          "HNSW",
+          "12",
+          "TYPE",
+          "FLOAT32",
+          "DIM",
+          std::to_string(md.embedder->dim()),
+          "DISTANCE_METRIC",
+          "COSINE",
+          "M",
+          std::to_string(p.m),
+          "EF_CONSTRUCTION",
+          std::to_string(p.ef_construction),
+          "EF_RUNTIME",
+          std::to_string(p.ef_search)};
+}
+
+Status RedisCache::Impl::EnsureReady() {
+  if (ready.load()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(ensure_mu);
+  if (ready.load()) return Status::Ok();
+  const std::string meta = opt.prefix + ":meta";
+  Model md = Current();
+  const std::string dim = std::to_string(md.embedder->dim());
+  FRUGAL_ASSIGN_OR_RETURN(auto r, redis.Pipeline({{"HSETNX", meta, "embedder", md.embedder->name()},
+                                                  {"HSETNX", meta, "dim", dim},
+                                                  {"HSETNX", meta, "field", "v"},
+                                                  {"HMGET", meta, "embedder", "dim", "field"}}));
+  const RedisReply& got = r[3];
+  if (got.elements.size() != 3) return Internal("Redis cache: unexpected HMGET reply");
+  if (got.elements[0].Text() != md.embedder->name() || got.elements[1].Text() != dim) {
+    return InvalidArgument("Redis prefix '" + opt.prefix + "' holds entries embedded by '" +
+                           got.elements[0].Text() + "' (dim " + got.elements[1].Text() +
+                           "); this cache embeds with '" + md.embedder->name() + "' (dim " + dim +
+                           "): use another prefix, or that model");
   }
-  std::string Alias() const { return opt.prefix + ":idx"; }
-  Model Current() const {
+  if (got.elements[2].Text() != md.field) {
     MutexLock l(model_mu);
-    return model;
+    model.field = md.field = got.elements[2].Text();
   }
-
-  // Counts a failed Redis operation; logs it, at most every 5 s (an outage is also logged by
-  // the client when it begins and ends).
-  void Failed(const char* op, const Status& st) {
-    backend_errors->Add(1, op);
-    const int64_t now = WallMs();
-    int64_t last = last_log_ms.load();
-    if (now - last >= 5000 && last_log_ms.compare_exchange_strong(last, now)) {
-      std::fprintf(stderr, "frugal: Redis cache %s failed: %s\n", op, st.message().c_str());
-    }
-  }
-
-  std::vector<std::string> CreateIndexArgs(const std::string& name, const HnswParams& p,
-                                           const Model& md) const {
-    return {"FT.CREATE",
-            name,
-            "ON",
-            "HASH",
-            "PREFIX",
-            "1",
-            opt.prefix + ":e:",
-            "SCHEMA",
-            "sh",
-            "TAG",
-            "nh",
-            "TAG",
-            md.field,
-            "VECTOR",
-            "HNSW",
-            "12",
-            "TYPE",
-            "FLOAT32",
-            "DIM",
-            std::to_string(md.embedder->dim()),
-            "DISTANCE_METRIC",
-            "COSINE",
-            "M",
-            std::to_string(p.m),
-            "EF_CONSTRUCTION",
-            std::to_string(p.ef_construction),
-            "EF_RUNTIME",
-            std::to_string(p.ef_search)};
-  }
-
-  // Makes sure the prefix belongs to this embedding model and the alias points at an index;
-  // creates the first index when there is none. Cheap once done (until Redis loses the index).
-  Status EnsureReady() {
-    if (ready.load()) return Status::Ok();
-    std::lock_guard<std::mutex> lock(ensure_mu);
-    if (ready.load()) return Status::Ok();
-    const std::string meta = opt.prefix + ":meta";
-    Model md = Current();
-    const std::string dim = std::to_string(md.embedder->dim());
-    FRUGAL_ASSIGN_OR_RETURN(auto r,
-                            redis.Pipeline({{"HSETNX", meta, "embedder", md.embedder->name()},
-                                            {"HSETNX", meta, "dim", dim},
-                                            {"HSETNX", meta, "field", "v"},
-                                            {"HMGET", meta, "embedder", "dim", "field"}}));
-    const RedisReply& got = r[3];
-    if (got.elements.size() != 3) return Internal("Redis cache: unexpected HMGET reply");
-    if (got.elements[0].Text() != md.embedder->name() || got.elements[1].Text() != dim) {
-      return InvalidArgument("Redis prefix '" + opt.prefix + "' holds entries embedded by '" +
-                             got.elements[0].Text() + "' (dim " + got.elements[1].Text() +
-                             "); this cache embeds with '" + md.embedder->name() + "' (dim " + dim +
-                             "): use another prefix, or that model");
-    }
-    if (got.elements[2].Text() != md.field) {
-      MutexLock l(model_mu);
-      model.field = md.field = got.elements[2].Text();
-    }
-    auto info = redis.Command({"FT.INFO", Alias()});
-    if (info.ok()) {
-      ready = true;
-      return Status::Ok();
-    }
-    if (!IsUnknownIndex(info.status())) return info.status();
-    FRUGAL_ASSIGN_OR_RETURN(RedisReply gen, redis.Command({"INCR", opt.prefix + ":gen"}));
-    const std::string name = opt.prefix + ":idx:" + std::to_string(gen.integer);
-    HnswParams p;
-    {
-      MutexLock l(hnsw_mu);
-      p = hnsw;
-    }
-    FRUGAL_RETURN_IF_ERROR(redis.Command(CreateIndexArgs(name, p, md)).status());
-    auto added = redis.Command({"FT.ALIASADD", Alias(), name});
-    if (!added.ok()) {
-      // Another replica created the alias first: use its index, drop ours.
-      (void)redis.Command({"FT.DROPINDEX", name});
-      if (!redis.Command({"FT.INFO", Alias()}).ok()) return added.status();
-    } else {
-      // Entries written while the index was missing (Redis restarted without its data while
-      // writes went on) are indexed in the background: wait briefly so a lookup finds them.
-      WaitIndexed(name, SteadyClock::now() + std::chrono::seconds(2),
-                  std::chrono::milliseconds(10));
-    }
+  auto info = redis.Command({"FT.INFO", Alias()});
+  if (info.ok()) {
     ready = true;
     return Status::Ok();
   }
-
-  // Polls FT.INFO until the index has read every hash under the prefix, or the deadline.
-  bool WaitIndexed(const std::string& name, SteadyClock::time_point deadline,
-                   std::chrono::milliseconds every) {
-    for (;;) {
-      auto info = redis.Command({"FT.INFO", name});
-      if (info.ok()) {
-        const RedisReply* indexing = info->Field("indexing");
-        if (indexing && indexing->Text() == "0") return true;
-      }
-      if (SteadyClock::now() > deadline) return false;
-      std::this_thread::sleep_for(every);
-    }
+  if (!IsUnknownIndex(info.status())) return info.status();
+  FRUGAL_ASSIGN_OR_RETURN(RedisReply gen, redis.Command({"INCR", opt.prefix + ":gen"}));
+  const std::string name = opt.prefix + ":idx:" + std::to_string(gen.integer);
+  HnswParams p;
+  {
+    MutexLock l(hnsw_mu);
+    p = hnsw;
   }
+  FRUGAL_RETURN_IF_ERROR(redis.Command(CreateIndexArgs(name, p, md)).status());
+  auto added = redis.Command({"FT.ALIASADD", Alias(), name});
+  if (!added.ok()) {
+    // Another replica created the alias first: use its index, drop ours.
+    (void)redis.Command({"FT.DROPINDEX", name});
+    if (!redis.Command({"FT.INFO", Alias()}).ok()) return added.status();
+  } else {
+    // Entries written while the index was missing (Redis restarted without its data while
+    // writes went on) are indexed in the background: wait briefly so a lookup finds them.
+    WaitIndexed(name, SteadyClock::now() + std::chrono::seconds(2), std::chrono::milliseconds(10));
+  }
+  ready = true;
+  return Status::Ok();
+}
 
-  // A command on the alias; when Redis lost the index (a restart without persistence), it is
-  // recreated and the command tried once more.
-  StatusOr<RedisReply> OnIndex(const std::vector<std::string>& argv) {
+bool RedisCache::Impl::WaitIndexed(const std::string& name, SteadyClock::time_point deadline,
+                                   std::chrono::milliseconds every) {
+  for (;;) {
+    auto info = redis.Command({"FT.INFO", name});
+    if (info.ok()) {
+      const RedisReply* indexing = info->Field("indexing");
+      if (indexing && indexing->Text() == "0") return true;
+    }
+    if (SteadyClock::now() > deadline) return false;
+    std::this_thread::sleep_for(every);
+  }
+}
+
+StatusOr<RedisReply> RedisCache::Impl::OnIndex(const std::vector<std::string>& argv) {
+  FRUGAL_RETURN_IF_ERROR(EnsureReady());
+  auto r = redis.Command(argv);
+  if (!r.ok() && IsUnknownIndex(r.status())) {
+    ready = false;
     FRUGAL_RETURN_IF_ERROR(EnsureReady());
-    auto r = redis.Command(argv);
-    if (!r.ok() && IsUnknownIndex(r.status())) {
-      ready = false;
-      FRUGAL_RETURN_IF_ERROR(EnsureReady());
-      r = redis.Command(argv);
-    }
-    return r;
+    r = redis.Command(argv);
   }
+  return r;
+}
 
-  // Keys of the entries a query matches (NOCONTENT), in pages, until none is left; each page
-  // is unlinked before the next is asked for.
-  StatusOr<size_t> UnlinkMatching(const std::string& query) {
-    size_t n = 0;
-    for (int page = 0; page < 1'000'000; ++page) {
-      FRUGAL_ASSIGN_OR_RETURN(RedisReply r,
-                              OnIndex({"FT.SEARCH", Alias(), query, "NOCONTENT", "LIMIT", "0",
-                                       std::to_string(kUnlinkBatch), "DIALECT", "2"}));
-      std::vector<std::string> del = {"UNLINK"};
-      for (size_t i = 1; i < r.elements.size(); ++i) del.push_back(r.elements[i].Text());
-      if (del.size() == 1) break;
-      FRUGAL_ASSIGN_OR_RETURN(RedisReply d, redis.Command(del));
-      if (d.integer == 0) break;  // the index lists keys that are gone: do not spin on them
-      n += static_cast<size_t>(d.integer);
-    }
-    return n;
+StatusOr<size_t> RedisCache::Impl::UnlinkMatching(const std::string& query) {
+  size_t n = 0;
+  for (int page = 0; page < 1'000'000; ++page) {
+    FRUGAL_ASSIGN_OR_RETURN(RedisReply r,
+                            OnIndex({"FT.SEARCH", Alias(), query, "NOCONTENT", "LIMIT", "0",
+                                     std::to_string(kUnlinkBatch), "DIALECT", "2"}));
+    std::vector<std::string> del = {"UNLINK"};
+    for (size_t i = 1; i < r.elements.size(); ++i) del.push_back(r.elements[i].Text());
+    if (del.size() == 1) break;
+    FRUGAL_ASSIGN_OR_RETURN(RedisReply d, redis.Command(del));
+    if (d.integer == 0) break;  // the index lists keys that are gone: do not spin on them
+    n += static_cast<size_t>(d.integer);
   }
-
-  // CacheStore. Lookups and inserts hold a pass through `gate` in their lease.
-  std::unique_ptr<ModelLease> Lease(bool for_insert) override;
-  StatusOr<std::optional<StoredEntry>> GetExact(const std::string& scope,
-                                                std::string_view query) override;
-  StatusOr<std::vector<StoredEntry>> Search(const ModelLease& lease, const std::string& scope,
-                                            std::span<const float> vector, size_t k_nearest,
-                                            float threshold) override;
-  void Touch(const StoredEntry& /*entry*/) override {}  // Redis evicts by its own LRU
-  Status Put(const ModelLease& lease, const std::string& scope, std::string_view ns,
-             std::string_view query, std::string_view response, std::vector<float> vector,
-             const std::vector<float>* next_vector) override;
-
-  // Gives every entry under the prefix that lacks md.field its vector by md's embedder (the
-  // entry's query embedded again), in pages of SCAN; never recreates a key removed meanwhile.
-  // Returns how many it wrote.
-  StatusOr<size_t> Backfill(
-      const Model& md, const std::function<void()>& keepalive = [] {}) {
-    size_t written = 0;
-    std::string cursor = "0";
-    const char* kSetIfExists =
-        "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HSET', KEYS[1], ARGV[1], "
-        "ARGV[2]) end return 0";
-    do {
-      keepalive();
-      FRUGAL_ASSIGN_OR_RETURN(
-          RedisReply page,
-          redis.Command({"SCAN", cursor, "MATCH", opt.prefix + ":e:*", "COUNT", "500"}));
-      if (page.elements.size() != 2) return Internal("unexpected SCAN reply");
-      cursor = page.elements[0].Text();
-      const auto& keys = page.elements[1].elements;
-      if (keys.empty()) continue;
-      std::vector<std::vector<std::string>> ask;
-      ask.reserve(keys.size());
-      for (const RedisReply& k : keys) ask.push_back({"HMGET", k.Text(), "query", md.field});
-      FRUGAL_ASSIGN_OR_RETURN(std::vector<RedisReply> got, redis.Pipeline(ask));
-      std::vector<std::vector<std::string>> put;
-      for (size_t i = 0; i < keys.size() && i < got.size(); ++i) {
-        const auto& e = got[i].elements;
-        if (e.size() != 2 || e[0].type != RedisReply::Type::kString || !e[1].is_nil()) continue;
-        auto v = md.embedder->Embed(e[0].str);
-        if (!v.ok())
-          continue;  // the entry stays out of the new index; it still answers exact repeats
-        put.push_back({"EVAL", kSetIfExists, "1", keys[i].Text(), md.field, Blob(*v)});
-      }
-      if (!put.empty()) {
-        FRUGAL_ASSIGN_OR_RETURN(std::vector<RedisReply> done, redis.Pipeline(put));
-        for (const RedisReply& d : done) written += d.integer > 0;
-      }
-    } while (cursor != "0");
-    return written;
-  }
-
-  // Removes `field` from every entry (the vectors of a model no index reads any more).
-  Status DropField(const std::string& field) {
-    std::string cursor = "0";
-    do {
-      FRUGAL_ASSIGN_OR_RETURN(
-          RedisReply page,
-          redis.Command({"SCAN", cursor, "MATCH", opt.prefix + ":e:*", "COUNT", "500"}));
-      if (page.elements.size() != 2) return Internal("unexpected SCAN reply");
-      cursor = page.elements[0].Text();
-      std::vector<std::vector<std::string>> del;
-      for (const RedisReply& k : page.elements[1].elements)
-        del.push_back({"HDEL", k.Text(), field});
-      if (!del.empty()) FRUGAL_RETURN_IF_ERROR(redis.Pipeline(del).status());
-    } while (cursor != "0");
-    return Status::Ok();
-  }
-
-  // Re-embedding every entry takes as long as it takes (about 400 entries/s per two cores with
-  // MiniLM): `keepalive` extends the rotation lock, and the index gets rotation_timeout after
-  // each pass to finish.
-  Status RotateToModel(const std::shared_ptr<Embedder>& embedder, const HnswParams& p,
-                       const std::function<void()>& keepalive);
-};
+  return n;
+}
 
 RedisCache::RedisCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RedisCache::~RedisCache() = default;
@@ -640,165 +479,6 @@ StatusOr<std::string> RedisCache::CurrentIndex() const {
 }
 
 bool RedisCache::reachable() const { return impl_->redis.reachable(); }
-
-Status RedisCache::Impl::RotateToModel(const std::shared_ptr<Embedder>& embedder,
-                                       const HnswParams& p,
-                                       const std::function<void()>& keepalive) {
-  const std::string meta = opt.prefix + ":meta";
-  const Model cur = Current();
-  const std::string dim = std::to_string(embedder->dim());
-  FRUGAL_ASSIGN_OR_RETURN(RedisReply got,
-                          redis.Command({"HMGET", meta, "embedder", "dim", "field"}));
-  if (got.elements.size() != 3) return Internal("Redis cache: unexpected HMGET reply");
-  if (got.elements[0].Text() == embedder->name() && got.elements[1].Text() == dim) {
-    // Another replica has moved the prefix to this model already: switch to it, then give the
-    // entries this replica wrote meanwhile (old model's vector only) the new one.
-    Model adopted{embedder, got.elements[2].Text()};
-    {
-      SwitchGate::Switch sw(gate);
-      MutexLock l(model_mu);
-      model = adopted;
-    }
-    return Backfill(adopted, keepalive).status();
-  }
-  if (got.elements[0].Text() != cur.embedder->name()) {
-    return InvalidArgument("Redis prefix '" + opt.prefix + "' holds entries of '" +
-                           got.elements[0].Text() +
-                           "', neither this cache's model nor the new one");
-  }
-  FRUGAL_ASSIGN_OR_RETURN(std::string old_index, RedisCache::CurrentIndexOf(redis, Alias()));
-  FRUGAL_ASSIGN_OR_RETURN(RedisReply fgen, redis.Command({"INCR", opt.prefix + ":fieldgen"}));
-  FRUGAL_ASSIGN_OR_RETURN(RedisReply igen, redis.Command({"INCR", opt.prefix + ":gen"}));
-  Model next_model{embedder, "v" + std::to_string(fgen.integer)};
-  const std::string name = opt.prefix + ":idx:" + std::to_string(igen.integer);
-  {
-    MutexLock l(model_mu);
-    next = next_model;  // from here on, inserts write both vectors
-  }
-  auto abandon = [&](Status why) {
-    {
-      MutexLock l(model_mu);
-      next.reset();
-    }
-    (void)redis.Command({"FT.DROPINDEX", name});
-    (void)redis.Command({"HDEL", meta, "next_embedder", "next_field"});
-    (void)DropField(next_model.field);
-    return why;
-  };
-  Status st = redis
-                  .Command({"HSET", meta, "next_embedder", embedder->name(), "next_field",
-                            next_model.field})
-                  .status();
-  if (st.ok()) st = redis.Command(CreateIndexArgs(name, p, next_model)).status();
-  // Every entry gets the new model's vector (the index reads them as they land); a second pass
-  // catches entries other replicas wrote with the old model alone meanwhile.
-  for (int pass = 0; pass < 2 && st.ok(); ++pass) {
-    st = Backfill(next_model, keepalive).status();
-    if (st.ok() && !WaitIndexed(name, SteadyClock::now() + opt.rotation_timeout,
-                                std::chrono::milliseconds(100))) {
-      st = DeadlineExceeded("the new index " + name + " was not complete in time");
-    }
-  }
-  if (!st.ok()) return abandon(st);
-  {
-    // No lookup or insert in flight: none can search one model's field on the other's index.
-    SwitchGate::Switch sw(gate);
-    st = redis.Command({"FT.ALIASUPDATE", Alias(), name}).status();
-    if (st.ok()) {
-      st = redis
-               .Pipeline({{"HSET", meta, "embedder", embedder->name(), "dim", dim, "field",
-                           next_model.field},
-                          {"HDEL", meta, "next_embedder", "next_field"}})
-               .status();
-    }
-    if (st.ok()) {
-      MutexLock l(model_mu);
-      model = next_model;
-      next.reset();
-    }
-  }
-  if (!st.ok()) return abandon(st);
-  (void)redis.Command({"FT.DROPINDEX", old_index});
-  // The old model's vectors are read by no index now: free their memory.
-  return DropField(cur.field);
-}
-
-StatusOr<std::string> RedisCache::CurrentIndexOf(RedisClient& redis, const std::string& alias) {
-  FRUGAL_ASSIGN_OR_RETURN(RedisReply info, redis.Command({"FT.INFO", alias}));
-  const RedisReply* name = info.Field("index_name");
-  if (!name) return Internal("FT.INFO without index_name");
-  return name->Text();
-}
-
-Status RedisCache::Rotate(const RotateOptions& options) {
-  Impl& m = *impl_;
-  const Impl::Model cur = m.Current();
-  const bool new_model = options.embedder && options.embedder != cur.embedder &&
-                         options.embedder->name() != cur.embedder->name();
-  std::lock_guard<std::mutex> rotating(m.rotate_mu);
-  const auto t0 = SteadyClock::now();
-  FRUGAL_RETURN_IF_ERROR(m.EnsureReady());
-  HnswParams p;
-  {
-    MutexLock l(m.hnsw_mu);
-    if (options.hnsw) m.hnsw = *options.hnsw;
-    p = m.hnsw;
-  }
-  // One rotation at a time across replicas: a lock key with a token, released only by its owner.
-  const std::string lock_key = m.opt.prefix + ":rotating";
-  const std::string token = std::to_string(std::random_device{}()) + "-" + std::to_string(WallMs());
-  const auto deadline = SteadyClock::now() + m.opt.rotation_timeout;
-  const std::string lock_ms = std::to_string(
-      std::chrono::duration_cast<std::chrono::milliseconds>(m.opt.rotation_timeout).count() +
-      60'000);
-  for (;;) {
-    FRUGAL_ASSIGN_OR_RETURN(RedisReply got,
-                            m.redis.Command({"SET", lock_key, token, "NX", "PX", lock_ms}));
-    if (!got.is_nil()) break;
-    if (SteadyClock::now() > deadline)
-      return DeadlineExceeded("another replica's rotation holds " + lock_key);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  auto unlock = [&] {
-    const std::string script =
-        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end "
-        "return 0";
-    (void)m.redis.Command({"EVAL", script, "1", lock_key, token});
-  };
-  // A long rotation keeps its lock: each backfill page extends it while this token holds it.
-  auto keepalive = [&] {
-    const std::string script =
-        "if redis.call('GET', KEYS[1]) == ARGV[1] then return "
-        "redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
-    (void)m.redis.Command({"EVAL", script, "1", lock_key, token, lock_ms});
-  };
-  Status st = new_model ? m.RotateToModel(options.embedder, p, keepalive) : [&]() -> Status {
-    FRUGAL_ASSIGN_OR_RETURN(std::string old, CurrentIndex());
-    FRUGAL_ASSIGN_OR_RETURN(RedisReply gen, m.redis.Command({"INCR", m.opt.prefix + ":gen"}));
-    const std::string name = m.opt.prefix + ":idx:" + std::to_string(gen.integer);
-    FRUGAL_RETURN_IF_ERROR(m.redis.Command(m.CreateIndexArgs(name, p, m.Current())).status());
-    // RediSearch fills the new index from the existing hashes in the background; new writes
-    // reach both indexes meanwhile.
-    // FT.INFO is not free on a large index (tens of ms): poll gently.
-    if (!m.WaitIndexed(name, deadline, std::chrono::milliseconds(100))) {
-      (void)m.redis.Command({"FT.DROPINDEX", name});
-      return DeadlineExceeded("the new index " + name + " was not complete in time");
-    }
-    FRUGAL_RETURN_IF_ERROR(m.redis.Command({"FT.ALIASUPDATE", m.Alias(), name}).status());
-    // The old index's hashes are the new one's: drop only the index (no DD).
-    if (old != name) (void)m.redis.Command({"FT.DROPINDEX", old});
-    return Status::Ok();
-  }();
-  unlock();
-  if (!st.ok()) {
-    m.Failed("rotate", st);
-    return st;
-  }
-  m.rotations.fetch_add(1);
-  m.cm.rotations_total->Add(1);
-  m.cm.rotation_s->Observe(MsSince(t0) / 1e3);
-  return Status::Ok();
-}
 
 size_t RedisCache::size() const {
   auto info = impl_->redis.Command({"FT.INFO", impl_->Alias()});
