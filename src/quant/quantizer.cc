@@ -1,3 +1,6 @@
+// QuantizeModel: the source loaded, the tensor types planned, then layer by layer the calibration
+// inputs gathered, the method's preparation (AWQ) and the layer's matrices quantized, and the
+// output assembled. The methods are quant_method.cc; QuantizedModel is quantized_model.cc.
 #include "quant/quantizer.h"
 
 #include <algorithm>
@@ -21,12 +24,40 @@
 #include "models/model_source.h"
 #include "quant/gguf_grid.h"
 #include "quant/hf_export.h"
+#include "quant/quant_method.h"
 #include "tokenizer/chat_template.h"
 
 namespace frugal {
-namespace {
+namespace quant_internal {
 
-using LinearInput = LlamaModel::LinearInput;
+// A Hugging Face source written as arch llama: Q/K rows in llama.cpp's order (the model here
+// computes in transformers' order). Quantized Q/K are packed a second time in that order.
+class QkOrders {
+ public:
+  static StatusOr<QkOrders> Plan(const Source& s) {
+    QkOrders q;
+    if (s.src().is_gguf() || !PermutesQk(s.out_arch)) return q;
+    for (const auto& [name, t] : s.by_name) {
+      const bool is_q = name.find(".attn_q.") != std::string::npos,
+                 is_k = name.find(".attn_k.") != std::string::npos;
+      if (!is_q && !is_k) continue;
+      FRUGAL_ASSIGN_OR_RETURN(q.orders_[name], QkRowOrder(t->n_dims >= 2 ? t->ne[1] : t->ne[0],
+                                                          is_q ? s.hp().n_head : s.hp().n_head_kv));
+    }
+    return q;
+  }
+  // The output row order of tensor `name`; empty when its rows stay as they are.
+  const std::vector<int64_t>& Of(const std::string& name) const {
+    auto it = orders_.find(name);
+    return it == orders_.end() ? none_ : it->second;
+  }
+
+ private:
+  std::map<std::string, std::vector<int64_t>> orders_;
+  std::vector<int64_t> none_;
+};
+
+namespace {
 
 constexpr const char* kLayerMatrices[] = {"attn_q",   "attn_k", "attn_v",  "attn_output",
                                           "ffn_gate", "ffn_up", "ffn_down"};
@@ -37,23 +68,6 @@ LinearInput InputOf(std::string_view m) {
   if (m == "ffn_down") return LinearInput::kFfnDown;
   return LinearInput::kAttn;
 }
-
-// What a layer's calibration pass learns about one matrix input.
-struct InputStats {
-  int64_t cols = 0;
-  std::vector<float> h;         // sum of x x^T (GPTQ only)
-  std::vector<double> abs_sum;  // sum of |x| per channel
-  std::vector<float> sample;    // up to sample_tokens inputs, [n][cols]
-  int64_t sampled = 0;
-  int64_t tokens = 0;
-
-  std::vector<double> MeanAbs() const {
-    std::vector<double> m(abs_sum.size());
-    for (size_t c = 0; c < m.size(); ++c)
-      m[c] = abs_sum[c] / static_cast<double>(std::max<int64_t>(1, tokens));
-    return m;
-  }
-};
 
 // H += x^T x for x [n][cols], with the float matmul kernel: x^T is both the "weights" and the
 // "activations". Blocks of 64 activation rows stay in cache while the weight rows stream past,
@@ -141,29 +155,7 @@ std::vector<int64_t> ShapeOf(const TensorView& t) {
 }
 
 }  // namespace
-
-StatusOr<QuantMethod> ParseQuantMethod(std::string_view name) {
-  if (name == "rtn") return QuantMethod::kRtn;
-  if (name == "gptq") return QuantMethod::kGptq;
-  if (name == "awq") return QuantMethod::kAwq;
-  if (name == "awq+gptq") return QuantMethod::kAwqGptq;
-  return InvalidArgument("unknown method '" + std::string(name) +
-                         "' (methods: rtn, gptq, awq, awq+gptq)");
-}
-
-const char* QuantMethodName(QuantMethod m) {
-  switch (m) {
-    case QuantMethod::kRtn:
-      return "rtn";
-    case QuantMethod::kGptq:
-      return "gptq";
-    case QuantMethod::kAwq:
-      return "awq";
-    case QuantMethod::kAwqGptq:
-      return "awq+gptq";
-  }
-  return "?";
-}
+}  // namespace quant_internal
 
 StatusOr<std::vector<std::vector<int32_t>>> LoadCalibration(Engine& engine, const std::string& path,
                                                             int64_t samples, int64_t seq_len) {
@@ -239,216 +231,10 @@ StatusOr<std::vector<std::vector<int32_t>>> LoadCalibration(Engine& engine, cons
   return out;
 }
 
-const TensorReport::Alternative* TensorReport::FindAlternative(TensorType t) const {
-  for (const Alternative& a : alternatives) {
-    if (a.type == t) return &a;
-  }
-  return nullptr;
-}
-
-const TensorReport::Alternative* TensorReport::Int8Alternative() const {
-  for (const Alternative& a : alternatives) {
-    if (GetTypeInfo(a.type)->bits == 8) return &a;
-  }
-  return nullptr;
-}
-
-TensorType TensorReport::TypeIn(const Raise& raise) const {
-  auto r = raise.find(name);
-  return r != raise.end() && FindAlternative(r->second) != nullptr ? r->second : type;
-}
-
-size_t TensorReport::BytesIn(const Raise& raise) const {
-  auto r = raise.find(name);
-  const Alternative* a = r != raise.end() ? FindAlternative(r->second) : nullptr;
-  return a != nullptr ? a->bytes : bytes;
-}
-
-const std::vector<uint8_t>& QuantizedModel::Tensor::DataIn(const Raise& raise) const {
-  auto r = raise.find(name);
-  if (r == raise.end()) return data;
-  auto a = alternatives.find(r->second);
-  return a != alternatives.end() ? a->second : data;
-}
-
-std::vector<std::pair<std::string, TensorType>> QuantizedModel::RaiseCandidates() const {
-  std::vector<const TensorReport*> c;
-  for (const TensorReport& r : reports_) {
-    if (r.Int8Alternative() != nullptr) c.push_back(&r);
-  }
-  std::stable_sort(c.begin(), c.end(), [](const TensorReport* a, const TensorReport* b) {
-    return a->rel_error > b->rel_error;
-  });
-  std::vector<std::pair<std::string, TensorType>> out;
-  out.reserve(c.size());
-  for (const TensorReport* r : c) out.emplace_back(r->name, r->Int8Alternative()->type);
-  return out;
-}
-
-Raise QuantizedModel::RaiseWithin(size_t max_bytes) const {
-  Raise raise;
-  size_t bytes = Size().bytes;
-  for (;;) {
-    // The best step: error removed per byte added, among the alternatives that still fit.
-    const TensorReport* best = nullptr;
-    const TensorReport::Alternative* best_alt = nullptr;
-    double best_gain = 0;
-    for (const TensorReport& r : reports_) {
-      const size_t now_bytes = r.BytesIn(raise);
-      const auto cur = raise.find(r.name);
-      const double now_error =
-          cur == raise.end() ? r.rel_error : r.FindAlternative(cur->second)->rel_error;
-      for (const TensorReport::Alternative& a : r.alternatives) {
-        if (a.bytes <= now_bytes || bytes - now_bytes + a.bytes > max_bytes ||
-            a.rel_error >= now_error)
-          continue;
-        const double gain = (now_error - a.rel_error) / static_cast<double>(a.bytes - now_bytes);
-        if (gain > best_gain) best = &r, best_alt = &a, best_gain = gain;
-      }
-    }
-    if (best == nullptr) return raise;
-    bytes = bytes - best->BytesIn(raise) + best_alt->bytes;
-    raise[best->name] = best_alt->type;
-  }
-}
-
-SizeSummary QuantizedModel::Size(const Raise& raise) const {
-  SizeSummary s;
-  for (const Tensor& t : out_) {
-    int64_t n = 1;
-    for (int64_t d : t.ne) n *= d;
-    s.params += n;
-    s.f16_bytes += static_cast<size_t>(n) * 2;
-    s.bytes += t.DataIn(raise).size();
-  }
-  return s;
-}
-
-Status QuantizedModel::FinishHfExport(const LlamaHParams& hp) {
-  // Llama 3 rope scaling: GGUF carries the per-pair frequency factors as a tensor.
-  if (!hp.rope_freq_factors.empty()) {
-    Tensor f;
-    f.name = "rope_freqs.weight";
-    f.ne = {static_cast<int64_t>(hp.rope_freq_factors.size())};
-    f.type = TensorType::kF32;
-    f.data.resize(hp.rope_freq_factors.size() * sizeof(float));
-    std::memcpy(f.data.data(), hp.rope_freq_factors.data(), f.data.size());
-    TensorReport r;
-    r.name = f.name;
-    r.source = TensorType::kF32;
-    r.type = TensorType::kF32;
-    r.elements = f.ne[0];
-    r.bytes = f.data.size();
-    r.note = "from config.json rope_scaling";
-    reports_.push_back(r);
-    out_.push_back(std::move(f));
-  }
-  return Status::Ok();
-}
-
-StatusOr<QuantTarget> ParseQuantTarget(std::string_view name) {
-  if (name == "frugal") return QuantTarget::kFrugal;
-  if (name == "llama.cpp") return QuantTarget::kLlamaCpp;
-  if (name == "vllm") return QuantTarget::kVllm;
-  return InvalidArgument("unknown target '" + std::string(name) + "' (frugal | llama.cpp | vllm)");
-}
-
-std::vector<QuantizedModel::TensorOut> QuantizedModel::TensorsIn(const Raise& raise) const {
-  std::vector<TensorOut> out;
-  out.reserve(out_.size());
-  for (const Tensor& t : out_) {
-    const std::vector<uint8_t>& data = t.DataIn(raise);
-    out.push_back({&t.name, &data == &t.data ? t.type : raise.at(t.name), &t.ne, &data});
-  }
-  return out;
-}
-
-Status QuantizedModel::Write(const std::string& path, const Raise& raise,
-                             QuantTarget target) const {
-  if (target == QuantTarget::kVllm)
-    return InvalidArgument("--target vllm writes a Hugging Face folder (WriteGptqFolder)");
-  GgufWriter w = metadata_;
-  std::vector<std::string> to_int8, to_g32;
-  bool frugal_types = false;
-  for (const Tensor& t : out_) {
-    const std::vector<uint8_t>& data = t.DataIn(raise);
-    const TensorType type = &data == &t.data ? t.type : raise.at(t.name);
-    if (type != t.type) (GetTypeInfo(type)->bits == 8 ? to_int8 : to_g32).push_back(t.name);
-    if (target == QuantTarget::kLlamaCpp && IsFrugalType(type)) {
-      const std::optional<TensorType> gguf = GgufEquivalent(type);
-      if (!gguf) {
-        return InvalidArgument("tensor " + t.name + " is " + TypeName(type) +
-                               ", which llama.cpp cannot read: --target llama.cpp needs groups of "
-                               "32 (INT8 -> Q8_0, INT4 -> Q4_0 / Q4_1)");
-      }
-      const int64_t rows = static_cast<int64_t>(data.size() / *RowBytes(type, t.ne[0]));
-      std::vector<uint8_t> blocks(data.size());
-      UnpackToGguf(TensorView::Matrix(type, t.ne[0], rows, data.data(), data.size()),
-                   blocks.data());
-      FRUGAL_RETURN_IF_ERROR(w.AddTensor(t.name, *gguf, t.ne, std::move(blocks)));
-      continue;
-    }
-    frugal_types |= IsFrugalType(type);
-    FRUGAL_RETURN_IF_ERROR(w.AddTensor(t.name, type, t.ne, data));
-  }
-  if (target == QuantTarget::kLlamaCpp) {
-    // No Frugal type in the file, so no Frugal format version either; llama.cpp's file type
-    // names the 4-bit type where there is one (llama_ftype: 2 Q4_0, 3 Q4_1, 7 Q8_0), and the
-    // quantization version is ggml's current one, as llama-quantize writes them.
-    if (!frugal_types) w.Remove(kFrugalFormatVersionKey);
-    std::set<TensorType> written;
-    for (const Tensor& t : out_) {
-      const TensorType type = &t.DataIn(raise) == &t.data ? t.type : raise.at(t.name);
-      if (const std::optional<TensorType> g = GgufEquivalent(type)) written.insert(*g);
-      if (IsGgufGrid(type)) written.insert(type);
-    }
-    if (written.count(TensorType::kQ4_K) != 0) {
-      w.SetUint32("general.file_type", 15);  // Q4_K_M
-    } else if (written.count(TensorType::kQ5_K) != 0) {
-      w.SetUint32("general.file_type", 17);  // Q5_K_M
-    } else if (written.count(TensorType::kQ6_K) != 0) {
-      w.SetUint32("general.file_type", 18);
-    } else if (written.count(TensorType::kQ5_1) != 0) {
-      w.SetUint32("general.file_type", 9);
-    } else if (written.count(TensorType::kQ5_0) != 0) {
-      w.SetUint32("general.file_type", 8);
-    } else if (written.count(TensorType::kQ4_1) != 0) {
-      w.SetUint32("general.file_type", 3);
-    } else if (written.count(TensorType::kQ4_0) != 0) {
-      w.SetUint32("general.file_type", 2);
-    } else if (written.count(TensorType::kQ8_0) != 0) {
-      w.SetUint32("general.file_type", 7);
-    }
-    w.SetUint32("general.quantization_version", 2);
-  }
-  if (!to_int8.empty()) w.SetStringArray("frugal.quant.raised_to_int8", to_int8);
-  if (!to_g32.empty()) w.SetStringArray("frugal.quant.regrouped_to_g32", to_g32);
-  return w.Write(path);
-}
-
+namespace quant_internal {
 namespace {
 
 // --- QuantizeModel's stages ---
-
-// The format of a matrix of `type` with rows of `cols` inputs, on the options' grid.
-StatusOr<QuantFormat> FormatFor(const QuantizeOptions& o, TensorType type, int64_t cols) {
-  FRUGAL_ASSIGN_OR_RETURN(QuantFormat f, QuantFormat::Of(type, cols));
-  f.integer_zero = o.integer_zero;
-  return f;
-}
-
-// The model being quantized: its tensors under GGUF names, and the float model that runs the
-// calibration (its matrices are replaced by their quantized forms, layer by layer).
-struct Source {
-  std::unique_ptr<Engine> engine;
-  std::vector<NamedTensor> tensors;  // in the source's order
-  std::map<std::string, const TensorView*> by_name;
-  std::string out_arch;  // a Hugging Face source: the GGUF architecture it is written as
-  std::unique_ptr<LlamaModel> model;
-
-  const ModelSource& src() const { return engine->source(); }
-  const LlamaHParams& hp() const { return model->hparams(); }
-};
 
 StatusOr<Source> LoadSource(const QuantizeOptions& o) {
   EngineOptions eo;
@@ -494,9 +280,6 @@ StatusOr<Calibration> LoadCalibrationSet(Engine& engine, const QuantizeOptions& 
   return c;
 }
 
-// Each tensor's type: the recipe's choice, unless --force names the tensor.
-using TypePlan = std::map<std::string, TensorChoice>;
-
 TypePlan PlanTensorTypes(const QuantizeOptions& o, const Source& s) {
   TypePlan plan;
   for (const auto& [name, t] : s.by_name) {
@@ -512,55 +295,6 @@ TypePlan PlanTensorTypes(const QuantizeOptions& o, const Source& s) {
   return plan;
 }
 
-// A Hugging Face source written as arch llama: Q/K rows in llama.cpp's order (the model here
-// computes in transformers' order). Quantized Q/K are packed a second time in that order.
-class QkOrders {
- public:
-  static StatusOr<QkOrders> Plan(const Source& s) {
-    QkOrders q;
-    if (s.src().is_gguf() || !PermutesQk(s.out_arch)) return q;
-    for (const auto& [name, t] : s.by_name) {
-      const bool is_q = name.find(".attn_q.") != std::string::npos,
-                 is_k = name.find(".attn_k.") != std::string::npos;
-      if (!is_q && !is_k) continue;
-      FRUGAL_ASSIGN_OR_RETURN(q.orders_[name], QkRowOrder(t->n_dims >= 2 ? t->ne[1] : t->ne[0],
-                                                          is_q ? s.hp().n_head : s.hp().n_head_kv));
-    }
-    return q;
-  }
-  // The output row order of tensor `name`; empty when its rows stay as they are.
-  const std::vector<int64_t>& Of(const std::string& name) const {
-    auto it = orders_.find(name);
-    return it == orders_.end() ? none_ : it->second;
-  }
-
- private:
-  std::map<std::string, std::vector<int64_t>> orders_;
-  std::vector<int64_t> none_;
-};
-
-// What every layer stage reads.
-struct LayerContext {
-  const QuantizeOptions& o;
-  Source& source;
-  const TypePlan& plan;
-  const QkOrders& qk;
-  ThreadPool& pool;
-};
-
-// One layer while it is quantized: its matrices' float weights (AWQ rescales them), what the
-// calibration saw of their inputs, and what AWQ did.
-struct LayerState {
-  int64_t index = 0;
-  std::string prefix;  // "blk.N."
-  std::map<std::string, std::vector<float>> w;
-  std::map<LinearInput, InputStats> stats;
-  std::map<std::string, double> alpha;  // the AWQ exponent of each matrix's group
-  std::set<std::string> modified;       // matrices whose float weights AWQ rescaled
-
-  std::string NameOf(std::string_view m) const { return prefix + std::string(m) + ".weight"; }
-};
-
 LayerState LoadLayer(const LayerContext& c, int64_t li) {
   LayerState l;
   l.index = li;
@@ -568,107 +302,6 @@ LayerState LoadLayer(const LayerContext& c, int64_t li) {
   for (const char* m : kLayerMatrices)
     l.w[m] = Dequantized(*c.source.model->FindMatrix(l.NameOf(m)));
   return l;
-}
-
-int64_t RowsOf(const LayerContext& c, const LayerState& l, std::string_view m) {
-  return c.source.model->FindMatrix(l.NameOf(m))->rows();
-}
-
-// The format matrix m is quantized to; nullopt when it is kept in float.
-std::optional<QuantFormat> FormatOf(const LayerContext& c, const LayerState& l, const char* m) {
-  const TensorChoice& choice = c.plan.at(l.NameOf(m));
-  if (!choice.quantize) return std::nullopt;
-  auto f = FormatFor(c.o, choice.type, static_cast<int64_t>(l.w.at(m).size()) / RowsOf(c, l, m));
-  return f.ok() ? std::optional<QuantFormat>(*f) : std::nullopt;
-}
-
-// How a matrix is quantized, and what a layer needs before it is: the method interface.
-class QuantMethodImpl {
- public:
-  virtual ~QuantMethodImpl() = default;
-  // Whether the method runs the model over calibration data, and needs the inputs' Hessians.
-  virtual bool calibrated() const = 0;
-  virtual bool needs_hessian() const = 0;
-  // Changes the layer's float weights before its matrices are quantized (AWQ's scales).
-  virtual Status PrepareLayer(const LayerContext&, LayerState&) const { return Status::Ok(); }
-  // Matrix w [rows][cols] in format f; `in` is what calibration saw of its inputs (null
-  // without calibration).
-  virtual StatusOr<QuantizedMatrix> Quantize(const QuantFormat& f, const float* w, int64_t rows,
-                                             int64_t cols, const InputStats* in,
-                                             ThreadPool& pool) const = 0;
-};
-
-class RtnMethod final : public QuantMethodImpl {
- public:
-  explicit RtnMethod(ScaleFit fit) : fit_(fit) {}
-  bool calibrated() const override { return false; }
-  bool needs_hessian() const override { return false; }
-  StatusOr<QuantizedMatrix> Quantize(const QuantFormat& f, const float* w, int64_t rows,
-                                     int64_t cols, const InputStats*,
-                                     ThreadPool& pool) const override {
-    return QuantizeRtn(f, w, rows, cols, fit_, nullptr, &pool);
-  }
-
- private:
-  ScaleFit fit_;
-};
-
-class GptqMethod final : public QuantMethodImpl {
- public:
-  explicit GptqMethod(const GptqOptions& options) : options_(options) {}
-  bool calibrated() const override { return true; }
-  bool needs_hessian() const override { return true; }
-  StatusOr<QuantizedMatrix> Quantize(const QuantFormat& f, const float* w, int64_t rows,
-                                     int64_t cols, const InputStats* in,
-                                     ThreadPool&) const override {
-    FRUGAL_ASSIGN_OR_RETURN(GptqResult g, QuantizeGptq(f, w, rows, cols, in->h.data(), options_));
-    return std::move(g.matrix);
-  }
-
- private:
-  GptqOptions options_;
-};
-
-Status ApplyAwq(const LayerContext& c, const AwqOptions& options, LayerState& l);
-
-// AWQ: per-input-channel scales folded into the op before each group of matrices, which
-// `inner` then quantizes (RTN for awq, GPTQ for awq+gptq).
-class AwqMethod final : public QuantMethodImpl {
- public:
-  AwqMethod(const AwqOptions& options, std::unique_ptr<QuantMethodImpl> inner)
-      : options_(options), inner_(std::move(inner)) {}
-  bool calibrated() const override { return true; }
-  bool needs_hessian() const override { return inner_->needs_hessian(); }
-  Status PrepareLayer(const LayerContext& c, LayerState& l) const override {
-    return ApplyAwq(c, options_, l);
-  }
-  StatusOr<QuantizedMatrix> Quantize(const QuantFormat& f, const float* w, int64_t rows,
-                                     int64_t cols, const InputStats* in,
-                                     ThreadPool& pool) const override {
-    return inner_->Quantize(f, w, rows, cols, in, pool);
-  }
-
- private:
-  AwqOptions options_;
-  std::unique_ptr<QuantMethodImpl> inner_;
-};
-
-std::unique_ptr<QuantMethodImpl> MakeQuantMethod(const QuantizeOptions& o) {
-  GptqOptions gptq = o.gptq;
-  gptq.fit = o.fit;
-  AwqOptions awq = o.awq;
-  awq.fit = o.fit;
-  switch (o.method) {
-    case QuantMethod::kRtn:
-      return std::make_unique<RtnMethod>(o.fit);
-    case QuantMethod::kGptq:
-      return std::make_unique<GptqMethod>(gptq);
-    case QuantMethod::kAwq:
-      return std::make_unique<AwqMethod>(awq, std::make_unique<RtnMethod>(o.fit));
-    case QuantMethod::kAwqGptq:
-      return std::make_unique<AwqMethod>(awq, std::make_unique<GptqMethod>(gptq));
-  }
-  return nullptr;
 }
 
 // --- calibration: the samples' hidden states, carried from layer to layer ---
@@ -741,127 +374,6 @@ Status AdvanceActivations(const LayerContext& c, int64_t li, Activations& a) {
     FRUGAL_RETURN_IF_ERROR(
         c.source.model->RunLayer(li, static_cast<int64_t>(a.calib->samples[s].size()),
                                  a.hidden[s].data(), *a.kv, c.pool, {}));
-  }
-  return Status::Ok();
-}
-
-// --- AWQ: the scales' search and how they are folded into the layer ---
-
-// The scales of a group of matrices that share input `in`; nullopt when one of them is kept in
-// float (it needs no protection).
-std::optional<AwqResult> SearchAwqGroup(const LayerContext& c, const AwqOptions& options,
-                                        LayerState& l, std::initializer_list<const char*> names,
-                                        LinearInput in, const std::vector<double>& mean_abs) {
-  std::vector<AwqMatrix> mats;
-  for (const char* m : names) {
-    const auto f = FormatOf(c, l, m);
-    if (!f) return std::nullopt;
-    mats.push_back({l.w[m].data(), RowsOf(c, l, m), *f});
-  }
-  const InputStats& st = l.stats[in];
-  AwqResult r =
-      SearchAwqScale(mats, st.cols, st.sample.data(), st.sampled, mean_abs, options, c.pool);
-  for (const char* m : names) l.alpha[m] = r.alpha;
-  return r;
-}
-
-// The output projection's inputs come from the value rows; with grouped-query attention the
-// heads that share a value head must share its scale, so their statistics are pooled.
-std::vector<double> PooledAttnOutMeans(const LlamaHParams& hp, const LayerState& l) {
-  std::vector<double> o_mean = l.stats.at(LinearInput::kAttnOut).MeanAbs();
-  const int64_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
-  for (int64_t kvh = 0; kvh < hp.n_head_kv; ++kvh) {
-    for (int64_t j = 0; j < hd; ++j) {
-      double sum = 0;
-      for (int64_t g = 0; g < group; ++g)
-        sum += o_mean[static_cast<size_t>((kvh * group + g) * hd + j)];
-      for (int64_t g = 0; g < group; ++g)
-        o_mean[static_cast<size_t>((kvh * group + g) * hd + j)] = sum / static_cast<double>(group);
-    }
-  }
-  return o_mean;
-}
-
-void ScaleCols(LayerState& l, const char* m, const std::vector<float>& s) {
-  const int64_t cols = static_cast<int64_t>(s.size());
-  std::vector<float>& v = l.w[m];
-  for (size_t i = 0; i < v.size(); ++i) v[i] *= s[i % static_cast<size_t>(cols)];
-  l.modified.insert(m);
-}
-
-void ScaleRows(LayerState& l, const char* m, const std::vector<float>& s) {
-  std::vector<float>& v = l.w[m];
-  const size_t cols = v.size() / s.size();
-  for (size_t r = 0; r < s.size(); ++r) {
-    for (size_t k = 0; k < cols; ++k) v[r * cols + k] /= s[r];
-  }
-  l.modified.insert(m);
-}
-
-// The statistics of an input whose matrices' columns were multiplied by s.
-void ScaleInput(LayerState& l, LinearInput in, const std::vector<float>& s) {
-  InputStats& st = l.stats[in];
-  const auto cols = static_cast<size_t>(st.cols);
-  for (size_t i = 0; i < st.sample.size(); ++i) st.sample[i] /= s[i % cols];
-  if (!st.h.empty()) {
-    for (size_t a = 0; a < cols; ++a) {
-      for (size_t b = 0; b < cols; ++b) st.h[a * cols + b] /= s[a] * s[b];
-    }
-  }
-}
-
-Status ScaleNorm(LlamaModel& model, const std::string& name, const std::vector<float>& s) {
-  std::vector<float> n = *model.FindNorm(name);
-  for (size_t k = 0; k < n.size(); ++k) n[k] /= s[k];
-  return model.SetNorm(name, std::move(n));
-}
-
-// The value rows' share of the output projection's scales: one per value head and dimension.
-std::vector<float> ValueRowScales(const LlamaHParams& hp, const std::vector<float>& out_scale) {
-  const int64_t hd = hp.head_dim, group = hp.n_head / hp.n_head_kv;
-  std::vector<float> sv(static_cast<size_t>(hp.n_head_kv * hd));
-  for (int64_t kvh = 0; kvh < hp.n_head_kv; ++kvh) {
-    for (int64_t j = 0; j < hd; ++j)
-      sv[static_cast<size_t>(kvh * hd + j)] = out_scale[static_cast<size_t>(kvh * group * hd + j)];
-  }
-  return sv;
-}
-
-// Searched on the layer as it was, then all applied.
-Status ApplyAwq(const LayerContext& c, const AwqOptions& options, LayerState& l) {
-  const LlamaHParams& hp = c.source.hp();
-  const auto qkv = SearchAwqGroup(c, options, l, {"attn_q", "attn_k", "attn_v"}, LinearInput::kAttn,
-                                  l.stats[LinearInput::kAttn].MeanAbs());
-  const auto gu = SearchAwqGroup(c, options, l, {"ffn_gate", "ffn_up"}, LinearInput::kFfn,
-                                 l.stats[LinearInput::kFfn].MeanAbs());
-  const auto down = SearchAwqGroup(c, options, l, {"ffn_down"}, LinearInput::kFfnDown,
-                                   l.stats[LinearInput::kFfnDown].MeanAbs());
-  // A value bias (Qwen2) would have to be rescaled with the rows: that pair is left alone.
-  const bool no_v_bias = !c.source.by_name.count(l.prefix + "attn_v.bias");
-  const auto out = no_v_bias && FormatOf(c, l, "attn_v")
-                       ? SearchAwqGroup(c, options, l, {"attn_output"}, LinearInput::kAttnOut,
-                                        PooledAttnOutMeans(hp, l))
-                       : std::nullopt;
-  LlamaModel& model = *c.source.model;
-  if (qkv) {
-    for (const char* m : {"attn_q", "attn_k", "attn_v"}) ScaleCols(l, m, qkv->scale);
-    FRUGAL_RETURN_IF_ERROR(ScaleNorm(model, l.prefix + "attn_norm.weight", qkv->scale));
-    ScaleInput(l, LinearInput::kAttn, qkv->scale);
-  }
-  if (gu) {
-    for (const char* m : {"ffn_gate", "ffn_up"}) ScaleCols(l, m, gu->scale);
-    FRUGAL_RETURN_IF_ERROR(ScaleNorm(model, l.prefix + "ffn_norm.weight", gu->scale));
-    ScaleInput(l, LinearInput::kFfn, gu->scale);
-  }
-  if (down) {
-    ScaleCols(l, "ffn_down", down->scale);
-    ScaleRows(l, "ffn_up", down->scale);
-    ScaleInput(l, LinearInput::kFfnDown, down->scale);
-  }
-  if (out) {
-    ScaleCols(l, "attn_output", out->scale);
-    ScaleRows(l, "attn_v", ValueRowScales(hp, out->scale));
-    ScaleInput(l, LinearInput::kAttnOut, out->scale);
   }
   return Status::Ok();
 }
@@ -1110,30 +622,33 @@ StatusOr<std::vector<OutputTensor>> AssembleOutput(const LayerContext& c, Quanti
 }
 
 }  // namespace
+}  // namespace quant_internal
 
 StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o) {
+  namespace qi = quant_internal;
   const auto t0 = std::chrono::steady_clock::now();
-  FRUGAL_ASSIGN_OR_RETURN(Source source, LoadSource(o));
+  FRUGAL_ASSIGN_OR_RETURN(qi::Source source, qi::LoadSource(o));
   ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::DefaultThreads());
-  const std::unique_ptr<QuantMethodImpl> method = MakeQuantMethod(o);
+  const std::unique_ptr<qi::QuantMethodImpl> method = qi::MakeQuantMethod(o);
   auto qm = std::unique_ptr<QuantizedModel>(new QuantizedModel());
-  Calibration calib;
+  qi::Calibration calib;
   if (method->calibrated()) {
-    FRUGAL_ASSIGN_OR_RETURN(calib, LoadCalibrationSet(*source.engine, o));
+    FRUGAL_ASSIGN_OR_RETURN(calib, qi::LoadCalibrationSet(*source.engine, o));
     qm->calib_sha256_ = calib.sha256;
     qm->calib_tokens_ = calib.tokens;
   }
-  const TypePlan plan = PlanTensorTypes(o, source);
-  FRUGAL_ASSIGN_OR_RETURN(const QkOrders qk, QkOrders::Plan(source));
-  const LayerContext c{o, source, plan, qk, pool};
-  QuantizedLayers layers;
-  FRUGAL_RETURN_IF_ERROR(QuantizeLayers(c, *method, calib, layers));
+  const qi::TypePlan plan = qi::PlanTensorTypes(o, source);
+  FRUGAL_ASSIGN_OR_RETURN(const qi::QkOrders qk, qi::QkOrders::Plan(source));
+  const qi::LayerContext c{o, source, plan, qk, pool};
+  qi::QuantizedLayers layers;
+  FRUGAL_RETURN_IF_ERROR(qi::QuantizeLayers(c, *method, calib, layers));
   const int64_t steps = source.hp().n_layer + 1;
   if (o.progress) o.progress({"embeddings", source.hp().n_layer, steps});
 
-  FRUGAL_RETURN_IF_ERROR(SetOutputMetadata(o, source, method->calibrated(), calib, qm->metadata_));
-  FRUGAL_ASSIGN_OR_RETURN(std::vector<OutputTensor> tensors, AssembleOutput(c, layers));
-  for (OutputTensor& t : tensors) {
+  FRUGAL_RETURN_IF_ERROR(
+      qi::SetOutputMetadata(o, source, method->calibrated(), calib, qm->metadata_));
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<qi::OutputTensor> tensors, qi::AssembleOutput(c, layers));
+  for (qi::OutputTensor& t : tensors) {
     qm->reports_.push_back(std::move(t.report));
     qm->out_.push_back(
         {std::move(t.name), t.type, std::move(t.ne), std::move(t.data), std::move(t.alternatives)});
