@@ -1,5 +1,5 @@
-// `frugal quantize`: flags, progress and the report; the quantizer is src/quant
-// (docs/quantization.md).
+// `frugal quantize`: flags, progress and the report; the quantizer, the gate and its search are
+// src/quant (quantizer.h, candidate_gate.h, gate_search.h; docs/quantization.md).
 #include <unistd.h>
 
 #include <chrono>
@@ -15,8 +15,10 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "quant/candidate_gate.h"
 #include "quant/eval.h"
 #include "quant/gate.h"
+#include "quant/gate_search.h"
 #include "quant/gptq_export.h"
 #include "quant/quantizer.h"
 #include "quant_gate_data.h"  // generated: the built-in held-out data
@@ -372,15 +374,20 @@ QuantTarget GgufTarget(const QuantizeFlags& f) {
   return t == QuantTarget::kVllm ? QuantTarget::kFrugal : t;
 }
 
-// --target vllm: the Hugging Face folder in GPTQ's layout.
-Status WriteVllmFolder(QuantizeRun& r) {
+// --target vllm: how the Hugging Face folder in GPTQ's layout is written.
+GptqExportOptions VllmExportOptions(const QuantizeRun& r) {
   GptqExportOptions eo;
   eo.source_dir = r.f.input;
   eo.output_dir = r.f.output;
   eo.method = QuantMethodName(r.o.method);
   eo.scale_fit = r.o.fit == ScaleFit::kSearch ? "search" : "minmax";
   eo.damp = r.o.gptq.damp;
-  FRUGAL_ASSIGN_OR_RETURN(GptqExportReport rep, WriteGptqFolder(r.qm, r.raised, eo));
+  return eo;
+}
+
+Status WriteVllmFolder(QuantizeRun& r) {
+  FRUGAL_ASSIGN_OR_RETURN(GptqExportReport rep,
+                          WriteGptqFolder(r.qm, r.raised, VllmExportOptions(r)));
   r.vllm = std::move(rep);
   return Status::Ok();
 }
@@ -507,91 +514,36 @@ EvalProgress GateProgress(bool quiet) {
   };
 }
 
-// The last candidate's evaluation against the reference, and each step's.
-struct GateOutcome {
-  EvalReport report;
-  std::vector<GateFailure> failures;
-  std::vector<std::string> not_measured;  // numeric clauses, when the text already failed
-  nlohmann::json steps = nlohmann::json::array();
-};
-
-// The candidate scored against the reference: the held-out text first, and the numeric probes
-// (the costly part) only when the text passes the gate's other clauses.
-Status EvaluateCandidate(EvalReference& ref, const EngineOptions& eo, const Gate& gate,
-                         const EvalProgress& progress, GateOutcome& g) {
-  FRUGAL_ASSIGN_OR_RETURN(g.report, EvaluateAgainst(ref, eo, progress, /*with_probes=*/false));
-  Gate text_gate = gate;
-  std::erase_if(text_gate.clauses,
-                [](const GateClause& c) { return c.metric == GateMetric::kNumeric; });
-  g.failures = CheckGate(g.report, text_gate);
-  g.not_measured.clear();
-  if (!gate.uses_numeric()) return Status::Ok();
-  if (!g.failures.empty()) {
-    for (const GateClause& c : gate.clauses) {
-      if (c.metric == GateMetric::kNumeric) g.not_measured.push_back(c.text);
-    }
-    return Status::Ok();
+nlohmann::json StepsJson(const std::vector<GateStep>& steps) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const GateStep& s : steps) {
+    j.push_back({{"raised", s.raised},
+                 {"bytes", s.bytes},
+                 {"ppl", s.ppl},
+                 {"kld_mean", s.kld_mean},
+                 {"passed", s.passed}});
   }
-  FRUGAL_RETURN_IF_ERROR(ref.AnswerProbes(progress));  // once, for the first candidate
-  FRUGAL_RETURN_IF_ERROR(AddProbes(g.report, ref, eo, progress));
-  g.failures = CheckGate(g.report, gate);
-  return Status::Ok();
+  return j;
 }
 
-// Writes the candidate and evaluates it; with --auto-mixed raises the most sensitive INT4 tensor
-// left and tries again, until the gate holds or the raises run out. The candidate file is left
-// for the caller unless evaluation fails.
-StatusOr<GateOutcome> RunGateSteps(QuantizeRun& r, const Gate& gate, EvalReference& ref,
-                                   const EvalProgress& progress, const std::string& candidate) {
+void PrintGateReport(const QuantizeRun& r, const GateInputs& gi, const GateSearchResult& g) {
   const QuantizeFlags& f = r.f;
-  const auto order = r.qm.RaiseCandidates();
-  GateOutcome g;
-  for (size_t step = 0;; ++step) {
-    FRUGAL_RETURN_IF_ERROR(r.qm.Write(candidate, r.raised, GgufTarget(r.f)));
-    EngineOptions eo;
-    eo.model_path = candidate;
-    eo.threads = f.threads;
-    eo.int8_activations = false;
-    if (Status st = EvaluateCandidate(ref, eo, gate, progress, g); !st.ok()) {
-      std::remove(candidate.c_str());
-      return st;
-    }
-    const SizeSummary size = r.qm.Size(r.raised);
-    g.steps.push_back({{"raised", RaisedNames(r.raised)},
-                       {"bytes", size.bytes},
-                       {"ppl", g.report.ppl},
-                       {"kld_mean", g.report.kld_mean},
-                       {"passed", g.failures.empty()}});
-    if (!f.quiet) {
-      std::fprintf(stderr, "gate: %zu raised to INT8, %.2f MB: %s\n", r.raised.size(),
-                   static_cast<double>(size.bytes) / 1e6,
-                   g.failures.empty() ? "passes" : g.failures.front().message.c_str());
-    }
-    if (g.failures.empty() || !f.auto_mixed || step >= static_cast<size_t>(f.auto_mixed_max) ||
-        step >= order.size())
-      break;
-    r.raised.insert(order[step]);  // the most sensitive INT4 tensor left
-  }
-  return g;
-}
-
-void PrintGateReport(const QuantizeRun& r, const GateInputs& gi, const GateOutcome& g,
-                     bool passed) {
-  const QuantizeFlags& f = r.f;
+  const bool passed = g.shipped();
+  const GateVerdict& v = g.verdict;
   const std::string spec = gi.gate->spec + (gi.is_default ? " (the default gate)" : "");
   if (f.json) {
     nlohmann::json j = ReportJson(r.qm, r.o, passed ? f.output : "", r.raised);
     AddMaxSize(r, j);
     AddVllm(r, j);
-    j["eval"] = nlohmann::json::parse(frugal::ReportJson(g.report));
+    j["eval"] = nlohmann::json::parse(frugal::ReportJson(v.report));
     nlohmann::json fails = nlohmann::json::array();
-    for (const GateFailure& x : g.failures) fails.push_back(x.message);
+    for (const GateFailure& x : v.failures) fails.push_back(x.message);
     j["validated"] = passed;
     j["gate"] = {{"spec", gi.gate->spec},
                  {"default", gi.is_default},
                  {"passed", passed},
                  {"failures", fails},
-                 {"not_measured", g.not_measured},
+                 {"not_measured", v.not_measured},
                  {"eval_text", f.eval_text.empty() ? kBuiltinText : f.eval_text}};
     if (gi.gate->uses_numeric())
       j["gate"]["eval_probes"] = f.eval_probes.empty() ? kBuiltinProbes : f.eval_probes;
@@ -599,27 +551,27 @@ void PrintGateReport(const QuantizeRun& r, const GateInputs& gi, const GateOutco
       j["auto_mixed"] = {{"raised", RaisedNames(r.raised)},
                          {"bytes", r.qm.Size(r.raised).bytes},
                          {"bytes_before", r.base.bytes},
-                         {"steps", g.steps}};
+                         {"steps", StepsJson(g.steps)}};
     }
     std::printf("%s\n", j.dump().c_str());
     return;
   }
   if (passed) std::fputs(ReportText(r.qm, r.o, f.output, r.raised).c_str(), stdout);
   if (passed) std::fputs(VllmText(r).c_str(), stdout);
-  std::fputs(FormatReport(g.report).c_str(), stdout);
+  std::fputs(FormatReport(v.report).c_str(), stdout);
   PrintRaised(r, f.auto_mixed ? "auto-mixed" : "max-size");
   if (passed) {
     std::printf("gate %s: passed\n", spec.c_str());
   } else {
     std::printf("gate %s: FAILED, no model written\n", spec.c_str());
-    for (const GateFailure& x : g.failures) std::printf("  %s\n", x.message.c_str());
-    for (const std::string& c : g.not_measured)
+    for (const GateFailure& x : v.failures) std::printf("  %s\n", x.message.c_str());
+    for (const std::string& c : v.not_measured)
       std::printf("  %s: not measured (the held-out text failed first)\n", c.c_str());
   }
 }
 
-// The gate: the reference (the input model) once, then each candidate against it; the file is
-// left behind only when the gate holds.
+// The gate: the reference (the input model) once, then each candidate against it
+// (quant/gate_search.h); the output is left behind only when the gate holds.
 int RunGated(QuantizeRun& r, const GateInputs& gi) {
   const QuantizeFlags& f = r.f;
   EvalReferenceOptions ro;
@@ -629,45 +581,40 @@ int RunGated(QuantizeRun& r, const GateInputs& gi) {
   ro.text = gi.eval_text;
   ro.probes = gi.probes;
   ro.max_tokens = f.eval_max_tokens;
-  ro.defer_probes = true;  // answered only if a candidate passes on the text
   const EvalProgress progress = GateProgress(f.quiet);
   ro.progress = progress;
-  auto ref = EvalReference::Build(ro);
-  if (!ref.ok()) return Fail(ref.status());
-  const std::string candidate = f.output + (IsVllm(f) ? ".candidate.gguf" : ".candidate");
-  auto g = RunGateSteps(r, *gi.gate, **ref, progress, candidate);
-  if (!g.ok()) return Fail(g.status());
-  const bool passed = g->failures.empty();
-  if (passed && IsVllm(f)) {
-    // The folder from the quantization the gate passed; the candidate is its Frugal GGUF, kept
-    // with --frugal-gguf.
-    const std::string gguf = f.frugal_gguf.empty() ? candidate : f.frugal_gguf;
-    if (gguf != candidate && std::rename(candidate.c_str(), gguf.c_str()) != 0) {
-      std::remove(candidate.c_str());
-      return Fail(IoError("cannot rename " + candidate + " to " + gguf));
-    }
-    const Status st = WriteVllmFolder(r);
-    if (!st.ok() || gguf == candidate) std::remove(gguf.c_str());
-    if (!st.ok()) return Fail(st);
-  } else if (passed) {
-    if (std::rename(candidate.c_str(), f.output.c_str()) != 0) {
-      std::remove(candidate.c_str());
-      return Fail(IoError("cannot rename " + candidate + " to " + f.output));
-    }
-  } else {
-    std::remove(candidate.c_str());
+  auto evaluator = ReferenceEvaluator::Build(ro);
+  if (!evaluator.ok()) return Fail(evaluator.status());
+  const std::unique_ptr<QuantizedCandidates> source =
+      IsVllm(f) ? QuantizedCandidates::ForVllm(r.qm, VllmExportOptions(r), f.frugal_gguf)
+                : QuantizedCandidates::ForGguf(r.qm, GgufTarget(f), f.output);
+  GateSearchOptions so;
+  so.candidate_path = f.output + (IsVllm(f) ? ".candidate.gguf" : ".candidate");
+  so.raise_until_pass = f.auto_mixed;
+  so.max_raises = f.auto_mixed_max;
+  so.progress = progress;
+  if (!f.quiet) {
+    so.on_step = [](const GateStep& s, const GateVerdict& v) {
+      std::fprintf(stderr, "gate: %zu raised to INT8, %.2f MB: %s\n", s.raised.size(),
+                   static_cast<double>(s.bytes) / 1e6,
+                   v.passed() ? "passes" : v.failures.front().message.c_str());
+    };
   }
-  PrintGateReport(r, gi, *g, passed);
-  if (!passed) {
+  auto g = RunGateSearch(*source, **evaluator, *gi.gate, r.raised, so);
+  if (!g.ok()) return Fail(g.status());
+  r.raised = g->raised;
+  r.vllm = source->vllm_report();
+  PrintGateReport(r, gi, *g);
+  if (!g->shipped()) {
     // The reason for the exit code, on stderr whatever else was asked (-q, --json).
     std::fprintf(stderr, "frugal quantize: the gate refused the model (%s), no file written: %s\n",
-                 g->failures.front().message.c_str(),
+                 g->verdict.failures.front().message.c_str(),
                  f.auto_mixed
                      ? "--auto-mixed-max lets more tensors be raised, --no-gate writes it "
                        "unvalidated"
                      : "--auto-mixed raises tensors to INT8, --no-gate writes it unvalidated");
   }
-  return passed ? 0 : kGateFailed;
+  return g->shipped() ? 0 : kGateFailed;
 }
 
 int RunQuantize(const QuantizeFlags& f) {
