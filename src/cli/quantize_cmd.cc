@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -212,36 +211,6 @@ std::string ReportText(const QuantizedModel& m, const QuantizeOptions& o, const 
   return s + "\n";
 }
 
-// --target vllm: a Hugging Face folder in, a Hugging Face folder in GPTQ's layout out. Only the
-// layers' Linears are quantized (embeddings and output head stay as the source has them, as
-// GPTQ checkpoints keep them), with group scales, and INT4 asymmetric on integer zero points.
-Status PrepareVllmTarget(const QuantizeFlags& f, QuantizeOptions& o) {
-  if (!std::filesystem::is_directory(f.input)) {
-    return InvalidArgument(
-        "--target vllm needs a Hugging Face checkpoint folder as -m (it writes "
-        "the folder back in GPTQ's layout), not the file " +
-        f.input);
-  }
-  for (const RecipeRule& r : o.recipe.rules) {
-    if (r.kind.is_gguf()) {
-      return InvalidArgument("--target vllm: rule '" + r.match + "' asks for " +
-                             TypeName(r.kind.gguf) +
-                             ", a GGUF block type that GPTQ checkpoints cannot hold (int8, int4 "
-                             "or int4_sym)");
-    }
-    if (r.kind.is_int() && r.group_size == 0) {
-      return InvalidArgument("--target vllm: rule '" + r.match +
-                             "' has one INT8 scale per row, which GPTQ cannot store (fp16 group "
-                             "scales): give it a group_size");
-    }
-  }
-  const WeightKind keep{WeightStorage::kKeep};
-  o.recipe.rules.insert(o.recipe.rules.begin(), {RecipeRule{"token_embd.weight", keep, 128},
-                                                 RecipeRule{"output.weight", keep, 128}});
-  o.integer_zero = true;
-  return Status::Ok();
-}
-
 // The flags as QuantizeOptions (everything but the progress printer and the alternatives, which
 // depend on the gate and --max-size).
 StatusOr<QuantizeOptions> OptionsFromFlags(const QuantizeFlags& f) {
@@ -255,21 +224,7 @@ StatusOr<QuantizeOptions> OptionsFromFlags(const QuantizeFlags& f) {
   if (f.group_size != 0) OverrideGroupSize(o.recipe, f.group_size);
   FRUGAL_ASSIGN_OR_RETURN(const QuantTarget target, ParseQuantTarget(f.target));
   o.target = target;
-  if (target == QuantTarget::kLlamaCpp) {
-    // llama.cpp's block types with Frugal's values: 32 inputs per scale (Q8_0, Q4_0, Q4_1).
-    if (f.group_size != 0 && f.group_size != 32) {
-      return InvalidArgument("--target llama.cpp stores groups of 32 (Q8_0 / Q4_0 / Q4_1), not " +
-                             std::to_string(f.group_size));
-    }
-    OverrideGroupSize(o.recipe, 32);
-    for (const RecipeRule& r : o.recipe.rules) {
-      if (r.kind.is_int() && r.group_size != 32) {
-        return InvalidArgument("--target llama.cpp: rule '" + r.match +
-                               "' has one INT8 scale per row, which llama.cpp has no type for");
-      }
-    }
-  }
-  if (target == QuantTarget::kVllm) FRUGAL_RETURN_IF_ERROR(PrepareVllmTarget(f, o));
+  FRUGAL_RETURN_IF_ERROR(ApplyQuantTarget(o, f.group_size));
   if (!f.frugal_gguf.empty() && target != QuantTarget::kVllm)
     return InvalidArgument("--frugal-gguf goes with --target vllm (the other targets are GGUF)");
   FRUGAL_ASSIGN_OR_RETURN(o.method, ParseQuantMethod(f.method));

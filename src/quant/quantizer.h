@@ -163,6 +163,14 @@ class QuantizedModel {
 
 StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& options);
 
+// Fits options.recipe to options.target, after any --group-size override (group_size, 0 for
+// none): QuantTarget::kLlamaCpp stores groups of 32 (Q8_0 / Q4_0 / Q4_1), so every INT rule gets
+// them and another group_size or a per-row INT8 rule is refused; QuantTarget::kVllm needs a
+// Hugging Face folder as options.input and rules a GPTQ checkpoint can hold (INT types with
+// group scales), keeps the embeddings and output head as the source has them, and sets
+// integer_zero. InvalidArgument naming the flag or rule otherwise (quant_target.cc).
+Status ApplyQuantTarget(QuantizeOptions& options, int group_size);
+
 // Calibration token sequences from a file: plain text, or JSONL with {"text": ...},
 // {"prompt": ..., "answer": ...} or {"messages": [...]} per line (chat-rendered). The documents'
 // tokens are concatenated and cut into windows of seq_len; up to `samples` windows spread evenly
