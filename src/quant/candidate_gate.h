@@ -33,7 +33,8 @@ class CandidateEvaluator {
 };
 
 // The real evaluator: each candidate opened as an engine (float activations, as the reference)
-// and compared with one EvalReference of the source model, built once.
+// and compared with one EvalReference of the source model, built once. Not thread-safe
+// (AddProbes answers the reference's probes on first use).
 class ReferenceEvaluator final : public CandidateEvaluator {
  public:
   // Builds the reference (options.defer_probes is forced on: the probes are answered only when a
