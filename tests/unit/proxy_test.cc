@@ -22,8 +22,10 @@
 #include "balancer/retry_policy.h"
 #include "balancer/worker_pool.h"
 #include "common/metrics.h"
+#include "gateway/audit.h"
 #include "gateway/upstream.h"
 #include "http/server.h"
+#include "testing/bow_embedder.h"
 
 // GCC 12 warns wrongly on "literal" + std::string temporaries (GCC bug 105329).
 #pragma GCC diagnostic ignored "-Wrestrict"
@@ -524,6 +526,115 @@ TEST_F(ProxyTest, AClientLeavingMidStreamEndsItWithoutBlamingTheWorker) {
   EXPECT_TRUE(client_->ended);
   EXPECT_TRUE(timers_.pending.empty());
   for (const auto& w : pool_.List()) EXPECT_EQ(w.state, WorkerState::kHealthy);
+}
+
+// The cache audit (gateway/audit.h) through the same fakes: a served hit asked again of a
+// worker, non-streamed, its answer compared with the cached one and counted; never as a client.
+class AuditTest : public ProxyTest {
+ protected:
+  AuditTest() {
+    audits_ = &registry_.AddCounter("audits", "", "result");
+    AuditContext a;
+    a.proxy = ctx_;
+    a.embedder = embedder_;
+    a.rate = 1;
+    a.min_similarity = 0.85;
+    a.seed = 7;
+    a.request_timeout_s = 30;
+    a.run_on_cache_pool = [this](std::function<void()> task) {
+      ++pool_tasks_;
+      task();
+    };
+    a.audits = audits_;
+    auditor_ = std::make_unique<Auditor>(std::move(a));
+  }
+  // Audits a hit of a (streamed, by default) request whose cached answer was `cached`.
+  void Audit(const std::string& cached, bool stream = true) {
+    ProxyInput in;
+    in.chat = true;
+    in.stream = stream;
+    json body = json::parse(ChatBody(stream));
+    if (stream) body["stream_options"] = {{"include_usage", true}};
+    in.body = body.dump();
+    in.model = "m";
+    in.cost = {20, 16};
+    in.start = Clock::now();
+    in.deadline = in.start + std::chrono::seconds(30);
+    auditor_->Start(in, cached);
+  }
+  double Audits(const char* result) { return audits_->Value(result); }
+
+  std::shared_ptr<cache::BagOfWordsEmbedder> embedder_ =
+      std::make_shared<cache::BagOfWordsEmbedder>();
+  MetricsRegistry::Counter* audits_ = nullptr;
+  std::unique_ptr<Auditor> auditor_;
+  int pool_tasks_ = 0;
+};
+
+TEST_F(AuditTest, AsksAWorkerNonStreamedAndCountsTheSameAnswerAsAgreement) {
+  Audit("The capital of France is Paris.");
+  ASSERT_EQ(upstream_.sent.size(), 1u);
+  const json sent = json::parse(upstream_.sent[0].request.body);
+  EXPECT_EQ(sent["stream"], false);  // the client streamed; the audit never does
+  EXPECT_FALSE(sent.contains("stream_options"));
+  EXPECT_EQ(sent["messages"], json::parse(ChatBody(true))["messages"]);
+  bool keyed = false;
+  for (const auto& [k, v] : upstream_.sent[0].request.headers)
+    keyed = keyed || (k == "Authorization" && v == "Bearer key-of-" + WorkerOf(0));
+  EXPECT_TRUE(keyed);  // the worker's key, as for any request
+  upstream_.Answer(0, 200,
+                   api::CompletionJson(Head("w"), "The capital of France is Paris.", "stop", ""));
+  EXPECT_EQ(pool_tasks_, 1);  // compared on the cache pool
+  EXPECT_EQ(Audits("agree"), 1);
+  EXPECT_EQ(auditor_->totals().audited.load(), 1);
+  EXPECT_EQ(auditor_->totals().disagreements.load(), 0);
+  EXPECT_EQ(pool_.List()[0].in_flight + pool_.List()[1].in_flight, 0);
+}
+
+TEST_F(AuditTest, OtherNumbersAreADisagreement) {
+  Audit("Mars has 2 moons.", /*stream=*/false);
+  upstream_.Answer(0, 200, api::CompletionJson(Head("w"), "Mars has 3 moons.", "stop", ""));
+  EXPECT_EQ(Audits("disagree_numbers"), 1);
+  EXPECT_EQ(auditor_->totals().audited.load(), 1);
+  EXPECT_EQ(auditor_->totals().disagreements.load(), 1);
+  EXPECT_EQ(embedder_->calls.load(), 0);  // numbers first: no embedding needed
+}
+
+TEST_F(AuditTest, RetriesLikeAnyRequestButNeverCountsAsAClient) {
+  Audit("Paris");
+  upstream_.Answer(0, 503, R"({"error":{"message":"queue full"}})");
+  timers_.RunAll();
+  ASSERT_EQ(upstream_.sent.size(), 2u);
+  EXPECT_NE(WorkerOf(1), WorkerOf(0));
+  upstream_.Answer(1, 200, api::CompletionJson(Head("w"), "Paris", "stop", ""));
+  EXPECT_EQ(Audits("agree"), 1);
+  EXPECT_EQ(Count(metrics_.retries), 0);  // the client requests' retry counter
+  EXPECT_EQ(metrics_.retried.load(), 0);
+}
+
+TEST_F(AuditTest, NoWorkerFreeIsSkippedAndAFailedAnswerIsFailed) {
+  WorkerPool empty(HealthOptions{});
+  AuditContext a;
+  a.proxy = ctx_;
+  a.proxy.pool = &empty;
+  a.embedder = embedder_;
+  a.rate = 1;
+  a.run_on_cache_pool = [](std::function<void()> task) { task(); };
+  a.audits = audits_;
+  Auditor no_worker(std::move(a));
+  ProxyInput in;
+  in.body = ChatBody(false);
+  in.model = "m";
+  in.deadline = Clock::now() + std::chrono::seconds(30);
+  no_worker.Start(in, "Paris");
+  EXPECT_EQ(Audits("skipped"), 1);
+  EXPECT_EQ(no_worker.totals().skipped.load(), 1);
+  EXPECT_EQ(no_worker.totals().audited.load(), 0);
+
+  Audit("Paris");
+  upstream_.Answer(0, 200, api::CompletionJson(Head("w"), "Par", "error", ""));  // cut
+  EXPECT_EQ(Audits("failed"), 1);
+  EXPECT_EQ(auditor_->totals().audited.load(), 0);
 }
 
 }  // namespace
