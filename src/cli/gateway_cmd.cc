@@ -31,6 +31,7 @@ struct GatewayFlags {
   int64_t health_interval_ms = 0;
   int max_retries = -1;
   double cache_threshold = 0;
+  double cache_audit_rate = -1;  // -1: the config's
   bool no_cache = false;
   bool no_prefix_routing = false;
   double shutdown_grace_s = 30;
@@ -65,6 +66,11 @@ struct GatewayFlags {
                     "candidate cosine of the cache (default: the embedder's calibrated one; " +
                         ShortNumber(cache::kUncalibratedRecallThreshold) + " without)")
         ->check(CLI::Range(0.01, 1.0));
+    cmd->add_option("--cache-audit-rate", cache_audit_rate,
+                    "share of cache hits also sent to a worker and compared, for a live "
+                    "false-hit estimate in /metrics (default " +
+                        ShortNumber(d.cache_audit.rate) + "; 0 = off)")
+        ->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--cache-snapshot", cache_snapshot,
                     "file the cache is saved to (periodically and on exit) and reloaded from");
     cmd->add_option("--cache-redis", cache_redis,
@@ -114,6 +120,7 @@ struct GatewayFlags {
     if (no_prefix_routing) c.prefix_routing = false;
     if (!cache_model.empty()) c.cache.model = cache_model;
     if (cache_threshold > 0) c.cache.threshold = static_cast<float>(cache_threshold);
+    if (cache_audit_rate >= 0) c.cache_audit.rate = cache_audit_rate;
     if (!cache_snapshot.empty()) c.cache.snapshot = cache_snapshot;
     if (!cache_redis.empty()) c.cache.redis = cache_redis;
     if (!admin_token.empty()) c.admin_token = admin_token;

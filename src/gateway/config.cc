@@ -157,7 +157,9 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
                                         "redis_tls_ca_file",
                                         "redis_tls_cert_file",
                                         "redis_tls_key_file",
-                                        "redis_tls_server_name"}));
+                                        "redis_tls_server_name",
+                                        "audit_rate",
+                                        "audit_min_similarity"}));
       Get(k, "enabled", c.cache.enabled);
       Get(k, "model", c.cache.model);
       Get(k, "threads", c.cache.threads);
@@ -182,6 +184,8 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
       Get(k, "redis_tls_cert_file", c.cache.redis_tls_cert_file);
       Get(k, "redis_tls_key_file", c.cache.redis_tls_key_file);
       Get(k, "redis_tls_server_name", c.cache.redis_tls_server_name);
+      Get(k, "audit_rate", c.cache_audit.rate);
+      Get(k, "audit_min_similarity", c.cache_audit.min_similarity);
       if (const auto nt = k["namespace_thresholds"]) {
         if (!nt.IsMap()) return InvalidArgument("cache.namespace_thresholds must be a mapping");
         for (const auto& kv : nt)
@@ -277,6 +281,10 @@ Status ValidateGatewayConfig(const GatewayConfig& c) {
     if (!(t > 0 && t <= 1))
       return InvalidArgument("cache.namespace_thresholds." + ns + " must be in (0, 1]");
   }
+  if (!(c.cache_audit.rate >= 0 && c.cache_audit.rate <= 1))
+    return InvalidArgument("cache.audit_rate must be in [0, 1]");
+  if (!(c.cache_audit.min_similarity >= 0 && c.cache_audit.min_similarity <= 1))
+    return InvalidArgument("cache.audit_min_similarity must be in [0, 1]");
   if (c.cache.ttl_s < 1 || c.cache.capacity < 1)
     return InvalidArgument("cache.ttl_s and cache.capacity must be >= 1");
   if (c.cache.threads < 1) return InvalidArgument("cache.threads must be >= 1");

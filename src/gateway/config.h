@@ -34,6 +34,15 @@ struct ApiKeyConfig {
 // The cache's part of the configuration lives with the cache (cache/cache.h).
 using CacheConfig = cache::CacheConfig;
 
+// The cache audit (gateway/audit.h), read from the YAML's cache section: a gateway concern, so
+// it lives here rather than in cache::CacheConfig.
+struct CacheAuditConfig {
+  double rate = 0.01;  // cache.audit_rate: share of served hits also sent to a worker; 0..1
+  // cache.audit_min_similarity: the two answers' embedding cosine at or above which they mean
+  // the same (docs/cache.md "The audit" has the measurement behind the default); 0..1
+  double min_similarity = 0.85;
+};
+
 struct GatewayConfig {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
@@ -50,6 +59,7 @@ struct GatewayConfig {
   int64_t retry_backoff_ms = 25;
   int64_t default_max_tokens = 256;  // the cost estimate of a request that names none
   CacheConfig cache;
+  CacheAuditConfig cache_audit;
   std::vector<ApiKeyConfig> api_keys;  // empty: no key needed
   std::string api_keys_file;        // a YAML list of API keys like api_keys, added to them at start
   std::string admin_token;          // empty: admin API off

@@ -967,6 +967,21 @@ TEST(ConfigTest, ApiKeysNeedTheirOwnUniqueNames) {
   EXPECT_FALSE(same_key.ok());
 }
 
+TEST(ConfigTest, CacheAuditKeys) {
+  auto d = ParseGatewayConfig("policy: p2c\n");
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_DOUBLE_EQ(d->cache_audit.rate, 0.01);
+  EXPECT_DOUBLE_EQ(d->cache_audit.min_similarity, 0.85);
+  auto c = ParseGatewayConfig("cache:\n  audit_rate: 1\n  audit_min_similarity: 0.9\n");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_DOUBLE_EQ(c->cache_audit.rate, 1);
+  EXPECT_DOUBLE_EQ(c->cache_audit.min_similarity, 0.9);
+  for (const char* bad : {"cache:\n  audit_rate: 1.5\n", "cache:\n  audit_rate: -0.1\n",
+                          "cache:\n  audit_min_similarity: 2\n", "cache:\n  audit_rat: 0.5\n"}) {
+    EXPECT_FALSE(ParseGatewayConfig(bad).ok()) << bad;
+  }
+}
+
 TEST(ConfigTest, SecretsComeFromFilesAndTheEnvironment) {
   frugal::testing::TempDir tmp("frugal_gateway_secrets");
   const std::string dir = tmp.dir().string();
