@@ -368,10 +368,28 @@ std::string Admin::StatusJson(bool full) {
                  {"rps_1m", ctx_.stats->Rps(now, 60)},
                  {"ejections", ctx_.pool->ejections()},
                  {"prefix_routed", ctx_.pool->prefix_routed()}};
+  if (ctx_.audits != nullptr) {
+    // The false-hit estimate over the audited hits, with its Wilson 95% interval (sound with
+    // few audits and with rates near 0, where the normal approximation is not).
+    const int64_t n = ctx_.audits->audited.load(), k = ctx_.audits->disagreements.load();
+    totals["cache_audited"] = n;
+    totals["cache_audit_disagreements"] = k;
+    totals["cache_audits_failed"] = ctx_.audits->failed.load();
+    totals["cache_audits_skipped"] = ctx_.audits->skipped.load();
+    if (n > 0) {
+      const auto [lo, hi] = WilsonInterval(k, n);
+      totals["false_hit_rate"] = static_cast<double>(k) / static_cast<double>(n);
+      totals["false_hit_rate_95"] = json::array({lo, hi});
+    } else {
+      totals["false_hit_rate"] = nullptr;
+      totals["false_hit_rate_95"] = nullptr;
+    }
+  }
   json g = {{"policy", ctx_.policy->name()},
             {"uptime_s", MsSince(ctx_.started) / 1e3},
             {"version", "0.1.0"},
             {"cache", ctx_.cache != nullptr},
+            {"cache_audit_rate", ctx_.audits != nullptr ? ctx_.cfg->cache_audit.rate : 0.0},
             {"redacted", !full}};
   return json{{"gateway", g},
               {"workers", ws},

@@ -20,6 +20,7 @@
 #include "balancer/worker_pool.h"
 #include "common/metrics.h"
 #include "common/thread_annotations.h"
+#include "gateway/audit.h"
 #include "gateway/cache_front.h"
 #include "gateway/config.h"
 #include "gateway/proxy.h"
@@ -38,6 +39,7 @@ struct AdminContext {
   TrafficStats* stats = nullptr;
   const RequestTotals* totals = nullptr;
   const ProxyMetrics* proxy = nullptr;
+  const AuditTotals* audits = nullptr;  // null: no cache audit
   MetricsRegistry* metrics = nullptr;
   std::chrono::steady_clock::time_point started;
   std::function<void()> poll_now;  // poll every worker now (a worker was added)

@@ -30,6 +30,8 @@ CacheFront::~CacheFront() { Join(); }
 
 void CacheFront::Join() { pool_->join(); }
 
+void CacheFront::Post(std::function<void()> task) { boost::asio::post(*pool_, std::move(task)); }
+
 void CacheFront::Lookup(CacheKey key, ReplyShape shape, std::shared_ptr<http::Responder> out,
                         std::function<void(Looked)> then) {
   boost::asio::post(*pool_, [this, key = std::move(key), shape = std::move(shape),
@@ -38,9 +40,9 @@ void CacheFront::Lookup(CacheKey key, ReplyShape shape, std::shared_ptr<http::Re
     if (!r.ok()) {
       std::fprintf(stderr, "frugal gateway: cache lookup failed: %s\n",
                    r.status().message().c_str());
-    } else if (r->hit && Reply(shape, out, r->response)) {
+    } else if (std::string content; r->hit && Reply(shape, out, r->response, &content)) {
       if (metrics_.lookups != nullptr) metrics_.lookups->Add(1, "hit");
-      then({true, std::nullopt});
+      then({true, std::move(content), std::nullopt});
       return;
     }
     if (metrics_.lookups != nullptr) metrics_.lookups->Add(1, "miss");
@@ -51,7 +53,7 @@ void CacheFront::Lookup(CacheKey key, ReplyShape shape, std::shared_ptr<http::Re
 }
 
 bool CacheFront::Reply(const ReplyShape& shape, const std::shared_ptr<http::Responder>& out,
-                       const std::string& stored) {
+                       const std::string& stored, std::string* content_out) {
   const json s = http::JsonDepthWithin(stored) ? json::parse(stored, nullptr, false) : json();
   if (!s.is_object() || !s.contains("content") || !s["content"].is_string() ||
       (s.contains("finish_reason") && !s["finish_reason"].is_string()) ||
@@ -61,6 +63,7 @@ bool CacheFront::Reply(const ReplyShape& shape, const std::shared_ptr<http::Resp
   }
   const std::string content = s["content"].get<std::string>();
   const std::string finish = s.value("finish_reason", "stop");
+  *content_out = content;
   const std::string usage =
       s.contains("usage") && !s["usage"].is_null() ? s["usage"].dump() : std::string();
   api::ResponseHead head;

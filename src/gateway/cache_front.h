@@ -58,6 +58,7 @@ class CacheFront {
 
   struct Looked {
     bool served = false;  // a hit was answered to the client
+    std::string content;  // a served hit's answer text (the audit compares it: gateway/audit.h)
     // A miss's lookup: its vector is reused when the answer is stored (Store's looked_up).
     std::optional<cache::LookupResult> miss;
   };
@@ -69,13 +70,15 @@ class CacheFront {
   // Files a complete answer, on the cache pool.
   void Store(CacheKey key, const api::CompletionText& answer,
              std::optional<cache::LookupResult> looked_up);
+  // Runs `task` on the cache pool (the audit's embeddings: never on an HTTP thread).
+  void Post(std::function<void()> task);
   // Waits for the lookups and inserts queued (shutdown). Idempotent.
   void Join();
 
  private:
-  // false (nothing sent) when `stored` is not a valid answer.
+  // false (nothing sent) when `stored` is not a valid answer; `content`: the text answered.
   bool Reply(const ReplyShape& shape, const std::shared_ptr<http::Responder>& out,
-             const std::string& stored);
+             const std::string& stored, std::string* content);
 
   std::unique_ptr<cache::Cache> cache_;
   CacheFrontMetrics metrics_;

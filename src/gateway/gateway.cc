@@ -18,6 +18,7 @@
 #include "cache/cache.h"
 #include "common/metrics.h"
 #include "gateway/admin.h"
+#include "gateway/audit.h"
 #include "gateway/cache_front.h"
 #include "gateway/model_directory.h"
 #include "gateway/proxy.h"
@@ -124,6 +125,7 @@ struct Gateway::Impl {
   std::thread timer_thread;
   std::unique_ptr<net::steady_timer> health_timer;
   std::unique_ptr<CacheFront> cache_front;  // null: the cache is off
+  std::unique_ptr<Auditor> auditor;         // null: the cache is off, or cache.audit_rate 0
   ProxyContext proxy_ctx;
   std::unique_ptr<Admin> admin;
   std::atomic<bool> stopped{false};
@@ -361,6 +363,8 @@ void Gateway::Impl::HandleCompletion(const http::Request& req,
   cache_front->Lookup(*key, shape, out, [this, proxy, key = *key, start](CacheFront::Looked l) {
     if (l.served) {
       Finish(start, 200, true);
+      // The client has its answer; a sampled hit is asked again of a worker, in the background.
+      if (auditor && auditor->Sample()) auditor->Start(proxy->input(), std::move(l.content));
       return;
     }
     Proxy(proxy, key, std::move(l.miss), start);
@@ -433,6 +437,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
     g.keys[k.name] = {k, std::make_unique<TokenBucket>(k.rate_per_s, k.burst)};
   }
   std::unique_ptr<cache::Cache> opened;
+  std::shared_ptr<cache::Embedder> audit_embedder = embedder;  // the audit compares answers
   if (g.cfg.cache.enabled && embedder) {
     auto c = cache::OpenCache(std::move(embedder), g.cfg.cache);
     if (!c.ok()) return c.status();
@@ -516,6 +521,23 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
   pc.request_timeout_s = g.cfg.request_timeout_s;
   pc.worker_key = [&g](const std::string& w) { return g.WorkerKey(w); };
   pc.lacking_model = [&g](const std::string& m) { return g.models.Lacking(m); };
+  if (g.cache_front && g.cfg.cache_audit.rate > 0) {
+    AuditContext au;
+    au.proxy = g.proxy_ctx;  // the auditor drops its stats and metrics: not a client request
+    au.embedder = audit_embedder;
+    au.rate = g.cfg.cache_audit.rate;
+    au.min_similarity = g.cfg.cache_audit.min_similarity;
+    au.request_timeout_s = g.cfg.request_timeout_s;
+    au.run_on_cache_pool = [&g](std::function<void()> task) {
+      g.cache_front->Post(std::move(task));
+    };
+    au.audits = &g.metrics.AddCounter(
+        "frugal_gateway_cache_audits",
+        "sampled cache hits (cache.audit_rate) asked again of a worker, by result: agree, "
+        "disagree_numbers, disagree_meaning, failed, skipped (no worker free)",
+        "result");
+    g.auditor = std::make_unique<Auditor>(std::move(au));
+  }
   AdminContext ac;
   ac.cfg = &g.cfg;
   ac.pool = &g.pool;
@@ -525,6 +547,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
   ac.stats = &g.stats;
   ac.totals = &g.totals;
   ac.proxy = &g.proxy_metrics;
+  ac.audits = g.auditor ? &g.auditor->totals() : nullptr;
   ac.metrics = &g.metrics;
   ac.started = g.started;
   ac.poll_now = [&g] { net::post(g.timer_io, [&g] { g.PollAll(); }); };

@@ -94,6 +94,8 @@ class ProxyRequest : public std::enable_shared_from_this<ProxyRequest> {
   // The client left: the attempt in flight is cancelled; the result is 499. Any thread, any
   // time (also before Start).
   void Cancel();
+  // The request as it was given (gateway.cc audits a cache hit with it: gateway/audit.h).
+  const ProxyInput& input() const { return in_; }
 
  private:
   void Dispatch();

@@ -41,7 +41,10 @@ def sample_status() -> dict:
         "series": [{"t": T0 + 5 * i, "requests": 0 if v is None else 40 + i, "errors": 0,
                     "p95_ms": v, "hit_rate": h} for i, (v, h) in enumerate(zip(p95, hit))],
         "totals": {"requests": 1000, "errors": 4, "retries": 17, "cache_hits": 330,
-                   "hit_rate": 0.33, "p95_ms_1m": 912.4, "rps_1m": 6.3},
+                   "hit_rate": 0.33, "p95_ms_1m": 912.4, "rps_1m": 6.3,
+                   "cache_audited": 40, "cache_audit_disagreements": 2, "cache_audits_failed": 0,
+                   "cache_audits_skipped": 1, "false_hit_rate": 0.05,
+                   "false_hit_rate_95": [0.01383, 0.16502]},
     }
 
 

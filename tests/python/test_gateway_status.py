@@ -296,6 +296,9 @@ def test_header_and_tiles_show_the_json(sample_dom, sample):
     assert sample_dom.id_text("hit-rate-now") == pct(t["hit_rate"])
     assert sample_dom.id_text("cache-hits") == f"{t['cache_hits']} of {t['requests']} requests"
     assert sample_dom.id_text("rps-now") == f"{t['rps_1m']:.1f} req/s"
+    # The cache audit's false-hit estimate, with its 95% interval (docs/cache.md "The audit").
+    assert sample_dom.id_text("false-hit-rate") == "5.0%"
+    assert sample_dom.id_text("cache-audits") == "2 of 40 audited, 95%: 1.4%–16.5%"
     assert sample_dom.id_text("errors") == str(t["errors"])
     assert sample_dom.id_text("retries") == str(t["retries"])
     assert sample_dom.id_text("requests") == str(t["requests"])
@@ -308,7 +311,9 @@ def test_charts_plot_the_series(sample_dom, sample):
 
 def test_empty_status(render, sample):
     empty = dict(sample, workers=[], series=[], gateway=dict(sample["gateway"], cache=False),
-                 totals=dict(sample["totals"], p95_ms_1m=None, requests=0))
+                 totals=dict(sample["totals"], p95_ms_1m=None, requests=0, cache_audited=0,
+                             cache_audit_disagreements=0, false_hit_rate=None,
+                             false_hit_rate_95=None))
     with StatusStub(empty) as stub:
         dom = render(stub.url + "/status")
     assert dom.id_text("conn") == "live"
@@ -316,6 +321,8 @@ def test_empty_status(render, sample):
     assert worker_rows(dom) == {}
     assert dom.id_text("p95-now") == "–"
     assert dom.id_text("cache-hits") == "cache off"
+    assert dom.id_text("false-hit-rate") == "–"
+    assert dom.id_text("cache-audits") == "no hit audited yet"
     for chart in ("p95-chart", "hit-chart"):
         assert dom.by_id(chart).find_all("polyline") == []
 
