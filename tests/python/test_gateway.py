@@ -353,9 +353,11 @@ def test_proxy_matches_worker_openai_client(gw, workers, model_id):
 
 @pytest.fixture(scope="module")
 def gw_cache(mod_procs, workers, model_id, minilm_dir) -> str:
+    # The cache audit off: these tests check that a hit never reaches a worker, and an audited
+    # hit (1% by default) does, on purpose (test_cache_audit.py).
     g = mod_procs.gateway(*worker_flags(workers), "--policy", "round_robin",
                           "--cache-model", minilm_dir, "--admin-token", ADMIN_TOKEN,
-                          "--health-interval-ms", "200")
+                          "--health-interval-ms", "200", "--cache-audit-rate", "0")
     wait_models(g.url, model_id)
     return g.url
 
