@@ -24,6 +24,12 @@ namespace frugal {
 class Tokenizer;
 class ModelSource;
 
+// How decoders' KV caches store keys and values.
+enum class KvCacheType {
+  kF16,  // IEEE half (llama.cpp's default): half the memory of float per position
+  kF32,  // float: the reference precision
+};
+
 struct EngineOptions {
   std::string model_path;      // .gguf file or HF checkpoint folder
   int threads = 0;             // compute threads; 0 = one per online CPU
@@ -37,6 +43,8 @@ struct EngineOptions {
   // Re-lay Q4_0 / Q4_1 / Q8_0 matrices at load into Frugal's 8-row tiles (same values, faster
   // kernels; a copy of those weights in memory). false keeps the file's layout.
   bool repack_weights = true;
+  // KV cache storage: kF16 halves the memory per position; kF32 (default) is float.
+  KvCacheType kv_type = KvCacheType::kF32;
 };
 
 struct EmbedOptions {

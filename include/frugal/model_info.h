@@ -29,6 +29,10 @@ struct ModelInfo {
   // Encoders: the text retrieval models want in front of a query ("query: " for
   // multilingual-e5; "" for most).
   std::string query_prefix;
+  // Decoders: how the KV cache stores keys and values ("f16" or "f32") and the bytes one
+  // position takes in it (keys and values of every layer).
+  std::string kv_type;
+  int64_t kv_bytes_per_position = 0;
 };
 
 }  // namespace frugal

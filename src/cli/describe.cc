@@ -77,6 +77,10 @@ std::string DescribeModelText(const ModelInfo& info, const ModelSource& source, 
     add("context:       %lld (trained %lld)\n", static_cast<long long>(info.context_length),
         static_cast<long long>(info.train_context));
     if (!info.chat_format.empty()) add("chat template: %s\n", info.chat_format.c_str());
+    if (!info.kv_type.empty()) {
+      add("kv cache:      %s, %lld bytes per position\n", info.kv_type.c_str(),
+          static_cast<long long>(info.kv_bytes_per_position));
+    }
   }
   add("parameters:    %.1f M\n", static_cast<double>(info.parameters) / 1e6);
   add("size:          %s (%.2f bits/weight)\n", HumanBytes(info.weight_bytes).c_str(),
@@ -136,6 +140,10 @@ std::string DescribeModelJson(const ModelInfo& info, const ModelSource& source,
   j["context_length"] = info.context_length;
   j["train_context_length"] = info.train_context;
   j["chat_format"] = info.chat_format;
+  if (!info.kv_type.empty()) {
+    j["kv_type"] = info.kv_type;
+    j["kv_bytes_per_position"] = info.kv_bytes_per_position;
+  }
   j["parameters"] = info.parameters;
   j["size_bytes"] = info.weight_bytes;
   j["bits_per_weight"] = BitsPerWeight(info);

@@ -1,4 +1,5 @@
-// Flags every command that opens a model shares (-m, -t, -c, --activations, --no-repack), and
+// Flags every command that opens a model shares (-m, -t, -c, --activations, --kv-type,
+// --no-repack), and
 // small output helpers of those commands.
 #pragma once
 
@@ -18,7 +19,12 @@ struct CommonModelFlags {
   int threads = 0;
   int64_t ctx = 0;
   std::string activations = "int8";
+  std::string kv_type = KvCacheName(frugal::EngineOptions{}.kv_type);
   bool no_repack = false;
+
+  static std::string KvCacheName(frugal::KvCacheType t) {
+    return t == frugal::KvCacheType::kF16 ? "f16" : "f32";
+  }
 
   void Add(CLI::App* cmd, bool with_ctx = true) {
     cmd->add_option("-m,--model", model, "model: a .gguf file or a Hugging Face folder")
@@ -33,6 +39,11 @@ struct CommonModelFlags {
                     "matmul activations: int8 (default: quantized per 32 for weights with an "
                     "integer kernel, as llama.cpp) or f32 (reference precision, 2-3x slower)")
         ->check(CLI::IsMember({"f32", "int8"}));
+    cmd->add_option("--kv-type", kv_type,
+                    "KV cache storage: f16 (IEEE half, as llama.cpp: half the memory per position) "
+                    "or f32 (reference precision) (default " +
+                        kv_type + ")")
+        ->check(CLI::IsMember({"f16", "f32"}));
     cmd->add_flag("--no-repack", no_repack,
                   "keep GGUF Q4_0/Q4_1/Q8_0/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K matrices in the file's layout "
                   "instead of "
@@ -45,6 +56,7 @@ struct CommonModelFlags {
     o.context_length = ctx;
     o.int8_activations = activations == "int8";
     o.repack_weights = !no_repack;
+    o.kv_type = kv_type == "f16" ? frugal::KvCacheType::kF16 : frugal::KvCacheType::kF32;
     return frugal::Engine::Open(o);
   }
 };

@@ -68,6 +68,11 @@ int RunServe(ServeFlags f) {
         frugal::FormatSimulationSpec(*o.scheduler.simulation).c_str(), o.http.host.c_str(),
         static_cast<unsigned>((*worker)->port()));
   } else {
+    const frugal::ModelInfo& info = (*engine)->info();
+    if (!info.kv_type.empty()) {
+      std::fprintf(stderr, "frugal serve: KV cache %s, %lld bytes per position\n",
+                   info.kv_type.c_str(), static_cast<long long>(info.kv_bytes_per_position));
+    }
     std::printf("frugal serve: listening on http://%s:%u\n", o.http.host.c_str(),
                 static_cast<unsigned>((*worker)->port()));
   }

@@ -146,6 +146,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     impl->llama = std::move(model).value();
     impl->llama->set_activation_precision(options.int8_activations ? ActivationPrecision::kInt8
                                                                    : ActivationPrecision::kF32);
+    impl->llama->set_kv_type(options.kv_type == KvCacheType::kF16 ? KvType::kF16 : KvType::kF32);
     if (options.repack_weights) impl->llama->RepackWeights();
     const LlamaHParams& hp = impl->llama->hparams();
     info.kind = ModelKind::kDecoder;
@@ -168,10 +169,12 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
       impl->chat = *chat;
       info.chat_format = impl->chat.name();
     }
+    info.kv_type = KvTypeName(impl->llama->kv_type());
+    info.kv_bytes_per_position = static_cast<int64_t>(
+        KvBlockPool::BlockBytes(hp.n_layer, impl->llama->kv_dim(), 1, impl->llama->kv_type()));
     // Refuse a context whose KV cache cannot fit in memory instead of thrashing or aborting.
-    const double kv_bytes = 2.0 * static_cast<double>(hp.n_layer) *
-                            static_cast<double>(impl->n_ctx) *
-                            static_cast<double>(impl->llama->kv_dim()) * sizeof(float);
+    const double kv_bytes =
+        static_cast<double>(impl->n_ctx) * static_cast<double>(info.kv_bytes_per_position);
     const double ram =
         static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
     if (ram > 0 && kv_bytes > 0.5 * ram) {

@@ -45,6 +45,8 @@ class ModelRunner {
   // that never reads the cache, so a big pool only counts blocks).
   virtual int64_t kv_layers() const = 0;
   virtual int64_t kv_dim() const = 0;
+  // How the pool's blocks store keys and values.
+  virtual KvType kv_type() const = 0;
   // Turns tokens into text for the stream and says which tokens end generation.
   virtual const Tokenizer& tokenizer() const = 0;
 

@@ -24,6 +24,7 @@ class EngineRunner final : public ModelRunner {
   int64_t n_vocab() const override { return e_.llama->hparams().n_vocab; }
   int64_t kv_layers() const override { return e_.llama->hparams().n_layer; }
   int64_t kv_dim() const override { return e_.llama->kv_dim(); }
+  KvType kv_type() const override { return e_.llama->kv_type(); }
   const Tokenizer& tokenizer() const override { return *e_.tokenizer; }
 
   Status Warmup(KvBlockPool& pool, double* prefill_ms, double* decode_ms) override {
@@ -66,6 +67,7 @@ class SimulatedRunner final : public ModelRunner {
   int64_t n_vocab() const override { return e_.llama->hparams().n_vocab; }
   int64_t kv_layers() const override { return 1; }
   int64_t kv_dim() const override { return 1; }
+  KvType kv_type() const override { return KvType::kF32; }
   const Tokenizer& tokenizer() const override { return *e_.tokenizer; }
 
   // What the warm-up would measure is what the spec says.

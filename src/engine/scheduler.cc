@@ -77,8 +77,7 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(std::unique_ptr<ModelRunne
   s->n_ctx_ = r.context_length();
   const int64_t bt = options.kv_block_tokens;
   int64_t blocks = options.kv_blocks;
-  const size_t block_bytes =
-      static_cast<size_t>(2 * r.kv_layers() * bt * r.kv_dim()) * sizeof(float);
+  const size_t block_bytes = KvBlockPool::BlockBytes(r.kv_layers(), r.kv_dim(), bt, r.kv_type());
   if (blocks == 0) {
     const int64_t per_seq = (s->n_ctx_ + bt - 1) / bt;
     const double ram =
@@ -86,7 +85,7 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(std::unique_ptr<ModelRunne
     const auto cap = static_cast<int64_t>(0.25 * ram / static_cast<double>(block_bytes));
     blocks = std::max<int64_t>(per_seq, std::min<int64_t>(per_seq * options.max_batch, cap));
   }
-  s->pool_ = std::make_unique<KvBlockPool>(r.kv_layers(), r.kv_dim(), bt, blocks);
+  s->pool_ = std::make_unique<KvBlockPool>(r.kv_layers(), r.kv_dim(), bt, blocks, r.kv_type());
   double prefill_ms = 0, decode_ms = 0;
   FRUGAL_RETURN_IF_ERROR(r.Warmup(*s->pool_, &prefill_ms, &decode_ms));
   {

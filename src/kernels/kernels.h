@@ -130,19 +130,34 @@ void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, int64_t n_rot, bool
                 const float* cos, const float* sin);
 // y += a * x
 void Axpy(float a, const float* x, float* y, int64_t n);
+// How a KV cache stores keys and values: IEEE half (llama.cpp's default F16: half the bytes per
+// position, so twice the cached prefixes fit) or float. Halves are written by Fp32ToFp16Row
+// (round to nearest even) and widened exactly when attention reads them.
+enum class KvType : uint8_t { kF16, kF32 };
+inline constexpr size_t KvTypeBytes(KvType t) { return t == KvType::kF16 ? 2 : 4; }
+inline constexpr const char* KvTypeName(KvType t) { return t == KvType::kF16 ? "f16" : "f32"; }
+
 // Keys and values of one attention head over positions, stored in blocks of `block` positions
-// (a paged KV cache; a contiguous one is a single block): position p's key is the hd floats at
-// k[p / block] + offset + (p % block) * stride, its value likewise in v.
+// (a paged KV cache; a contiguous one is a single block): position p's key is the hd elements at
+// k[p / block] + offset + (p % block) * stride, its value likewise in v; an element is a float
+// (kF32) or a uint16_t half (kF16).
 struct KvBlocks {
-  const float* const* k = nullptr;
-  const float* const* v = nullptr;
-  int64_t offset = 0;  // floats from a block's start to this head's first entry
+  const void* const* k = nullptr;
+  const void* const* v = nullptr;
+  int64_t offset = 0;  // elements from a block's start to this head's first entry
   int64_t block = 0;   // positions per block
-  int64_t stride = 0;  // floats between consecutive positions inside a block
+  int64_t stride = 0;  // elements between consecutive positions inside a block
+  KvType type = KvType::kF32;
 };
+// Float <-> IEEE half, n elements, at the active level. Fp32ToFp16Row rounds to nearest even and
+// gives the same bits at every level (F16C's VCVTPS2PH; the scalar common/fp16.h matches it,
+// subnormals, overflow to inf and NaNs included); Fp16ToFp32Row is exact.
+void Fp32ToFp16Row(const float* x, uint16_t* y, int64_t n);
+void Fp16ToFp32Row(const uint16_t* x, float* y, int64_t n);
 // One attention head for one query: scores[p] = scale * q . k_p for p < n, softmax over them,
 // out = sum_p scores[p] v_p. scores holds n floats of scratch (the probabilities on return).
-// The result does not depend on the block size when it is a multiple of 4.
+// The result does not depend on the block size when it is a multiple of 4. With half keys and
+// values the result equals, bit for bit, that of float ones holding the same (widened) values.
 void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
                    float* scores, float* out);
 // AttentionHead for `heads` query heads that share one key/value head (grouped-query attention):
@@ -165,6 +180,8 @@ struct OpsKernels {
   void (*attention_group)(const float* q, int64_t heads, const KvBlocks& kv, int64_t n, int64_t hd,
                           float scale, float* scores, float* out);
   void (*gelu)(float* x, int64_t n);  // in place
+  void (*fp32_to_fp16)(const float* x, uint16_t* y, int64_t n);
+  void (*fp16_to_fp32)(const uint16_t* x, float* y, int64_t n);
 };
 const OpsKernels& GetOpsKernels(CpuLevel level);
 // GELU with erf (not the tanh approximation), as BERT uses.

@@ -281,8 +281,8 @@ StatusOr<HiddenStates> BertModel::Forward(std::span<const int32_t> tokens, Threa
     AddBias(l.q, n, q.data());
     AddBias(l.k, n, k.data());
     AddBias(l.v, n, v.data());
-    const float* k_blocks[] = {k.data()};
-    const float* v_blocks[] = {v.data()};
+    const void* k_blocks[] = {k.data()};
+    const void* v_blocks[] = {v.data()};
     pool.ParallelFor(n * hp_.n_head, [&](int64_t t0, int64_t t1) {
       std::vector<float> scores(static_cast<size_t>(n));
       for (int64_t t = t0; t < t1; ++t) {

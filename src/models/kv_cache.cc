@@ -1,18 +1,22 @@
 #include "models/kv_cache.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/check.h"
 
 namespace frugal {
 
-KvBlockPool::KvBlockPool(int64_t n_layer, int64_t kv_dim, int64_t block_tokens, int64_t n_blocks)
+KvBlockPool::KvBlockPool(int64_t n_layer, int64_t kv_dim, int64_t block_tokens, int64_t n_blocks,
+                         KvType type)
     : n_layer_(n_layer),
       kv_dim_(kv_dim),
       block_tokens_(block_tokens),
       n_blocks_(n_blocks),
-      // new float[] leaves the floats uninitialised: pages are touched only when written.
-      data_(new float[static_cast<size_t>(2 * n_layer * kv_dim * block_tokens * n_blocks)]) {
+      type_(type),
+      // new char[] leaves the bytes uninitialised: pages are touched only when written.
+      data_(new char[BlockBytes(n_layer, kv_dim, block_tokens, type) *
+                     static_cast<size_t>(n_blocks)]) {
   FRUGAL_CHECK(n_layer > 0 && kv_dim > 0 && block_tokens > 0 && n_blocks > 0);
   MutexLock lock(mu_);
   meta_.resize(static_cast<size_t>(n_blocks));
@@ -188,18 +192,20 @@ int32_t KvBlockPool::Publish(int32_t parent, std::span<const int32_t> tokens, in
   return id;
 }
 
-KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim)
+KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, KvType type)
     : n_layer_(n_layer),
       kv_dim_(kv_dim),
       block_(n_ctx),
-      owned_(new float[static_cast<size_t>(2 * n_layer * n_ctx * kv_dim)]),
+      type_(type),
+      owned_(new char[static_cast<size_t>(2 * n_layer * n_ctx * kv_dim) * KvTypeBytes(type)]),
       ids_{0},
       k_(static_cast<size_t>(n_layer)),
       v_(static_cast<size_t>(n_layer)) {
+  const size_t half = static_cast<size_t>(n_ctx * kv_dim) * KvTypeBytes(type);  // keys or values
   for (int64_t l = 0; l < n_layer; ++l) {
-    float* base = owned_.get() + 2 * l * n_ctx * kv_dim;
+    char* base = owned_.get() + 2 * static_cast<size_t>(l) * half;
     k_[static_cast<size_t>(l)] = {base};
-    v_[static_cast<size_t>(l)] = {base + n_ctx * kv_dim};
+    v_[static_cast<size_t>(l)] = {base + half};
   }
 }
 
@@ -207,11 +213,22 @@ KvCache::KvCache(KvBlockPool& pool)
     : n_layer_(pool.n_layer()),
       kv_dim_(pool.kv_dim()),
       block_(pool.block_tokens()),
+      type_(pool.type()),
       pool_(&pool),
       k_(static_cast<size_t>(n_layer_)),
       v_(static_cast<size_t>(n_layer_)) {}
 
 KvCache::~KvCache() { Release(); }
+
+void KvCache::Write(int64_t layer, int64_t pos, const float* k, const float* v) {
+  if (type_ == KvType::kF16) {
+    Fp32ToFp16Row(k, static_cast<uint16_t*>(K(layer, pos)), kv_dim_);
+    Fp32ToFp16Row(v, static_cast<uint16_t*>(V(layer, pos)), kv_dim_);
+  } else {
+    std::memcpy(K(layer, pos), k, static_cast<size_t>(kv_dim_) * sizeof(float));
+    std::memcpy(V(layer, pos), v, static_cast<size_t>(kv_dim_) * sizeof(float));
+  }
+}
 
 bool KvCache::Reserve(int64_t positions) {
   if (positions <= capacity()) return true;

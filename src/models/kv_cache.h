@@ -1,8 +1,9 @@
 // Key/value caches of decoder sequences.
 //
 // KvBlockPool: one preallocated pool of fixed-size blocks (paged, as vLLM's PagedAttention): a
-// block holds `block_tokens` positions of keys and values for every layer. The memory is
-// reserved at start but touched only when a block is first written.
+// block holds `block_tokens` positions of keys and values for every layer, as IEEE halves or
+// floats (KvType, kernels.h). The memory is reserved at start but touched only when a block is
+// first written.
 //
 // Prefix caching (the worker's; vLLM's automatic prefix caching): a full block can be published
 // under the tokens it holds and the block before it (its parent), so the blocks of one prompt
@@ -34,13 +35,15 @@
 #include <vector>
 
 #include "common/thread_annotations.h"
+#include "kernels/kernels.h"
 
 namespace frugal {
 
 class KvBlockPool {
  public:
-  KvBlockPool(int64_t n_layer, int64_t kv_dim, int64_t block_tokens, int64_t n_blocks);
+  KvBlockPool(int64_t n_layer, int64_t kv_dim, int64_t block_tokens, int64_t n_blocks, KvType type);
 
+  KvType type() const { return type_; }
   int64_t n_layer() const { return n_layer_; }
   int64_t kv_dim() const { return kv_dim_; }
   int64_t block_tokens() const { return block_tokens_; }
@@ -53,8 +56,9 @@ class KvBlockPool {
   // Cached blocks taken out of the index to make room, since the pool was made.
   int64_t evicted_blocks() const;
   // Bytes of one block (keys and values of all layers).
-  size_t block_bytes() const {
-    return static_cast<size_t>(2 * n_layer_ * block_tokens_ * kv_dim_) * sizeof(float);
+  size_t block_bytes() const { return BlockBytes(n_layer_, kv_dim_, block_tokens_, type_); }
+  static size_t BlockBytes(int64_t n_layer, int64_t kv_dim, int64_t block_tokens, KvType type) {
+    return static_cast<size_t>(2 * n_layer * block_tokens * kv_dim) * KvTypeBytes(type);
   }
 
   // Appends n block ids, one reference each, to `ids`: free ones first, then the least recently
@@ -81,14 +85,15 @@ class KvBlockPool {
   // one and Give `id` back). -1 when `parent` is not published (nothing is done).
   int32_t Publish(int32_t parent, std::span<const int32_t> tokens, int32_t id);
 
-  // Keys / values of `layer` in block `id`: [block_tokens][kv_dim].
-  float* K(int32_t id, int64_t layer) { return Base(id, layer); }
-  float* V(int32_t id, int64_t layer) { return Base(id, layer) + block_tokens_ * kv_dim_; }
+  // Keys / values of `layer` in block `id`: [block_tokens][kv_dim] elements of type().
+  void* K(int32_t id, int64_t layer) { return Base(id, layer, 0); }
+  void* V(int32_t id, int64_t layer) { return Base(id, layer, 1); }
 
  private:
-  float* Base(int32_t id, int64_t layer) {
-    return data_.get() +
-           ((static_cast<int64_t>(id) * n_layer_ + layer) * 2) * block_tokens_ * kv_dim_;
+  void* Base(int32_t id, int64_t layer, int64_t kv) {
+    const int64_t elems =
+        ((static_cast<int64_t>(id) * n_layer_ + layer) * 2 + kv) * block_tokens_ * kv_dim_;
+    return data_.get() + static_cast<size_t>(elems) * KvTypeBytes(type_);
   }
 
   struct Meta {
@@ -111,8 +116,9 @@ class KvBlockPool {
   int32_t EvictLocked() FRUGAL_REQUIRES(mu_);
 
   const int64_t n_layer_, kv_dim_, block_tokens_, n_blocks_;
-  std::unique_ptr<float[]>
-      data_;  // [block][layer][k|v][block_tokens][kv_dim]; not value-initialised
+  const KvType type_;
+  // [block][layer][k|v][block_tokens][kv_dim] elements of type_; not value-initialised.
+  std::unique_ptr<char[]> data_;
   mutable Mutex mu_;
   std::vector<Meta> meta_ FRUGAL_GUARDED_BY(mu_);
   // A stack: the most recently freed block is reused first.
@@ -126,7 +132,7 @@ class KvBlockPool {
 class KvCache {
  public:
   // Contiguous: room for n_ctx positions, owned.
-  KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim);
+  KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, KvType type);
   // Paged: no blocks yet; Reserve takes them from `pool`, which must outlive this cache.
   explicit KvCache(KvBlockPool& pool);
   ~KvCache();
@@ -136,6 +142,7 @@ class KvCache {
   // Positions the cache can hold now.
   int64_t capacity() const { return static_cast<int64_t>(ids_.size()) * block_; }
   int64_t kv_dim() const { return kv_dim_; }
+  KvType type() const { return type_; }
   int64_t block_tokens() const { return block_; }
   // Positions [0, size) hold valid entries.
   int64_t size() const { return size_; }
@@ -167,30 +174,39 @@ class KvCache {
   // Positions at the start that came from, or went into, the prefix index.
   int64_t shared_positions() const { return published_ * block_; }
 
-  float* K(int64_t layer, int64_t pos) { return At(k_, layer, pos); }
-  float* V(int64_t layer, int64_t pos) { return At(v_, layer, pos); }
+  // Where position `pos` of `layer` keeps its kv_dim keys / values (elements of type()).
+  void* K(int64_t layer, int64_t pos) { return At(k_, layer, pos); }
+  void* V(int64_t layer, int64_t pos) { return At(v_, layer, pos); }
+  // Stores the kv_dim keys and values of `layer` at `pos`, converted to type() (halves: round to
+  // nearest even, the same bits at every CPU level).
+  void Write(int64_t layer, int64_t pos, const float* k, const float* v);
   // Block tables of one layer, for the attention kernel (kernels.h: KvBlocks).
-  const float* const* KBlocks(int64_t layer) const { return k_[static_cast<size_t>(layer)].data(); }
-  const float* const* VBlocks(int64_t layer) const { return v_[static_cast<size_t>(layer)].data(); }
+  const void* const* KBlocks(int64_t layer) const { return k_[static_cast<size_t>(layer)].data(); }
+  const void* const* VBlocks(int64_t layer) const { return v_[static_cast<size_t>(layer)].data(); }
+  // One key/value head of `layer`, `offset` elements into each position, for the kernels.
+  KvBlocks Head(int64_t layer, int64_t offset) const {
+    return KvBlocks{KBlocks(layer), VBlocks(layer), offset, block_, kv_dim_, type_};
+  }
 
  private:
-  float* At(std::vector<std::vector<float*>>& t, int64_t layer, int64_t pos) {
-    return t[static_cast<size_t>(layer)][static_cast<size_t>(pos / block_)] +
-           (pos % block_) * kv_dim_;
+  void* At(std::vector<std::vector<void*>>& t, int64_t layer, int64_t pos) {
+    return static_cast<char*>(t[static_cast<size_t>(layer)][static_cast<size_t>(pos / block_)]) +
+           static_cast<size_t>((pos % block_) * kv_dim_) * KvTypeBytes(type_);
   }
 
   int64_t n_layer_, kv_dim_, block_;
+  KvType type_;
   int64_t size_ = 0;
   KvBlockPool* pool_ = nullptr;  // paged only
   // Contiguous only: [layer][k|v][n_ctx][kv_dim]. Not value-initialised (as the pool's blocks):
   // positions are read only after they are written, and zero-filling the whole context touched
   // every page up front (470 MB for Qwen2.5-1.5B at 8192 tokens, for an 8-token answer).
-  std::unique_ptr<float[]> owned_;
+  std::unique_ptr<char[]> owned_;
   void SetBlock(size_t b, int32_t id);
 
-  std::vector<int32_t> ids_;                // blocks (contiguous: the single block 0)
-  int64_t published_ = 0;                   // leading blocks in the prefix index
-  std::vector<std::vector<float*>> k_, v_;  // [layer][block] -> first position of the block
+  std::vector<int32_t> ids_;               // blocks (contiguous: the single block 0)
+  int64_t published_ = 0;                  // leading blocks in the prefix index
+  std::vector<std::vector<void*>> k_, v_;  // [layer][block] -> first position of the block
 };
 
 }  // namespace frugal

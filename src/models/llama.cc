@@ -298,7 +298,7 @@ size_t LlamaModel::RepackWeights() {
 }
 
 std::unique_ptr<KvCache> LlamaModel::NewKvCache(int64_t n_ctx) const {
-  return std::make_unique<KvCache>(hp_.n_layer, n_ctx, kv_dim());
+  return std::make_unique<KvCache>(hp_.n_layer, n_ctx, kv_dim(), kv_type_);
 }
 
 size_t LlamaModel::weight_bytes_per_token() const {
@@ -437,10 +437,8 @@ void LlamaModel::LayerForward(int64_t li, std::span<const StepItem> items,
     RopeRotate(&s.k[static_cast<size_t>(i * kv_d)], hp_.n_head_kv, hd, hp_.n_rot, hp_.rope_neox, cs,
                cs + half);
     // Rows write disjoint positions of their caches.
-    std::memcpy(it.kv->K(li, it.pos), &s.k[static_cast<size_t>(i * kv_d)],
-                static_cast<size_t>(kv_d) * sizeof(float));
-    std::memcpy(it.kv->V(li, it.pos), &s.v[static_cast<size_t>(i * kv_d)],
-                static_cast<size_t>(kv_d) * sizeof(float));
+    it.kv->Write(li, it.pos, &s.k[static_cast<size_t>(i * kv_d)],
+                 &s.v[static_cast<size_t>(i * kv_d)]);
   });
   // Causal attention. Each task takes query heads of one key/value head together (AttentionGroup:
   // the keys and values read once for them, not once per head): all of the group's heads, or
@@ -465,7 +463,7 @@ void LlamaModel::LayerForward(int64_t li, std::span<const StepItem> items,
       KvCache& kv = *items[static_cast<size_t>(i)].kv;
       const int64_t n_past = items[static_cast<size_t>(i)].pos + 1;
       scores.resize(static_cast<size_t>(heads_per_task * n_past));
-      const KvBlocks blocks{kv.KBlocks(li), kv.VBlocks(li), kvh * hd, kv.block_tokens(), kv_d};
+      const KvBlocks blocks = kv.Head(li, kvh * hd);
       AttentionGroup(&s.q[static_cast<size_t>(i * q_dim + h * hd)], heads_per_task, blocks, n_past,
                      hd, attn_scale, scores.data(),
                      &s.attn[static_cast<size_t>(i * q_dim + h * hd)]);

@@ -54,6 +54,10 @@ class LlamaModel {
   void set_activation_precision(ActivationPrecision p) { act_ = p; }
   ActivationPrecision activation_precision() const { return act_; }
   int64_t kv_dim() const { return hp_.n_head_kv * hp_.head_dim; }
+  // How NewKvCache's caches store keys and values: float (default, reference precision) or IEEE
+  // half. A paged cache stores what its pool does. Set before use.
+  void set_kv_type(KvType t) { kv_type_ = t; }
+  KvType kv_type() const { return kv_type_; }
   std::unique_ptr<KvCache> NewKvCache(int64_t n_ctx) const;
 
   // Runs `tokens` at positions kv.size() .. kv.size()+n-1 in one batched pass, appends their
@@ -149,6 +153,7 @@ class LlamaModel {
 
   LlamaHParams hp_;
   ActivationPrecision act_ = ActivationPrecision::kF32;
+  KvType kv_type_ = KvType::kF32;
   const TensorView* tok_embd_ = nullptr;
   const TensorView* output_ = nullptr;
   std::vector<float> output_norm_;

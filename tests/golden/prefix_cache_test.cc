@@ -33,6 +33,7 @@ class Recorder final : public ModelRunner {
   int64_t n_vocab() const override { return inner_->n_vocab(); }
   int64_t kv_layers() const override { return inner_->kv_layers(); }
   int64_t kv_dim() const override { return inner_->kv_dim(); }
+  KvType kv_type() const override { return inner_->kv_type(); }
   const Tokenizer& tokenizer() const override { return inner_->tokenizer(); }
   Status Warmup(KvBlockPool& pool, double* prefill_ms, double* decode_ms) override {
     return inner_->Warmup(pool, prefill_ms, decode_ms);

@@ -72,10 +72,13 @@ class Frugal:
         return p
 
     def logits(self, model, tokens, tmp_path: Path, *extra) -> np.ndarray:
-        """`frugal logits`, at reference precision (`--activations f32`) unless extra names
-        the activations: the logits tests compare against float references."""
+        """`frugal logits`, at reference precision (`--activations f32`, `--kv-type f32`) unless
+        extra names the activations or the KV type: the logits tests compare against float
+        references (test_reference_logits.py measures the F16 KV cache on its own)."""
         if "--activations" not in [str(e) for e in extra]:
             extra = (*extra, "--activations", "f32")
+        if "--kv-type" not in [str(e) for e in extra]:
+            extra = (*extra, "--kv-type", "f32")
         out = tmp_path / f"logits_{os.getpid()}_{len(tokens)}.f32"
         if out.exists():
             out.unlink()

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <set>
 #include <span>
@@ -12,7 +13,7 @@ namespace frugal {
 namespace {
 
 TEST(KvCacheTest, PagedCacheTakesWholeBlocksAndGivesThemBack) {
-  KvBlockPool pool(/*n_layer=*/2, /*kv_dim=*/8, /*block_tokens=*/16, /*n_blocks=*/5);
+  KvBlockPool pool(/*n_layer=*/2, /*kv_dim=*/8, /*block_tokens=*/16, /*n_blocks=*/5, KvType::kF16);
   EXPECT_EQ(pool.free_blocks(), 5);
   {
     KvCache a(pool);
@@ -35,38 +36,88 @@ TEST(KvCacheTest, PagedCacheTakesWholeBlocksAndGivesThemBack) {
   EXPECT_EQ(pool.free_blocks(), 5);
 }
 
+// Position p of a layer of a cache, as a byte address.
+const char* Addr(void* p) { return static_cast<const char*>(p); }
+const char* Addr(const void* p) { return static_cast<const char*>(p); }
+
 TEST(KvCacheTest, PositionsOfDifferentBlocksAndLayersNeverOverlap) {
-  KvBlockPool pool(3, 4, 4, 8);
-  KvCache a(pool), b(pool);
-  ASSERT_TRUE(a.Reserve(10));
-  ASSERT_TRUE(b.Reserve(7));
-  std::set<const float*> seen;
-  for (KvCache* c : {&a, &b}) {
-    for (int64_t l = 0; l < 3; ++l) {
-      for (int64_t p = 0; p < c->capacity(); ++p) {
-        for (const float* x : {c->K(l, p), c->V(l, p)}) {
-          EXPECT_TRUE(seen.insert(x).second) << "layer " << l << " pos " << p;
+  for (KvType type : {KvType::kF16, KvType::kF32}) {
+    const auto bytes = static_cast<int64_t>(KvTypeBytes(type));
+    KvBlockPool pool(3, 4, 4, 8, type);
+    EXPECT_EQ(pool.block_bytes(), static_cast<size_t>(2 * 3 * 4 * 4 * bytes));
+    KvCache a(pool), b(pool);
+    ASSERT_TRUE(a.Reserve(10));
+    ASSERT_TRUE(b.Reserve(7));
+    std::set<const char*> seen;
+    for (KvCache* c : {&a, &b}) {
+      for (int64_t l = 0; l < 3; ++l) {
+        for (int64_t p = 0; p < c->capacity(); ++p) {
+          for (const char* x : {Addr(c->K(l, p)), Addr(c->V(l, p))}) {
+            // kv_dim elements from x on belong to this position only.
+            for (int64_t e = 0; e < 4 * bytes; ++e) {
+              EXPECT_TRUE(seen.insert(x + e).second) << "layer " << l << " pos " << p;
+            }
+          }
+          // The block table agrees with K / V.
+          EXPECT_EQ(Addr(c->KBlocks(l)[p / 4]) + (p % 4) * 4 * bytes, Addr(c->K(l, p)));
+          EXPECT_EQ(Addr(c->VBlocks(l)[p / 4]) + (p % 4) * 4 * bytes, Addr(c->V(l, p)));
         }
-        // The block table agrees with K / V.
-        EXPECT_EQ(c->KBlocks(l)[p / 4] + (p % 4) * 4, c->K(l, p));
-        EXPECT_EQ(c->VBlocks(l)[p / 4] + (p % 4) * 4, c->V(l, p));
       }
     }
+    // Written values stay where they were written, as halves or floats.
+    auto key3 = [&](KvCache& c, int64_t p) {
+      float k[4];
+      if (type == KvType::kF16) {
+        Fp16ToFp32Row(static_cast<const uint16_t*>(c.K(2, p)), k, 4);
+      } else {
+        std::memcpy(k, c.K(2, p), sizeof k);
+      }
+      return k[3];
+    };
+    for (int64_t p = 0; p < a.capacity(); ++p) {
+      const float k[4] = {0, 0, 0, static_cast<float>(p) + 0.25f}, v[4] = {};
+      a.Write(2, p, k, v);
+    }
+    for (int64_t p = 0; p < b.capacity(); ++p) {
+      const float k[4] = {0, 0, 0, -1.0f}, v[4] = {};
+      b.Write(2, p, k, v);
+    }
+    for (int64_t p = 0; p < a.capacity(); ++p) EXPECT_EQ(key3(a, p), static_cast<float>(p) + 0.25f);
   }
-  // Written values stay where they were written.
-  for (int64_t p = 0; p < a.capacity(); ++p) a.K(2, p)[3] = static_cast<float>(p);
-  for (int64_t p = 0; p < b.capacity(); ++p) b.K(2, p)[3] = -1.0f;
-  for (int64_t p = 0; p < a.capacity(); ++p) EXPECT_EQ(a.K(2, p)[3], static_cast<float>(p));
+}
+
+TEST(KvCacheTest, HalvesTakeHalfTheBytesOfFloats) {
+  EXPECT_EQ(KvBlockPool::BlockBytes(30, 192, 16, KvType::kF16) * 2,
+            KvBlockPool::BlockBytes(30, 192, 16, KvType::kF32));
+  EXPECT_EQ(KvBlockPool::BlockBytes(30, 192, 1, KvType::kF16), size_t{2 * 30 * 192 * 2});
+}
+
+TEST(KvCacheTest, WriteRoundsToNearestEvenHalves) {
+  KvCache c(1, 2, 8, KvType::kF16);
+  // 1 + 2^-11 is halfway between 1 and the next half (1 + 2^-10): ties go to the even, 1.
+  const float k[8] = {1.0f + 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-12f,
+                      65520.0f,        -0.0f,
+                      0x1p-25f,        0x1p-24f,
+                      1e-30f,          3.0f};
+  const uint16_t want[8] = {0x3c00, 0x3c01, 0x7c00, 0x8000, 0x0000, 0x0001, 0x0000, 0x4200};
+  c.Write(0, 1, k, k);
+  for (int e = 0; e < 8; ++e) {
+    EXPECT_EQ(static_cast<const uint16_t*>(c.K(0, 1))[e], want[e]) << e;
+    EXPECT_EQ(static_cast<const uint16_t*>(c.V(0, 1))[e], want[e]) << e;
+  }
 }
 
 TEST(KvCacheTest, ContiguousCacheIsOneBlock) {
-  KvCache c(2, 10, 4);
-  EXPECT_FALSE(c.paged());
-  EXPECT_EQ(c.capacity(), 10);
-  EXPECT_EQ(c.blocks(), 1);
-  EXPECT_TRUE(c.Reserve(10));
-  EXPECT_FALSE(c.Reserve(11));
-  EXPECT_EQ(c.K(1, 3), c.KBlocks(1)[0] + 12);
+  for (KvType type : {KvType::kF16, KvType::kF32}) {
+    KvCache c(2, 10, 4, type);
+    EXPECT_FALSE(c.paged());
+    EXPECT_EQ(c.capacity(), 10);
+    EXPECT_EQ(c.blocks(), 1);
+    EXPECT_TRUE(c.Reserve(10));
+    EXPECT_FALSE(c.Reserve(11));
+    EXPECT_EQ(Addr(c.K(1, 3)),
+              Addr(c.KBlocks(1)[0]) + 12 * static_cast<int64_t>(KvTypeBytes(type)));
+  }
 }
 
 // --- Prefix caching: published chains of full blocks, shared by reference, evicted LRU. ---
@@ -87,7 +138,7 @@ std::unique_ptr<KvCache> Computed(KvBlockPool& pool, const std::vector<int32_t>&
 }
 
 TEST(KvPrefixCacheTest, TheLongestPublishedChainIsSharedNotCopied) {
-  KvBlockPool pool(/*n_layer=*/2, /*kv_dim=*/4, /*block_tokens=*/4, /*n_blocks=*/10);
+  KvBlockPool pool(/*n_layer=*/2, /*kv_dim=*/4, /*block_tokens=*/4, /*n_blocks=*/10, KvType::kF16);
   const auto tokens = Iota(10);  // 2 full blocks and 2 positions of a third
   auto a = Computed(pool, tokens);
   EXPECT_EQ(pool.cached_blocks(), 2);  // the partial third block is not published
@@ -116,7 +167,7 @@ TEST(KvPrefixCacheTest, TheLongestPublishedChainIsSharedNotCopied) {
 }
 
 TEST(KvPrefixCacheTest, ReleasedChainsStayCachedUntilTheirBlocksAreNeeded) {
-  KvBlockPool pool(1, 4, 4, 6);
+  KvBlockPool pool(1, 4, 4, 6, KvType::kF16);
   const auto tokens = Iota(8);
   {
     auto a = Computed(pool, tokens);
@@ -139,7 +190,7 @@ TEST(KvPrefixCacheTest, ReleasedChainsStayCachedUntilTheirBlocksAreNeeded) {
 }
 
 TEST(KvPrefixCacheTest, ReferencedBlocksAreNeverEvicted) {
-  KvBlockPool pool(1, 4, 4, 4);
+  KvBlockPool pool(1, 4, 4, 4, KvType::kF16);
   const auto tokens = Iota(8);
   auto a = Computed(pool, tokens);  // 2 blocks, published and referenced
   KvCache b(pool);
@@ -155,7 +206,7 @@ TEST(KvPrefixCacheTest, ReferencedBlocksAreNeverEvicted) {
 }
 
 TEST(KvPrefixCacheTest, TheLeastRecentlyUsedChainGoesFirst) {
-  KvBlockPool pool(1, 4, 4, 5);
+  KvBlockPool pool(1, 4, 4, 5, KvType::kF16);
   const auto x = Iota(8, 1), y = Iota(8, 100);
   Computed(pool, x).reset();
   Computed(pool, y).reset();
@@ -173,7 +224,7 @@ TEST(KvPrefixCacheTest, TheLeastRecentlyUsedChainGoesFirst) {
 }
 
 TEST(KvPrefixCacheTest, SameContentComputedTwiceKeepsOneBlock) {
-  KvBlockPool pool(1, 4, 4, 8);
+  KvBlockPool pool(1, 4, 4, 8, KvType::kF16);
   const auto tokens = Iota(9);
   // Two sequences prefill the same prompt at once, neither finding the other's blocks.
   KvCache a(pool), b(pool);
@@ -200,7 +251,7 @@ TEST(KvPrefixCacheTest, SameContentComputedTwiceKeepsOneBlock) {
 }
 
 TEST(KvPrefixCacheTest, AContiguousCacheTakesNoPartInIt) {
-  KvCache c(1, 16, 4);
+  KvCache c(1, 16, 4, KvType::kF16);
   EXPECT_EQ(c.AdoptPrefix(Iota(8)), 0);
   c.set_size(8);
   c.PublishFullBlocks(Iota(8));

@@ -39,6 +39,7 @@ class FakeRunner final : public ModelRunner {
   int64_t n_vocab() const override { return tok_->vocab_size(); }
   int64_t kv_layers() const override { return 1; }
   int64_t kv_dim() const override { return 1; }
+  KvType kv_type() const override { return KvType::kF16; }
   const Tokenizer& tokenizer() const override { return *tok_; }
   Status Warmup(KvBlockPool&, double* prefill_ms, double* decode_ms) override {
     *prefill_ms = 0.5;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "common/fp16.h"
 #include "kernels/kernels.h"
 #include "kernels/x86/avx2.h"
 
@@ -311,15 +312,33 @@ void RefAxpy(float a, const float* x, float* y, int64_t n) {
 
 void RefQuantizeRowQ8Act(const float* x, BlockQ8Act* out, int64_t n);  // ref/dequantize.cc
 
+void RefFp32ToFp16Row(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = Fp32ToFp16(x[i]);
+}
+
+void RefFp16ToFp32Row(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = Fp16ToFp32(x[i]);
+}
+
 void RefAttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
                       float* scores, float* out) {
-  auto at = [&](const float* const* blocks, int64_t p) {
-    return blocks[p / kv.block] + kv.offset + (p % kv.block) * kv.stride;
+  const size_t bytes = KvTypeBytes(kv.type);
+  auto at = [&](const void* const* blocks, int64_t p) {
+    return static_cast<const char*>(blocks[p / kv.block]) +
+           static_cast<size_t>(kv.offset + (p % kv.block) * kv.stride) * bytes;
   };
-  for (int64_t p = 0; p < n; ++p) scores[p] = RefDotF32(q, at(kv.k, p), hd) * scale;
+  // Half keys and values are widened (exactly) a row at a time and then go through the float
+  // arithmetic, so the result is that of float ones holding the same values.
+  std::vector<float> row(kv.type == KvType::kF16 ? static_cast<size_t>(hd) : 0);
+  auto floats = [&](const char* e) {
+    if (kv.type == KvType::kF32) return reinterpret_cast<const float*>(e);
+    RefFp16ToFp32Row(reinterpret_cast<const uint16_t*>(e), row.data(), hd);
+    return static_cast<const float*>(row.data());
+  };
+  for (int64_t p = 0; p < n; ++p) scores[p] = RefDotF32(q, floats(at(kv.k, p)), hd) * scale;
   RefSoftmaxInPlace(scores, n);
   std::fill(out, out + hd, 0.0f);
-  for (int64_t p = 0; p < n; ++p) RefAxpy(scores[p], at(kv.v, p), out, hd);
+  for (int64_t p = 0; p < n; ++p) RefAxpy(scores[p], floats(at(kv.v, p)), out, hd);
 }
 
 void RefAttentionGroup(const float* q, int64_t heads, const KvBlocks& kv, int64_t n, int64_t hd,
@@ -331,11 +350,13 @@ void RefAttentionGroup(const float* q, int64_t heads, const KvBlocks& kv, int64_
 const OpsKernels& GetOpsKernels(CpuLevel level) {
   static const OpsKernels kScalar{RefQuantizeRowQ8Act, RefRmsNorm, RefSoftmaxInPlace,
                                   RefSwiGlu,           RefAxpy,    RefAttentionHead,
-                                  RefAttentionGroup,   RefGelu};
+                                  RefAttentionGroup,   RefGelu,    RefFp32ToFp16Row,
+                                  RefFp16ToFp32Row};
 #if defined(__x86_64__)
   static const OpsKernels kAvx2{avx2::QuantizeRowQ8Act, avx2::RmsNorm, avx2::SoftmaxInPlace,
                                 avx2::SwiGlu,           avx2::Axpy,    avx2::AttentionHead,
-                                avx2::AttentionGroup,   avx2::Gelu};
+                                avx2::AttentionGroup,   avx2::Gelu,    avx2::Fp32ToFp16Row,
+                                avx2::Fp16ToFp32Row};
   // The AVX-512 VNNI level differs in its integer dot products only (x86/x86_variant.h).
   if (level >= CpuLevel::kAvx2 && DetectedCpuLevel() >= level) return kAvx2;
 #endif
@@ -360,6 +381,8 @@ void SoftmaxInPlace(float* x, int64_t n) { Active().softmax(x, n); }
 void SwiGlu(const float* g, const float* u, float* y, int64_t n) { Active().swiglu(g, u, y, n); }
 void GeluInPlace(float* x, int64_t n) { Active().gelu(x, n); }
 void Axpy(float a, const float* x, float* y, int64_t n) { Active().axpy(a, x, y, n); }
+void Fp32ToFp16Row(const float* x, uint16_t* y, int64_t n) { Active().fp32_to_fp16(x, y, n); }
+void Fp16ToFp32Row(const uint16_t* x, float* y, int64_t n) { Active().fp16_to_fp32(x, y, n); }
 void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, float scale,
                    float* scores, float* out) {
   Active().attention_head(q, kv, n, hd, scale, scores, out);

@@ -54,5 +54,8 @@ void AttentionHead(const float* q, const KvBlocks& kv, int64_t n, int64_t hd, fl
                    float* scores, float* out);
 void AttentionGroup(const float* q, int64_t heads, const KvBlocks& kv, int64_t n, int64_t hd,
                     float scale, float* scores, float* out);
+// F16C's VCVTPS2PH (round to nearest even) and VCVTPH2PS.
+void Fp32ToFp16Row(const float* x, uint16_t* y, int64_t n);
+void Fp16ToFp32Row(const uint16_t* x, float* y, int64_t n);
 
 }  // namespace frugal::avx2

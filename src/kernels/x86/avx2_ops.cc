@@ -6,7 +6,8 @@
 //  - RmsNorm: the same float formula with the sum of squares in double in another order;
 //  - Softmax, SwiGlu: exp by a degree-5 polynomial after range reduction (the Cephes expf
 //    scheme), within a few float ulps;
-//  - Gelu: erf by a rational approximation, within 1e-6 |x| of the exact GELU.
+//  - Gelu: erf by a rational approximation, within 1e-6 |x| of the exact GELU;
+//  - Fp32ToFp16Row, Fp16ToFp32Row: bit-identical (F16C; common/fp16.h matches it).
 #if defined(__x86_64__)
 #include <immintrin.h>
 
@@ -186,12 +187,39 @@ void Gelu(float* x, int64_t n) {
   for (; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * static_cast<float>(M_SQRT1_2)));
 }
 
+void Fp32ToFp16Row(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) {
+    y[i] = static_cast<uint16_t>(
+        _mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(x[i]), _MM_FROUND_TO_NEAREST_INT), 0));
+  }
+}
+
+void Fp16ToFp32Row(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  for (; i < n; ++i) y[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(x[i]))));
+}
+
 namespace {
+
+// Eight keys or values as floats: loaded, or loaded as halves and widened (exactly), so the
+// arithmetic after the load is the same for both element types.
+inline __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 Load8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
 
 // out[0 .. 8C) = sum over positions p in [pa, pb) of w[p] * v_p[e .. e + 8C), in order of p, in
 // registers; with `resume`, added to out's values (the sum of the positions before pa) as if the
 // loop had not stopped: a sum split into spans equals the whole one bit for bit.
-template <int C>
+template <int C, typename T>
 inline void WeightedSumSpan(const float* w, const KvBlocks& kv, int64_t e, int64_t pa, int64_t pb,
                             bool resume, float* out) {
   __m256 acc[C];
@@ -199,11 +227,11 @@ inline void WeightedSumSpan(const float* w, const KvBlocks& kv, int64_t e, int64
   for (int64_t p = pa; p < pb;) {
     const int64_t in = p % kv.block;
     const int64_t m = std::min(kv.block - in, pb - p);
-    const float* vb = kv.v[p / kv.block] + kv.offset + e + in * kv.stride;
+    const T* vb = static_cast<const T*>(kv.v[p / kv.block]) + kv.offset + e + in * kv.stride;
     for (int64_t j = 0; j < m; ++j) {
       const __m256 wp = _mm256_set1_ps(w[p + j]);
-      const float* vp = vb + j * kv.stride;
-      for (int c = 0; c < C; ++c) acc[c] = _mm256_fmadd_ps(wp, _mm256_loadu_ps(vp + 8 * c), acc[c]);
+      const T* vp = vb + j * kv.stride;
+      for (int c = 0; c < C; ++c) acc[c] = _mm256_fmadd_ps(wp, Load8(vp + 8 * c), acc[c]);
     }
     p += m;
   }
@@ -211,19 +239,20 @@ inline void WeightedSumSpan(const float* w, const KvBlocks& kv, int64_t e, int64
 }
 
 // scale * q . k_p for the m positions of one block starting at kb.
-inline void BlockScores(const float* q, const float* kb, int64_t stride, int64_t m, int64_t hd,
+template <typename T>
+inline void BlockScores(const float* q, const T* kb, int64_t stride, int64_t m, int64_t hd,
                         float scale, float* scores) {
   // Four positions at a time: four dot products reduced together.
   int64_t p = 0;
   for (; p + 4 <= m; p += 4) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    const float* kp = kb + p * stride;
+    const T* kp = kb + p * stride;
     for (int64_t e = 0; e < hd; e += 8) {
       const __m256 qe = _mm256_loadu_ps(q + e);
-      a0 = _mm256_fmadd_ps(qe, _mm256_loadu_ps(kp + e), a0);
-      a1 = _mm256_fmadd_ps(qe, _mm256_loadu_ps(kp + stride + e), a1);
-      a2 = _mm256_fmadd_ps(qe, _mm256_loadu_ps(kp + 2 * stride + e), a2);
-      a3 = _mm256_fmadd_ps(qe, _mm256_loadu_ps(kp + 3 * stride + e), a3);
+      a0 = _mm256_fmadd_ps(qe, Load8(kp + e), a0);
+      a1 = _mm256_fmadd_ps(qe, Load8(kp + stride + e), a1);
+      a2 = _mm256_fmadd_ps(qe, Load8(kp + 2 * stride + e), a2);
+      a3 = _mm256_fmadd_ps(qe, Load8(kp + 3 * stride + e), a3);
     }
     const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
     const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
@@ -232,7 +261,7 @@ inline void BlockScores(const float* q, const float* kb, int64_t stride, int64_t
   for (; p < m; ++p) {
     __m256 a = _mm256_setzero_ps();
     for (int64_t e = 0; e < hd; e += 8)
-      a = _mm256_fmadd_ps(_mm256_loadu_ps(q + e), _mm256_loadu_ps(kb + p * stride + e), a);
+      a = _mm256_fmadd_ps(_mm256_loadu_ps(q + e), Load8(kb + p * stride + e), a);
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -240,23 +269,18 @@ inline void BlockScores(const float* q, const float* kb, int64_t stride, int64_t
   }
 }
 
-}  // namespace
-
 // Positions whose keys (or values) one pass over the heads reads: 32 positions of a 128-float head
 // are 16 KB, so the second and later heads of a group find them in L1 where each head alone would
 // stream them again from L2 or L3 (a multiple of 4, so that BlockScores' groups of four stay
 // where one head's pass over the whole block puts them).
 constexpr int64_t kSpan = 32;
 
-void AttentionGroup(const float* q, int64_t heads, const KvBlocks& kv, int64_t n, int64_t hd,
-                    float scale, float* scores, float* out) {
-  if (hd % 8 != 0) {
-    for (int64_t h = 0; h < heads; ++h)
-      RefAttentionHead(q + h * hd, kv, n, hd, scale, scores + h * n, out + h * hd);
-    return;
-  }
+// AttentionGroup for keys and values of element type T (float or half).
+template <typename T>
+void AttentionGroupOf(const float* q, int64_t heads, const KvBlocks& kv, int64_t n, int64_t hd,
+                      float scale, float* scores, float* out) {
   for (int64_t p0 = 0; p0 < n; p0 += kv.block) {
-    const float* kb = kv.k[p0 / kv.block] + kv.offset;
+    const T* kb = static_cast<const T*>(kv.k[p0 / kv.block]) + kv.offset;
     const int64_t m = std::min(kv.block, n - p0);
     for (int64_t s = 0; s < m; s += kSpan) {
       for (int64_t h = 0; h < heads; ++h) {
@@ -271,10 +295,26 @@ void AttentionGroup(const float* q, int64_t heads, const KvBlocks& kv, int64_t n
     for (int64_t h = 0; h < heads; ++h) {
       int64_t e = 0;
       for (; e + 64 <= hd; e += 64)
-        WeightedSumSpan<8>(scores + h * n, kv, e, pa, pb, pa > 0, out + h * hd + e);
+        WeightedSumSpan<8, T>(scores + h * n, kv, e, pa, pb, pa > 0, out + h * hd + e);
       for (; e < hd; e += 8)
-        WeightedSumSpan<1>(scores + h * n, kv, e, pa, pb, pa > 0, out + h * hd + e);
+        WeightedSumSpan<1, T>(scores + h * n, kv, e, pa, pb, pa > 0, out + h * hd + e);
     }
+  }
+}
+
+}  // namespace
+
+void AttentionGroup(const float* q, int64_t heads, const KvBlocks& kv, int64_t n, int64_t hd,
+                    float scale, float* scores, float* out) {
+  if (hd % 8 != 0) {
+    for (int64_t h = 0; h < heads; ++h)
+      RefAttentionHead(q + h * hd, kv, n, hd, scale, scores + h * n, out + h * hd);
+    return;
+  }
+  if (kv.type == KvType::kF16) {
+    AttentionGroupOf<uint16_t>(q, heads, kv, n, hd, scale, scores, out);
+  } else {
+    AttentionGroupOf<float>(q, heads, kv, n, hd, scale, scores, out);
   }
 }
 
