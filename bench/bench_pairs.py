@@ -4,7 +4,8 @@
     python3 bench/bench_pairs.py -m models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf \
         --side avx2 'FRUGAL_CPU=avx2 build/frugal' --side avx512vnni build/frugal --pairs 10
 
-Each side is a label and a command (leading VAR=VALUE words are environment variables). Every
+Each side is a label and a command (leading VAR=VALUE words are environment variables; words
+after a `--` are flags for `frugal bench` itself, e.g. 'build/frugal -- --kv-type f32'). Every
 pair runs both sides once, `frugal bench --json --reps R` each, in alternating order so that a
 drift of the shared machine hits both alike. Prints, per metric, each side's median over the
 pairs and the median, min and max of the per-pair ratios (second side / first): timings on a
@@ -26,11 +27,16 @@ METRICS = ["prefill_tokens_per_s", "decode_tokens_per_s", "batch8_decode_tokens_
 
 def run_side(cmd: str, model: str, reps: int) -> dict:
     words = shlex.split(cmd)
+    flags = []
+    if "--" in words:
+        cut = words.index("--")
+        words, flags = words[:cut], words[cut + 1:]
     env = dict(os.environ)
     while words and "=" in words[0] and not words[0].startswith(("/", ".")):
         k, v = words.pop(0).split("=", 1)
         env[k] = v
-    out = subprocess.run([*words, "bench", "-m", model, "--json", "--reps", str(reps)], env=env,
+    out = subprocess.run([*words, "bench", "-m", model, "--json", "--reps", str(reps), *flags],
+                         env=env,
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
