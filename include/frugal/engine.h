@@ -43,8 +43,10 @@ struct EngineOptions {
   // Re-lay Q4_0 / Q4_1 / Q8_0 matrices at load into Frugal's 8-row tiles (same values, faster
   // kernels; a copy of those weights in memory). false keeps the file's layout.
   bool repack_weights = true;
-  // KV cache storage: kF16 halves the memory per position; kF32 (default) is float.
-  KvCacheType kv_type = KvCacheType::kF32;
+  // KV cache storage. F16 by default: twice the positions (cached prefixes, concurrent sequences)
+  // in the same memory, perplexity and KL divergence against F32 within noise
+  // (docs/benchmarks.md, "KV cache: F16 against F32").
+  KvCacheType kv_type = KvCacheType::kF16;
 };
 
 struct EmbedOptions {

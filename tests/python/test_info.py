@@ -46,6 +46,16 @@ def test_info_gguf(frugal, smollm2_gguf):
     assert not missing, f"info --json lacks {missing}"
 
 
+def test_info_reports_kv_bytes_per_position(frugal, smollm2_gguf):
+    # Keys and values of 30 layers x 3 KV heads x 64 dims, 2 bytes each in the default F16 cache
+    # (float: twice that).
+    obj = info_json(frugal, smollm2_gguf)
+    assert obj["kv_type"] == "f16", obj.get("kv_type")
+    assert obj["kv_bytes_per_position"] == 2 * 30 * 3 * 64 * 2, obj.get("kv_bytes_per_position")
+    assert "kv cache:      f16, 23040 bytes per position" in frugal.ok(
+        "info", smollm2_gguf).stdout.decode()
+
+
 def test_info_hf_folders(frugal, minilm_dir, tmp_path):
     assert "bert" in set(all_values(info_json(frugal, minilm_dir)))
     folder = tmp_path / "hf"
