@@ -19,7 +19,9 @@ EngineOptions ReferenceEvaluator::CandidateOptions(const std::string& candidate)
   EngineOptions eo;
   eo.model_path = candidate;
   eo.threads = threads_;
-  eo.int8_activations = false;  // as the reference: the weights alone are measured
+  // As the reference (EvalReferenceOptions): the weights alone are measured.
+  eo.int8_activations = false;
+  eo.kv_type = KvCacheType::kF32;
   return eo;
 }
 

@@ -72,11 +72,13 @@ double KlDivergence(std::span<const float> p_logits, std::span<const float> q_lo
 double PercentileNearestRank(std::vector<double> values, double p);
 
 struct EvalReferenceOptions {
-  // The reference model. Float activations unless set otherwise (EngineOptions' own default is
-  // INT8): the weights alone are measured. Candidates should use the same activations.
+  // The reference model. Float activations and a float KV cache unless set otherwise
+  // (EngineOptions' own defaults are INT8 and F16): the weights alone are measured, and the
+  // gates and figures in docs/eval.md were measured so. Candidates should use the same.
   EngineOptions engine = [] {
     EngineOptions o;
     o.int8_activations = false;
+    o.kv_type = KvCacheType::kF32;
     return o;
   }();
   std::string text;           // scored text (tokenized without BOS, as perplexity)
