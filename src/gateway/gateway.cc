@@ -614,9 +614,11 @@ void Gateway::Shutdown(std::chrono::milliseconds grace) {
   // In-flight requests finish through the upstream client, timers and cache, still running.
   g.server->Shutdown(grace);
   if (g.admin_server) g.admin_server->Shutdown(std::chrono::milliseconds(0));
+  // The timers run out rather than stop: a retry or continuation waiting out its backoff still
+  // gets its attempt (and so its one end), and no new backoff starts once `stopped` is set
+  // (ProxyRequest refuses instead), so this ends within the longest backoff.
   net::post(g.timer_io, [&g] { g.health_timer->cancel(); });
   g.timers_work.reset();
-  g.timer_io.stop();
   g.timer_thread.join();
   // Lookups still queued may dispatch: the upstream client stays until they are done. Then
   // whatever is still in flight is cancelled; its Responders go before the server does.

@@ -27,8 +27,9 @@ class Upstream {
 // An Upstream over the project's HTTP client.
 std::unique_ptr<Upstream> HttpUpstream(http::ClientOptions options);
 
-// Runs `f` once after `delay`: with true when the delay ran out, false when the timers stopped
-// first (the gateway is shutting down).
+// Runs `f` once after `delay`: with true when the delay ran out, false when the timer was
+// cancelled first. The gateway's timers are never cancelled: at shutdown they run out, so every
+// request waiting out a backoff still reaches its end (gateway.cc, Shutdown).
 class Timers {
  public:
   virtual ~Timers() = default;
