@@ -371,7 +371,10 @@ std::string Admin::StatusJson(bool full) {
   if (ctx_.audits != nullptr) {
     // The false-hit estimate over the audited hits, with its Wilson 95% interval (sound with
     // few audits and with rates near 0, where the normal approximation is not).
-    const int64_t n = ctx_.audits->audited.load(), k = ctx_.audits->disagreements.load();
+    // Disagreements first: a disagreement counts in `audited` before `disagreements`, so this
+    // order never sees k > n.
+    const int64_t k = ctx_.audits->disagreements.load();
+    const int64_t n = ctx_.audits->audited.load();
     totals["cache_audited"] = n;
     totals["cache_audit_disagreements"] = k;
     totals["cache_audits_failed"] = ctx_.audits->failed.load();
