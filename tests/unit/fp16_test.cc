@@ -95,5 +95,33 @@ TEST(Fp16ConvertTest, FloatsNarrowAsF16cDoes) {
   EXPECT_EQ(Fp32ToFp16(FromBits(0xff800001u)), 0xfe00);
 }
 
+// The row converters at lengths that are not a multiple of any vector width: each level's tail
+// (and a row starting off the vector alignment) gives the scalar converter's bits.
+TEST(Fp16ConvertTest, RowTailsAgreeWithTheScalarConverter) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 8.0f);
+  for (int64_t n : {1, 2, 3, 7, 9, 15, 17, 31, 33, 63, 65}) {
+    std::vector<float> x(static_cast<size_t>(n) + 1);
+    for (auto& v : x) v = nd(rng);
+    std::vector<uint16_t> h(x.size());
+    for (size_t i = 0; i < x.size(); ++i) h[i] = Fp32ToFp16(x[i]);
+    for (CpuLevel level : SupportedCpuLevels()) {
+      const OpsKernels& ops = GetOpsKernels(level);
+      // From the second element: a row that starts one element past an aligned address.
+      std::vector<uint16_t> got(x.size(), 0xabcd);
+      ops.fp32_to_fp16(x.data() + 1, got.data() + 1, n);
+      EXPECT_EQ(got[0], 0xabcd) << CpuLevelName(level) << " n=" << n;  // nothing before the row
+      for (int64_t i = 1; i <= n; ++i)
+        ASSERT_EQ(got[i], h[i]) << CpuLevelName(level) << " n=" << n << " i=" << i;
+      std::vector<float> wide(x.size(), -1.0f);
+      ops.fp16_to_fp32(h.data() + 1, wide.data() + 1, n);
+      EXPECT_EQ(wide[0], -1.0f) << CpuLevelName(level) << " n=" << n;
+      for (int64_t i = 1; i <= n; ++i)
+        ASSERT_EQ(Bits(wide[i]), Bits(Fp16ToFp32(h[i])))
+            << CpuLevelName(level) << " n=" << n << " i=" << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace frugal
