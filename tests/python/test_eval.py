@@ -134,8 +134,10 @@ def test_model_against_itself_measures_nothing(self_report):
 
 
 def test_ppl_matches_frugal_perplexity(frugal, model, text, self_report):
+    # eval measures the weights alone: float activations and a float KV cache (the engine's
+    # defaults are INT8 and F16), so perplexity is asked for the same.
     p = frugal.ok("perplexity", "-m", model, "-f", text, "--max-tokens", MAX_TOKENS,
-                  "--activations", "f32", "--json", timeout=300)
+                  "--activations", "f32", "--kv-type", "f32", "--json", timeout=300)
     ppl = json.loads(p.stdout.decode())
     assert ppl["tokens"] == self_report["tokens_scored"]
     assert ppl["perplexity"] == pytest.approx(self_report["ppl_ref"], rel=1e-12)
