@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cache/embedder.h"
+#include "gateway/clock.h"
 #include "http/json_limits.h"
 
 // GCC 12 reports a false -Wrestrict overlap in "literal" + std::string (GCC bug 105329);
@@ -18,20 +19,6 @@ namespace frugal::gateway {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int64_t UnixNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-double MsSince(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-std::string ErrorBody(int status, std::string_view message, std::string_view code = {}) {
-  return http::OpenAiErrorBody(status, message, code);
-}
 
 // Prometheus label value: quotes, backslashes and newlines escaped.
 std::string LabelValue(std::string_view v) {
@@ -96,10 +83,11 @@ void Admin::Handle(const http::Request& req, const std::shared_ptr<http::Respond
       return;
     }
     const int code = st.code() == StatusCode::kNotFound ? 404 : 400;
-    out->Send(code, "application/json", ErrorBody(code, st.message()));
+    out->Send(code, "application/json", http::OpenAiErrorBody(code, st.message()));
   };
   if (!http::JsonDepthWithin(req.body)) {
-    out->Send(400, "application/json", ErrorBody(400, "the request body nests too deeply"));
+    out->Send(400, "application/json",
+              http::OpenAiErrorBody(400, "the request body nests too deeply"));
     return;
   }
   const std::string& p = req.path;
@@ -125,7 +113,8 @@ void Admin::Handle(const http::Request& req, const std::shared_ptr<http::Respond
     if (j.contains("name") && j["name"].is_string()) {
       name = j["name"].get<std::string>();
       if (taken(name)) {
-        out->Send(409, "application/json", ErrorBody(409, "a worker named '" + name + "' exists"));
+        out->Send(409, "application/json",
+                  http::OpenAiErrorBody(409, "a worker named '" + name + "' exists"));
         return;
       }
     } else {
@@ -176,8 +165,9 @@ void Admin::Handle(const http::Request& req, const std::shared_ptr<http::Respond
     MutexLock l(rotation_mu_);
     reply(Status::Ok(), 200, RotationJson());
   } else {
-    out->Send(404, "application/json",
-              ErrorBody(404, "unknown admin route " + req.method + " " + p, "not_found"));
+    out->Send(
+        404, "application/json",
+        http::OpenAiErrorBody(404, "unknown admin route " + req.method + " " + p, "not_found"));
   }
 }
 
@@ -197,28 +187,30 @@ Admin::json Admin::RotationJson() const {
 // GET /admin/cache/rotation until "done".
 void Admin::StartRotation(const std::string& body, const std::shared_ptr<http::Responder>& out) {
   if (ctx_.cache == nullptr) {
-    out->Send(400, "application/json", ErrorBody(400, "the cache is off"));
+    out->Send(400, "application/json", http::OpenAiErrorBody(400, "the cache is off"));
     return;
   }
   json j = json::parse(body.empty() ? "{}" : body, nullptr, false);
   if (!j.is_object()) {
     out->Send(400, "application/json",
-              ErrorBody(400,
-                        "send {\"model\": PATH} and/or {\"hnsw\": {\"m\", \"ef_construction\", "
-                        "\"ef_search\"}}"));
+              http::OpenAiErrorBody(
+                  400,
+                  "send {\"model\": PATH} and/or {\"hnsw\": {\"m\", \"ef_construction\", "
+                  "\"ef_search\"}}"));
     return;
   }
   std::string model;
   if (j.contains("model")) {
     if (!j["model"].is_string() || j["model"].get<std::string>().empty()) {
       out->Send(400, "application/json",
-                ErrorBody(400, "\"model\" must be the path of an embedding model"));
+                http::OpenAiErrorBody(400, "\"model\" must be the path of an embedding model"));
       return;
     }
     model = j["model"].get<std::string>();
     std::error_code ec;
     if (!std::filesystem::exists(model, ec)) {
-      out->Send(400, "application/json", ErrorBody(400, "no embedding model at " + model));
+      out->Send(400, "application/json",
+                http::OpenAiErrorBody(400, "no embedding model at " + model));
       return;
     }
   }
@@ -226,7 +218,7 @@ void Admin::StartRotation(const std::string& body, const std::shared_ptr<http::R
   if (j.contains("hnsw")) {
     const json& h = j["hnsw"];
     if (!h.is_object()) {
-      out->Send(400, "application/json", ErrorBody(400, "\"hnsw\" must be an object"));
+      out->Send(400, "application/json", http::OpenAiErrorBody(400, "\"hnsw\" must be an object"));
       return;
     }
     cache::HnswParams hp;
@@ -240,7 +232,8 @@ void Admin::StartRotation(const std::string& body, const std::shared_ptr<http::R
       if (!h[key].is_number_integer() || h[key].get<int64_t>() < 2 ||
           h[key].get<int64_t>() > 4096) {
         out->Send(400, "application/json",
-                  ErrorBody(400, std::string("hnsw.") + key + " must be an integer in [2, 4096]"));
+                  http::OpenAiErrorBody(
+                      400, std::string("hnsw.") + key + " must be an integer in [2, 4096]"));
         return;
       }
       *field = static_cast<size_t>(h[key].get<int64_t>());
@@ -250,7 +243,7 @@ void Admin::StartRotation(const std::string& body, const std::shared_ptr<http::R
   MutexLock l(rotation_mu_);
   if (rotation_.state == "running") {
     out->Send(409, "application/json",
-              ErrorBody(409, "a rotation is running (GET /admin/cache/rotation)"));
+              http::OpenAiErrorBody(409, "a rotation is running (GET /admin/cache/rotation)"));
     return;
   }
   if (rotation_thread_.joinable()) rotation_thread_.join();  // the previous one has finished

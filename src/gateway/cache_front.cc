@@ -6,18 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "gateway/clock.h"
 #include "http/json_limits.h"
 
 namespace frugal::gateway {
 namespace {
 
 using json = nlohmann::json;
-
-int64_t UnixNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 

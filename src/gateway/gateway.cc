@@ -20,6 +20,7 @@
 #include "gateway/admin.h"
 #include "gateway/audit.h"
 #include "gateway/cache_front.h"
+#include "gateway/clock.h"
 #include "gateway/model_directory.h"
 #include "gateway/proxy.h"
 #include "gateway/rate_limit.h"
@@ -43,20 +44,6 @@ namespace {
 namespace net = boost::asio;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-int64_t UnixNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-double MsSince(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-std::string ErrorBody(int status, std::string_view message, std::string_view code = {}) {
-  return http::OpenAiErrorBody(status, message, code);
-}
 
 // The bearer token of an Authorization header, or "".
 std::string BearerToken(const http::Request& r) {
@@ -148,17 +135,18 @@ struct Gateway::Impl {
                     const std::string& message, const char* code) {
     auth_throttle.Failed(req.remote, Clock::now());
     auth_failures->Add(1, code);
-    out->Send(401, "application/json", ErrorBody(401, message, code));
+    out->Send(401, "application/json", http::OpenAiErrorBody(401, message, code));
   }
   // 429 while the address is blocked for failing too often; true when it was refused.
   bool AuthThrottled(const http::Request& req, const std::shared_ptr<http::Responder>& out) {
     const auto wait = auth_throttle.Blocked(req.remote, Clock::now());
     if (!wait) return false;
     const auto secs = std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(*wait))));
-    out->Send(429, "application/json",
-              ErrorBody(429, "too many failed authentication attempts from this address",
-                        "too_many_auth_failures"),
-              {{"Retry-After", secs}});
+    out->Send(
+        429, "application/json",
+        http::OpenAiErrorBody(429, "too many failed authentication attempts from this address",
+                              "too_many_auth_failures"),
+        {{"Retry-After", secs}});
     return true;
   }
   // Whether the request carries the admin token (Authorization: Bearer, or X-Admin-Token).
@@ -200,7 +188,8 @@ void Gateway::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respo
   // With an admin listener, the public one does not know these paths, and the admin one knows
   // nothing else (but /health).
   if (!cfg.admin_listen.empty() && admin_path != admin_listener && p != "/health") {
-    out->Send(404, "application/json", ErrorBody(404, "unknown path " + p, "not_found"));
+    out->Send(404, "application/json",
+              http::OpenAiErrorBody(404, "unknown path " + p, "not_found"));
     return;
   }
   // status_access admin: the status page, its JSON and the metrics want the admin token too.
@@ -212,7 +201,8 @@ void Gateway::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respo
   }
   auto only = [&](const char* method) {
     if (req.method == method) return true;
-    out->Send(405, "application/json", ErrorBody(405, "use " + std::string(method) + " for " + p),
+    out->Send(405, "application/json",
+              http::OpenAiErrorBody(405, "use " + std::string(method) + " for " + p),
               {{"Allow", method}});
     return false;
   };
@@ -229,7 +219,7 @@ void Gateway::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respo
     if (any) {
       out->Send(200, "application/json", R"({"status":"ready"})");
     } else {
-      out->Send(503, "application/json", ErrorBody(503, "no healthy worker"),
+      out->Send(503, "application/json", http::OpenAiErrorBody(503, "no healthy worker"),
                 {{"Retry-After", "1"}});
     }
   } else if (p == "/metrics") {
@@ -245,7 +235,8 @@ void Gateway::Impl::Handle(const http::Request& req, std::shared_ptr<http::Respo
   } else if (p.starts_with("/admin/")) {
     HandleAdmin(req, out);
   } else {
-    out->Send(404, "application/json", ErrorBody(404, "unknown path " + p, "not_found"));
+    out->Send(404, "application/json",
+              http::OpenAiErrorBody(404, "unknown path " + p, "not_found"));
   }
 }
 
@@ -253,7 +244,7 @@ void Gateway::Impl::HandleAdmin(const http::Request& req,
                                 const std::shared_ptr<http::Responder>& out) {
   if (cfg.admin_token.empty()) {
     out->Send(403, "application/json",
-              ErrorBody(403, "the admin API is off: set admin_token in the config"));
+              http::OpenAiErrorBody(403, "the admin API is off: set admin_token in the config"));
     return;
   }
   if (AuthThrottled(req, out)) return;
@@ -296,10 +287,11 @@ void Gateway::Impl::HandleCompletion(const http::Request& req,
       rate_limited->Add(1, it->second.cfg.name);
       const auto secs =
           std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(wait_s))));
-      out->Send(429, "application/json",
-                ErrorBody(429, "rate limit of API key '" + it->second.cfg.name + "' exceeded",
-                          "rate_limit_exceeded"),
-                {{"Retry-After", secs}});
+      out->Send(
+          429, "application/json",
+          http::OpenAiErrorBody(429, "rate limit of API key '" + it->second.cfg.name + "' exceeded",
+                                "rate_limit_exceeded"),
+          {{"Retry-After", secs}});
       return;
     }
     ns = it->second.cfg.name;
@@ -312,7 +304,7 @@ void Gateway::Impl::HandleCompletion(const http::Request& req,
   rp.limits = cfg.request_limits;
   auto parsed = ParseCompletionRequest(req.body, chat, rp);
   if (!parsed.ok()) {
-    out->Send(400, "application/json", ErrorBody(400, parsed.status().message()));
+    out->Send(400, "application/json", http::OpenAiErrorBody(400, parsed.status().message()));
     return;
   }
   switch (models.Check(parsed->model)) {
@@ -320,14 +312,14 @@ void Gateway::Impl::HandleCompletion(const http::Request& req,
       break;
     case ModelDirectory::Verdict::kGone:
       out->Send(503, "application/json",
-                ErrorBody(503, "no worker serves the model '" + parsed->model + "' now",
-                          "model_unavailable"),
+                http::OpenAiErrorBody(503, "no worker serves the model '" + parsed->model + "' now",
+                                      "model_unavailable"),
                 {{"Retry-After", "1"}});
       return;
     case ModelDirectory::Verdict::kUnknown:
-      out->Send(
-          404, "application/json",
-          ErrorBody(404, "the model '" + parsed->model + "' does not exist", "model_not_found"));
+      out->Send(404, "application/json",
+                http::OpenAiErrorBody(404, "the model '" + parsed->model + "' does not exist",
+                                      "model_not_found"));
       return;
   }
   ProxyInput in;

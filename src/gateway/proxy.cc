@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/strings.h"
+#include "gateway/clock.h"
 
 // GCC 12 reports a false -Wrestrict overlap in "literal" + std::string (GCC bug 105329);
 // clang has no such warning.
@@ -36,12 +37,6 @@ std::string PublicReason(const Status& st) {
 // request, so the same request would get the same text again); never one cut by an error.
 bool Complete(const std::string& finish_reason) {
   return finish_reason == "stop" || finish_reason == "length";
-}
-
-int64_t UnixNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 void Add(MetricsRegistry::Counter* c) {
