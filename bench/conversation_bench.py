@@ -191,6 +191,8 @@ def main() -> None:
                     help="comma-separated: frugal, frugal-no-prefix, llama-server")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--frugal", default=str(ROOT / "build/frugal"))
+    ap.add_argument("--frugal-args", default="",
+                    help="extra `frugal serve` options, e.g. \"--kv-block-tokens 8\"")
     ap.add_argument("--llama-server", default=os.environ.get(
         "FRUGAL_LLAMA_SERVER", str(ROOT / "third_party/llama.cpp/bin/llama-server")))
     ap.add_argument("--json", type=Path)
@@ -226,6 +228,7 @@ def main() -> None:
                "-t", str(a.threads)]
         if name == "frugal-no-prefix":
             cmd.append("--no-prefix-cache")
+        cmd += a.frugal_args.split()
         return Server(name, cmd, FRUGAL_LISTEN, log)
 
     cpu = cpu_description()

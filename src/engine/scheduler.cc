@@ -190,6 +190,7 @@ SchedulerLoad Scheduler::Load() const {
   l.prefix_cache_queries = prefix_queries_;
   l.prefix_cache_hits = prefix_hits_;
   l.max_queue = opt_.max_queue;
+  l.busy_seconds = busy_ms_ / 1e3;
   return l;
 }
 
@@ -276,6 +277,7 @@ void Scheduler::Admit() {
 
 void Scheduler::UpdateLatencies(int64_t prefill_tokens, int64_t decode_tokens, double ms) {
   MutexLock lock(mu_);
+  busy_ms_ += ms;
   auto ema = [](double& avg, double x) {
     avg = avg > 0 ? (1 - kEmaAlpha) * avg + kEmaAlpha * x : x;
   };

@@ -118,6 +118,10 @@ struct SchedulerLoad {
   int64_t prefix_cache_queries = 0;
   int64_t prefix_cache_hits = 0;
   int64_t max_queue = 0;
+  // Wall time spent in model steps since start: the machine time the answers cost (the rest of
+  // the time the worker idled). Answers per busy second compare configurations on the same
+  // traffic whatever the offered rate.
+  double busy_seconds = 0;
 };
 
 class Scheduler {
@@ -184,6 +188,7 @@ class Scheduler {
   double decode_ms_ FRUGAL_GUARDED_BY(mu_) = 0;
   int64_t prefix_queries_ FRUGAL_GUARDED_BY(mu_) = 0;
   int64_t prefix_hits_ FRUGAL_GUARDED_BY(mu_) = 0;
+  double busy_ms_ FRUGAL_GUARDED_BY(mu_) = 0;
 
   std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
   std::thread thread_;

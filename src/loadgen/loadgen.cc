@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "common/check.h"
@@ -245,18 +247,22 @@ const char* PhaseAt(const std::vector<Phase>& phases, double t) {
 }
 
 json StatsJson(const PhaseStats& s) {
-  json j = {{"name", s.name},
-            {"requests", s.requests},
-            {"errors", s.errors},
-            {"throughput_rps", Round(s.throughput_rps, 0.001)},
-            {"latency_p50_ms", OptionalMs(s.latency_p50_ms)},
-            {"latency_p95_ms", OptionalMs(s.latency_p95_ms)},
-            {"latency_p99_ms", OptionalMs(s.latency_p99_ms)},
-            {"ttft_p50_ms", OptionalMs(s.ttft_p50_ms)},
-            {"ttft_p95_ms", OptionalMs(s.ttft_p95_ms)},
-            {"ttft_p99_ms", OptionalMs(s.ttft_p99_ms)},
-            {"cache_hit_rate",
-             s.cache_hit_rate ? json(Round(*s.cache_hit_rate, 0.0001)) : json(nullptr)}};
+  json j = {
+      {"name", s.name},
+      {"requests", s.requests},
+      {"errors", s.errors},
+      {"throughput_rps", Round(s.throughput_rps, 0.001)},
+      {"latency_p50_ms", OptionalMs(s.latency_p50_ms)},
+      {"latency_p95_ms", OptionalMs(s.latency_p95_ms)},
+      {"latency_p99_ms", OptionalMs(s.latency_p99_ms)},
+      {"ttft_p50_ms", OptionalMs(s.ttft_p50_ms)},
+      {"ttft_p95_ms", OptionalMs(s.ttft_p95_ms)},
+      {"ttft_p99_ms", OptionalMs(s.ttft_p99_ms)},
+      {"cache_hit_rate", s.cache_hit_rate ? json(Round(*s.cache_hit_rate, 0.0001)) : json(nullptr)},
+      {"hits", s.hits},
+      {"wrong_hits", s.wrong_hits},
+      {"wrong_hit_rate", s.wrong_hit_rate ? json(Round(*s.wrong_hit_rate, 0.0001)) : json(nullptr)},
+      {"wrapped", s.wrapped}};
   // Conversations only: what each user turn saw.
   if (!s.turns.empty()) {
     json turns = json::array();
@@ -300,7 +306,9 @@ PhaseStats Stats(std::string name, double length_s,
     lat.push_back(r->latency_ms);
     if (r->ttft_ms >= 0) ttft.push_back(r->ttft_ms);
     s.hits += r->cache_hit;
+    s.wrong_hits += r->wrong_hit;
   }
+  for (const RequestRecord* r : records) s.wrapped += r->wrapped;
   const int64_t ok = s.requests - s.errors;
   s.throughput_rps = length_s > 0 ? static_cast<double>(served) / length_s : 0;
   s.latency_p50_ms = Percentile(lat, 50);
@@ -310,6 +318,9 @@ PhaseStats Stats(std::string name, double length_s,
   s.ttft_p95_ms = Percentile(ttft, 95);
   s.ttft_p99_ms = Percentile(ttft, 99);
   if (ok > 0) s.cache_hit_rate = static_cast<double>(s.hits) / static_cast<double>(ok);
+  if (s.hits > 0) {
+    s.wrong_hit_rate = static_cast<double>(s.wrong_hits) / static_cast<double>(s.hits);
+  }
   s.turns = TurnStats(records);
   return s;
 }
@@ -402,6 +413,8 @@ std::vector<Arrival> BuildSchedule(const Profile& profile, const Mix& mix,
       if (!was_asked[a.group]) {
         was_asked[a.group] = true;
         asked.push_back(a.group);
+      } else {
+        a.wrapped = true;
       }
     }
     a.long_prompt = u_long < mix.long_share;
@@ -487,6 +500,7 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
     r.phase = a.phase;
     r.group = a.group;
     r.repeat = a.repeat;
+    r.wrapped = a.wrapped;
     r.long_prompt = a.long_prompt;
     const int64_t max_tokens = a.long_prompt ? 3 * o.max_tokens : o.max_tokens;
     json messages = json::array();
@@ -542,6 +556,7 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
         rec.error = "the stream ended without [DONE]";
       }
       if (rec.turn > 0) book.Answered(rec.conversation, rec.ok(), fl.answer);
+      if (rec.ok()) rec.answer = fl.answer;
       // Notified under the lock: once the last count is seen, Run may return and destroy cv.
       MutexLock lock(tally.mu);
       ++tally.done;
@@ -589,7 +604,20 @@ StatusOr<RunResult> Run(const RunOptions& o, const std::vector<QuestionGroup>& g
     tally.cv.WaitUntil(tally.mu, wake);
   }
   tally.mu.unlock();
+  MarkWrongHits(result.records);
   return result;
+}
+
+void MarkWrongHits(std::vector<RequestRecord>& records) {
+  std::map<size_t, std::set<std::string_view>> served;  // group -> answers its misses received
+  for (const auto& r : records) {
+    if (r.ok() && !r.cache_hit) served[r.group].insert(r.answer);
+  }
+  for (auto& r : records) {
+    if (!r.ok() || !r.cache_hit) continue;
+    const auto it = served.find(r.group);
+    r.wrong_hit = it == served.end() || !it->second.contains(r.answer);
+  }
 }
 
 std::vector<PhaseStats> Summarize(const RunResult& result) {
@@ -657,9 +685,9 @@ std::string ReportTable(const RunResult& result, const RunOptions& o) {
     return v ? Format("%9.1f", *v) : std::string("        -");
   };
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%-9s %6s %6s %8s %6s %8s | %9s %9s %9s | %9s %9s %9s | %5s\n",
+  std::snprintf(buf, sizeof buf, "%-9s %6s %6s %8s %6s %8s | %9s %9s %9s | %9s %9s %9s | %5s %5s\n",
                 "phase", "secs", "rate", "requests", "errors", "ok rps", "lat p50", "p95", "p99",
-                "ttft p50", "p95", "p99", "hit%");
+                "ttft p50", "p95", "p99", "hit%", "wrong");
   out += buf;
   for (size_t i = 0; i < stats.size(); ++i) {
     const auto& s = stats[i];
@@ -667,13 +695,19 @@ std::string ReportTable(const RunResult& result, const RunOptions& o) {
     const std::string rate = total ? std::string("") : Format("%.1f", result.phases[i].rate);
     const std::string hit =
         s.cache_hit_rate ? Format("%.1f", 100 * *s.cache_hit_rate) : std::string("-");
-    std::snprintf(buf, sizeof buf, "%-9s %6.1f %6s %8lld %6lld %8.2f | %s %s %s | %s %s %s | %5s\n",
+    std::snprintf(buf, sizeof buf,
+                  "%-9s %6.1f %6s %8lld %6lld %8.2f | %s %s %s | %s %s %s | %5s %5lld\n",
                   s.name.c_str(), s.length_s, rate.c_str(), static_cast<long long>(s.requests),
                   static_cast<long long>(s.errors), s.throughput_rps, ms(s.latency_p50_ms).c_str(),
                   ms(s.latency_p95_ms).c_str(), ms(s.latency_p99_ms).c_str(),
                   ms(s.ttft_p50_ms).c_str(), ms(s.ttft_p95_ms).c_str(), ms(s.ttft_p99_ms).c_str(),
-                  hit.c_str());
+                  hit.c_str(), static_cast<long long>(s.wrong_hits));
     out += buf;
+  }
+  if (stats.back().wrapped > 0) {
+    out += "note: " + std::to_string(stats.back().wrapped) +
+           " \"new\" questions re-asked an earlier one because the question file ran out: the "
+           "hit rate counts them\n";
   }
   for (const auto& t : stats.back().turns) {
     std::snprintf(buf, sizeof buf,
@@ -693,7 +727,7 @@ std::string ReportTable(const RunResult& result, const RunOptions& o) {
 std::string RecordsCsv(const RunResult& result) {
   std::string out =
       "index,phase,send_s,status,error,latency_ms,ttft_ms,completion_tokens,cache_hit,long,repeat,"
-      "group,conversation,turn\n";
+      "group,conversation,turn,wrong_hit,wrapped\n";
   for (size_t i = 0; i < result.records.size(); ++i) {
     const auto& r = result.records[i];
     out += std::to_string(i) + "," + result.phases[static_cast<size_t>(r.phase)].name + "," +
@@ -704,7 +738,8 @@ std::string RecordsCsv(const RunResult& result) {
            (r.cache_hit ? "1" : "0") + "," + (r.long_prompt ? "1" : "0") + "," +
            (r.repeat ? "1" : "0") + "," + std::to_string(r.group) + "," +
            (r.turn > 0 ? std::to_string(r.conversation) : std::string()) + "," +
-           (r.turn > 0 ? std::to_string(r.turn) : std::string()) + "\n";
+           (r.turn > 0 ? std::to_string(r.turn) : std::string()) + "," + (r.wrong_hit ? "1" : "0") +
+           "," + (r.wrapped ? "1" : "0") + "\n";
   }
   return out;
 }

@@ -58,6 +58,9 @@ struct Arrival {
   size_t group = 0;     // question group
   int variant = 0;      // 0: the question itself; k > 0: paraphrase k - 1
   bool repeat = false;  // drawn as a re-ask (a group asked before)
+  // Drawn as new, but every group had been asked: the question file wrapped around, so this
+  // "new" question is a re-ask too (a hit rate over a run with many of these is inflated).
+  bool wrapped = false;
   bool long_prompt = false;
 };
 
@@ -86,8 +89,12 @@ struct RequestRecord {
   double ttft_ms = -1;             // send -> first content delta; -1 when none came
   int64_t completion_tokens = -1;  // from the usage chunk; -1 when absent
   bool cache_hit = false;          // response header X-Frugal-Cache: hit
+  // A hit whose answer no miss of its own group received (MarkWrongHits).
+  bool wrong_hit = false;
+  std::string answer;  // the content deltas, joined
   bool long_prompt = false;
   bool repeat = false;
+  bool wrapped = false;
   size_t group = 0;
   int64_t conversation = -1;  // --conversations: which one, and its user turn (1 = first);
   int turn = 0;               // 0 without conversations
@@ -129,11 +136,14 @@ struct PhaseStats {
   std::string name;
   double length_s = 0;
   int64_t requests = 0, errors = 0, hits = 0;
+  int64_t wrong_hits = 0;  // hits that served another group's answer
+  int64_t wrapped = 0;     // "new" questions that re-asked because the question file ran out
   double throughput_rps =
       0;  // successful responses completed in the phase / length (total: all / profile length)
   std::optional<double> latency_p50_ms, latency_p95_ms, latency_p99_ms;  // successful requests
   std::optional<double> ttft_p50_ms, ttft_p95_ms, ttft_p99_ms;
   std::optional<double> cache_hit_rate;  // hits / successful
+  std::optional<double> wrong_hit_rate;  // wrong_hits / hits
   // Conversations: per user turn (1, 2, then every later turn together as 3), what turn-k
   // requests saw. Empty without conversations.
   struct Turn {
@@ -143,6 +153,12 @@ struct PhaseStats {
   };
   std::vector<Turn> turns;
 };
+
+// Marks the cache hits that served a wrong answer. At temperature 0 from a cache that was empty
+// when the run began, every hit serves an answer that some miss of this run received; the hit
+// is right when a miss of its own question group (in any conversation) received that very text,
+// and wrong otherwise: its entry was stored for another group's question.
+void MarkWrongHits(std::vector<RequestRecord>& records);
 
 // One entry per phase, then the total (named "total") over the whole run.
 std::vector<PhaseStats> Summarize(const RunResult& result);

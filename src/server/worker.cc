@@ -192,6 +192,10 @@ void Worker::Impl::SetUpMetrics() {
   metrics.AddGauge("frugal_decode_seconds_per_token",
                    "Moving average of decode time per generated token",
                    [this] { return Load().decode_ms_per_token / 1e3; });
+  metrics.AddGauge("frugal_engine_busy_seconds",
+                   "Seconds spent running model steps since start (only grows: its rate is the "
+                   "share of time the engine was busy)",
+                   [this] { return Load().busy_seconds; });
   metrics.AddGauge("frugal_kv_cache_blocks_free", "Free KV cache blocks",
                    [this] { return static_cast<double>(Load().kv_blocks_free); });
   metrics.AddGauge("frugal_kv_cache_blocks_total", "KV cache blocks in the pool",
@@ -260,6 +264,7 @@ void Worker::Impl::QueueDepth(const http::Request& req, http::Responder& res) {
             {"prefix_cache_queries", l.prefix_cache_queries},
             {"prefix_cache_hits", l.prefix_cache_hits},
             {"max_queue", l.max_queue},
+            {"busy_seconds", l.busy_seconds},
             {"ready", ready.load()},
             {"simulated", simulated}};
   Json(res, j);

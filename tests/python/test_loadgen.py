@@ -24,7 +24,8 @@ from conftest import ROOT
 QUESTIONS = ROOT / "tests" / "data" / "loadgen_questions.jsonl"
 PREFIX = "frugal: error: "
 FIELDS = {"name", "requests", "errors", "throughput_rps", "latency_p50_ms", "latency_p95_ms",
-          "latency_p99_ms", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "cache_hit_rate"}
+          "latency_p99_ms", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "cache_hit_rate", "hits",
+          "wrong_hits", "wrong_hit_rate", "wrapped"}
 
 
 def load_groups():
@@ -35,12 +36,16 @@ def load_groups():
 class Stub:
     """A threaded HTTP/1.1 server (keep-alive, chunked SSE) on 127.0.0.1 with its own counts."""
 
-    def __init__(self, fail_every=10):
+    def __init__(self, fail_every=10, wrong_every=0):
         self.group_of = {}
         for i, g in enumerate(load_groups()):
             for text in [g["question"], *g["paraphrases"]]:
                 self.group_of[text] = i
         self.fail_every = fail_every
+        # With wrong_every = k, every k-th hit serves another group's answer (a forced wrong
+        # hit); misses and the other hits answer their own group's text.
+        self.wrong_every = wrong_every
+        self.wrong_served = 0
         self.lock = threading.Lock()
         self.posts = self.failed = self.answered = self.hits = 0
         self.answered_groups = set()
@@ -92,6 +97,13 @@ class Stub:
                         stub.answered_groups.add(group)
                         stub.answered += 1
                         stub.hits += hit
+                        answer = ["Hello", " there"]
+                        if stub.wrong_every:
+                            served = group
+                            if hit and stub.hits % stub.wrong_every == 0:
+                                served = group + 1000  # another question's answer
+                                stub.wrong_served += 1
+                            answer = [f"Answer to question {served}", "."]
                 if fail:
                     self.send_json(500, {"error": {"message": "stub failure", "type": "server_error"}})
                     return
@@ -105,7 +117,7 @@ class Stub:
                             "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
                 self.chunk(b"data: %s\n\n" % json.dumps(delta({"role": "assistant", "content": ""})).encode())
                 time.sleep(0.02)
-                for piece in ["Hello", " there"]:
+                for piece in answer:
                     self.chunk(b"data: %s\n\n" % json.dumps(delta({"content": piece})).encode())
                     time.sleep(0.01)
                 usage = {"object": "chat.completion.chunk", "choices": [],
@@ -196,6 +208,27 @@ def test_against_stub_counts_errors_hits_and_rates_exactly(frugal, tmp_path):
     rows = csv.read_text().splitlines()
     assert len(rows) == stub.posts + 1
     assert sum(",HTTP 500: stub failure," in r for r in rows) == stub.failed
+
+
+def test_a_hit_serving_another_questions_answer_is_counted_wrong(frugal, tmp_path):
+    """The stack table's wrong-hit accounting on a tiny run: the stub answers each question
+    group with its own text, and every 3rd hit with another group's: exactly those are wrong."""
+    csv = tmp_path / "req.csv"
+    with Stub(fail_every=10**9, wrong_every=3) as stub:
+        report, _ = loadgen_json(
+            frugal, "--target", stub.url, "--questions", QUESTIONS, "--rate", 8,
+            "--steady-seconds", 4, "--spike-seconds", 0, "--after-seconds", 0,
+            "--repeat-share", 0.5, "--long-share", 0, "--timeout", 20, "--seed", 5, "--quiet",
+            "--csv", csv)
+    total = report["total"]
+    assert stub.wrong_served >= 2, "the run was too short to force wrong hits"
+    assert total["hits"] == stub.hits
+    assert total["wrong_hits"] == stub.wrong_served
+    assert total["wrong_hit_rate"] == pytest.approx(stub.wrong_served / stub.hits, abs=1e-4)
+    header, *rows = csv.read_text().splitlines()
+    recs = [dict(zip(header.split(","), r.split(","))) for r in rows]
+    assert sum(r["wrong_hit"] == "1" for r in recs) == stub.wrong_served
+    assert all(r["cache_hit"] == "1" for r in recs if r["wrong_hit"] == "1")
 
 
 def test_zero_length_phases_are_left_out(frugal):

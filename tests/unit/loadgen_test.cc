@@ -271,13 +271,66 @@ TEST(LoadgenReportTest, SummarizeCountsPerPhaseAndOverSuccessesOnly) {
   EXPECT_DOUBLE_EQ(*total.cache_hit_rate, 0.5);
 }
 
+TEST(LoadgenReportTest, AHitServingAnotherGroupsAnswerIsWrong) {
+  auto rec = [](size_t group, bool hit, std::string answer, std::string err = "") {
+    RequestRecord x;
+    x.group = group;
+    x.cache_hit = hit;
+    x.answer = std::move(answer);
+    x.status = err.empty() ? 200 : 500;
+    x.error = std::move(err);
+    return x;
+  };
+  RunResult r;
+  Profile p;
+  p.steady_s = 10;
+  p.spike_s = 0;
+  p.recovery_s = 0;
+  r.phases = Phases(p);
+  r.records = {rec(0, false, "Returns: 30 days."),  // misses: what each group's answer is
+               rec(1, false, "Shipping: 3-5 days."),
+               rec(1, false, "Standard shipping takes 3-5 days."),  // group 1 in another context
+               rec(0, true, "Returns: 30 days."),                   // right
+               rec(1, true, "Standard shipping takes 3-5 days."),   // right (its other context)
+               rec(1, true, "Returns: 30 days."),                   // wrong: group 0's answer
+               rec(2, true, "Shipping: 3-5 days."),    // wrong: group 2 never got it from a worker
+               rec(0, true, "", "HTTP 500: failed")};  // failed: not a hit that served anything
+  MarkWrongHits(r.records);
+  std::vector<bool> wrong;
+  for (const auto& x : r.records) wrong.push_back(x.wrong_hit);
+  EXPECT_EQ(wrong, (std::vector<bool>{false, false, false, false, false, true, true, false}));
+  const auto total = Summarize(r).back();
+  EXPECT_EQ(total.hits, 4);
+  EXPECT_EQ(total.wrong_hits, 2);
+  EXPECT_DOUBLE_EQ(*total.wrong_hit_rate, 0.5);
+  const auto j = nlohmann::json::parse(ReportJson(r, RunOptions{}));
+  EXPECT_EQ(j["total"]["wrong_hits"], 2);
+  EXPECT_EQ(j["total"]["hits"], 4);
+}
+
+TEST(LoadgenReportTest, NewQuestionsPastTheFileAreMarkedWrapped) {
+  const std::vector<QuestionGroup> groups = {{"q0", {}}, {"q1", {}}, {"q2", {}}};
+  Profile p;
+  p.rate = 5;
+  p.steady_s = 10;
+  p.spike_s = 0;
+  p.recovery_s = 0;
+  Mix mix;
+  mix.repeat_share = 0;
+  const auto schedule = BuildSchedule(p, mix, groups, 7);
+  ASSERT_GT(schedule.size(), 3u);
+  for (size_t i = 0; i < schedule.size(); ++i) {
+    EXPECT_EQ(schedule[i].wrapped, i >= 3) << i;  // the first three are new, the rest wrap
+  }
+}
+
 TEST(LoadgenReportTest, JsonHasExactlyTheDocumentedFields) {
   RunOptions o;
   const auto j = nlohmann::json::parse(ReportJson(SyntheticResult(), o));
-  const std::set<std::string> fields = {"name",           "requests",       "errors",
-                                        "throughput_rps", "latency_p50_ms", "latency_p95_ms",
-                                        "latency_p99_ms", "ttft_p50_ms",    "ttft_p95_ms",
-                                        "ttft_p99_ms",    "cache_hit_rate"};
+  const std::set<std::string> fields = {
+      "name",           "requests",       "errors",      "throughput_rps", "latency_p50_ms",
+      "latency_p95_ms", "latency_p99_ms", "ttft_p50_ms", "ttft_p95_ms",    "ttft_p99_ms",
+      "cache_hit_rate", "hits",           "wrong_hits",  "wrong_hit_rate", "wrapped"};
   ASSERT_EQ(j["phases"].size(), 3u);
   for (const auto& ph : j["phases"]) {
     std::set<std::string> got;

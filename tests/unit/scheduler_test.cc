@@ -189,6 +189,23 @@ TEST(SchedulerTest, AnswersWithTheModelsTokensAndCountsThem) {
   EXPECT_TRUE(out.last.status.ok());
 }
 
+TEST(SchedulerTest, BusySecondsCountTheTimeInModelStepsOnly) {
+  auto [runner, s] = Start({});
+  ASSERT_TRUE(s);
+  std::this_thread::sleep_for(30ms);  // idle: not busy
+  EXPECT_EQ(s->Load().busy_seconds, 0);
+  runner->Hold();
+  Outcome out;
+  ASSERT_TRUE(s->Submit(Request(3, 2), out.Callback()).ok());
+  std::this_thread::sleep_for(60ms);  // the first step runs (held) all this time
+  runner->Release();
+  ASSERT_TRUE(out.Wait());
+  const double busy = s->Load().busy_seconds;
+  EXPECT_GE(busy, 0.05);
+  std::this_thread::sleep_for(30ms);
+  EXPECT_EQ(s->Load().busy_seconds, busy);  // idle again
+}
+
 TEST(SchedulerTest, EndOfGenerationAndStopStringsEndWithStop) {
   auto [runner, s] = Start({});
   ASSERT_TRUE(s);
