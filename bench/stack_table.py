@@ -18,7 +18,8 @@ arrivals and questions). The configurations, each adding one layer:
 
 and prints one markdown table: answers per busy worker-second (busy = time the workers' engines
 spent in model steps, from their load report; its inverse per 1000 answers), latency and TTFT
-P50/P95/P99 per phase, peak throughput (the most answers completed in any 5 s window), cache hit
+P50/P95/P99 per phase, peak throughput (the most answers completed in any 10 s window while the
+traffic runs; a stack that keeps up shows the offered spike rate, a lower bound), cache hit
 rate, wrong-hit rate with its count and denominator (loadgen: a hit whose answer no miss of its
 own question group received), errors, and each row's ratio to naive. --plot writes P95 latency
 over time per configuration as a self-contained HTML page; --json all figures.
@@ -75,11 +76,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_checked(cmd: list[str], what: str) -> None:
-    log(f"{what}: {' '.join(cmd)}")
-    r = subprocess.run(cmd)
+def run_checked(cmd: list[str], what: str, report: Path | None = None) -> None:
+    """Runs a preparation step; its progress (stderr) shows here, its report goes to `report`."""
+    log(f"{what}: {' '.join(cmd)}" + (f" (report: {report})" if report else ""))
+    with open(report, "w") if report else open(os.devnull, "w") as out:
+        r = subprocess.run(cmd, stdout=out if report else None)
     if r.returncode != 0:
-        sys.exit(f"{what} failed (exit {r.returncode}); see above")
+        sys.exit(f"{what} failed (exit {r.returncode}); see above" +
+                 (f" and {report}" if report else ""))
 
 
 def prepare_models(a: argparse.Namespace) -> tuple[Path, Path]:
@@ -100,7 +104,8 @@ def prepare_models(a: argparse.Namespace) -> tuple[Path, Path]:
                "--preset", "mixed-int4-int8", "--calib", str(a.calib), "--target", target]
         if a.calib_samples:
             cmd += ["--calib-samples", str(a.calib_samples)]
-        run_checked(cmd, "the gated mixed INT8/INT4 GPTQ file (progress and ETA below)")
+        run_checked(cmd, "the gated mixed INT8/INT4 GPTQ file (progress and ETA below)",
+                    a.work_dir / f"quantize-{target}.txt")
     return Path(ref), Path(quant)
 
 
@@ -178,7 +183,7 @@ def start_stack(a, config: str, ref: Path, quant: Path) -> tuple[str, list[str],
     for w in range(a.workers):
         port = free_port()
         procs.append(Proc([a.llama_server, "-m", str(model), "--host", "127.0.0.1", "--port",
-                           str(port), "-t", str(a.threads), "-np", "4", "-c", "8192"],
+                           str(port), "-t", str(a.threads), "-np", "4", "-c", "8192", "--metrics"],
                           logs / f"llama_{config}_{w}.log"))
         workers.append(f"http://127.0.0.1:{port}")
     for url in workers:
@@ -190,7 +195,16 @@ def start_stack(a, config: str, ref: Path, quant: Path) -> tuple[str, list[str],
     procs.append(Proc(cmd, logs / f"gateway_{config}.log"))
     gateway = f"http://127.0.0.1:{port}"
     wait_ready(gateway + "/ready")
-    return gateway, workers, procs
+    # The gateway learns foreign workers' models at their first health poll.
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if httpx.get(gateway + "/v1/models", timeout=5).json().get("data"):
+                return gateway, workers, procs
+        except (httpx.HTTPError, ValueError):
+            pass
+        time.sleep(0.5)
+    sys.exit(f"the gateway at {gateway} lists no model after 60 s (see its log in {logs})")
 
 
 def busy_seconds(workers: list[str]) -> float | None:
@@ -208,14 +222,21 @@ def busy_seconds(workers: list[str]) -> float | None:
     return total
 
 
-def run_loadgen(a, gateway: str, config: str) -> tuple[dict, list[dict]]:
+def model_id(url: str) -> str:
+    """The first model id a worker lists (llama-server names it after the file)."""
+    return httpx.get(url + "/v1/models", timeout=10).json()["data"][0]["id"]
+
+
+def run_loadgen(a, gateway: str, config: str, model: str) -> tuple[dict, list[dict]]:
     out_csv = a.work_dir / f"requests_{config}.csv"
-    cmd = [a.frugal, "loadgen", "--target", gateway, "--conversations", "--json", "-q",
+    cmd = [a.frugal, "loadgen", "--target", gateway, "--model", model, "--conversations", "-q",
+           "--json",
            "--rate", str(a.rate), "--spike-factor", str(a.spike_factor),
            "--steady-seconds", str(a.steady_seconds), "--spike-seconds", str(a.spike_seconds),
            "--after-seconds", str(a.after_seconds), "--max-tokens", str(a.max_tokens),
            "--repeat-share", str(a.repeat_share), "--long-share", str(a.long_share),
-           "--seed", str(a.seed), "--timeout", str(a.timeout), "--csv", str(out_csv)]
+           "--seed", str(a.seed), "--timeout", str(a.timeout), "--csv", str(out_csv),
+           "--turns", str(a.turns), "--new-conversation-share", str(a.new_conversation_share)]
     if a.questions:
         cmd += ["--questions", str(a.questions)]
     if a.system is not None:
@@ -228,10 +249,12 @@ def run_loadgen(a, gateway: str, config: str) -> tuple[dict, list[dict]]:
     return json.loads(r.stdout), rows
 
 
-def peak_throughput(rows: list[dict], window: float = 5.0) -> float:
-    """The most successful answers completed in any `window`-second window, per second."""
-    done = sorted(float(r["send_s"]) + float(r["latency_ms"]) / 1e3 for r in rows
-                  if not r["error"])
+def peak_throughput(rows: list[dict], end_s: float, window: float = 10.0) -> float:
+    """The most successful answers completed in any `window`-second window before the traffic
+    ends (`end_s`), per second: what the stack served at its busiest. After the end only a
+    backlog drains, which would credit a stack for the queue it built."""
+    done = sorted(t for t in (float(r["send_s"]) + float(r["latency_ms"]) / 1e3 for r in rows
+                              if not r["error"]) if t <= end_s)
     best, j = 0, 0
     for i, t in enumerate(done):
         while done[j] < t - window:
@@ -300,7 +323,8 @@ def summarize(config: str, report: dict, rows: list[dict], busy: float | None,
          "errors": total["errors"], "hits": total["hits"], "wrong_hits": total["wrong_hits"],
          "hit_rate": total["cache_hit_rate"], "wrong_hit_rate": total["wrong_hit_rate"],
          "wrapped": total["wrapped"], "busy_worker_s": busy,
-         "provisioned_worker_s": wall_s * workers, "peak_rps": peak_throughput(rows),
+         "provisioned_worker_s": wall_s * workers,
+         "peak_rps": peak_throughput(rows, report["profile"]["phases"][-1]["end_s"]),
          "phases": {n: {k: p.get(k) for k in ("latency_p50_ms", "latency_p95_ms",
                                               "latency_p99_ms", "ttft_p50_ms", "ttft_p95_ms",
                                               "ttft_p99_ms", "throughput_rps", "errors")}
@@ -364,14 +388,18 @@ def main() -> None:
     ap.add_argument("--calib-samples", type=int, default=0, help="0: the quantizer's default")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("-t", "--threads", type=int, default=1, help="threads per worker")
-    ap.add_argument("--rate", type=float, default=0.5, help="steady and recovery rps")
+    ap.add_argument("--rate", type=float, default=0.2, help="steady and recovery rps")
     ap.add_argument("--spike-factor", type=float, default=6)
-    ap.add_argument("--steady-seconds", type=float, default=30)
+    ap.add_argument("--steady-seconds", type=float, default=40)
     ap.add_argument("--spike-seconds", type=float, default=20)
-    ap.add_argument("--after-seconds", type=float, default=30)
+    ap.add_argument("--after-seconds", type=float, default=40)
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--repeat-share", type=float, default=0.35)
     ap.add_argument("--long-share", type=float, default=0.3)
+    ap.add_argument("--turns", type=int, default=3, help="user turns per conversation")
+    ap.add_argument("--new-conversation-share", type=float, default=0.5,
+                    help="share of arrivals that start a conversation (only first turns, with "
+                    "nothing but the system prompt before them, can be answered from the cache)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--questions", type=Path, help="JSONL of {question, paraphrases}")
@@ -409,7 +437,7 @@ def main() -> None:
         try:
             busy0 = busy_seconds(workers)
             t0 = time.time()
-            report, rows = run_loadgen(a, gateway, config)
+            report, rows = run_loadgen(a, gateway, config, model_id(workers[0]))
             wall = time.time() - t0
             busy1 = busy_seconds(workers)
         finally:
