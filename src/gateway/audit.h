@@ -27,6 +27,7 @@
 
 #include "cache/embedder.h"
 #include "common/metrics.h"
+#include "common/stats.h"
 #include "common/thread_annotations.h"
 #include "gateway/proxy.h"
 #include "http/server.h"
@@ -57,8 +58,8 @@ AnswerComparison CompareAnswers(std::string_view cached, std::string_view fresh,
 // it is not a JSON object.
 std::optional<std::string> AuditRequestBody(const std::string& body);
 
-// The Wilson score interval of a proportion k / n (z = 1.96: 95%); {0, 1} when n is 0.
-std::pair<double, double> WilsonInterval(int64_t k, int64_t n, double z = 1.96);
+// WilsonInterval (the false-hit rate's interval) is common/stats.h's.
+using frugal::WilsonInterval;
 
 // Draws whether a hit is audited: true with probability `rate` (0: never, 1: always).
 class AuditSampler {
