@@ -36,6 +36,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "cache/decision.h"
 #include "cache/embedder.h"
 #include "cache/semantic_cache.h"
 #include "cache/vector_index.h"
@@ -413,6 +414,36 @@ int main(int argc, char** argv) {
     }
     std::printf("verifier (%s) on a candidate pair: p50 %.4f ms, p99 %.4f ms\n", verifier.name(),
                 Pct(ver, 0.5), Pct(ver, 0.99));
+    // The learned decision (the default) on a candidate pair whose vectors the lookup has (the
+    // query's just embedded, the entry's from the index): vetoes + features + the MLP; and a
+    // lookup's embed + decide for a ~20-token query.
+    if (const auto* dm = frugal::cache::FindDecisionModel((*emb)->fingerprint())) {
+      const frugal::cache::LearnedVerifier learned(
+          std::make_shared<frugal::cache::DecisionModel>(*dm), 0.95);
+      const std::string qa =
+          "Hi, how long does shipping take to Berlin if I order the blue jacket today?";
+      const std::string qb =
+          "how long does delivery to Berlin take if i order the blue jacket today";
+      auto va = (*emb)->Embed(qa), vb = (*emb)->Embed(qb);
+      if (va.ok() && vb.ok()) {
+        std::vector<double> dec, both;
+        for (int i = 0; i < 2000; ++i) {
+          const auto a = Clock::now();
+          (void)learned.Decide(qa, qb, *va, *vb);
+          dec.push_back(Ms(a, Clock::now()));
+        }
+        for (int i = 0; i < 200; ++i) {
+          const auto a = Clock::now();
+          auto v = (*emb)->Embed(qa);
+          if (v.ok()) (void)learned.Decide(qa, qb, *v, *vb);
+          both.push_back(Ms(a, Clock::now()));
+        }
+        std::printf("learned decision on a candidate pair: p50 %.4f ms, p99 %.4f ms\n",
+                    Pct(dec, 0.5), Pct(dec, 0.99));
+        std::printf("embed + learned decision, ~20-token query: p50 %.3f ms, p99 %.3f ms\n",
+                    Pct(both, 0.5), Pct(both, 0.99));
+      }
+    }
     // Whole lookups through the cache: 2000 stored questions, then lookups of light edits and
     // paraphrases of them (not the same text: each one embeds, searches and verifies).
     const frugal::bench::CsCorpus corpus(7);

@@ -38,6 +38,8 @@ StatusOr<std::unique_ptr<Cache>> OpenCache(std::shared_ptr<Embedder> embedder,
   co.threshold = config.threshold;
   co.namespace_threshold = config.namespace_threshold;
   co.exact_match = config.exact_match;
+  co.decision.kind = config.decision;
+  co.decision.target_precision = config.target_precision;
   co.hnsw.m = static_cast<size_t>(config.hnsw_m);
   co.hnsw.ef_construction = static_cast<size_t>(config.hnsw_ef_construction);
   co.hnsw.ef_search = static_cast<size_t>(config.hnsw_ef_search);

@@ -12,7 +12,7 @@ namespace frugal::cache {
 float ThresholdFor(const CacheOptions& options, std::string_view ns, const Embedder& embedder) {
   auto it = options.namespace_threshold.find(std::string(ns));
   if (it != options.namespace_threshold.end()) return it->second;
-  return options.threshold > 0 ? options.threshold : RecallThreshold(embedder);
+  return options.threshold > 0 ? options.threshold : RecallThreshold(embedder, options.decision);
 }
 
 namespace {

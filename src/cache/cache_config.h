@@ -39,6 +39,11 @@ struct CacheConfig {
   int context_turns = -1;         // earlier turns in the scope key; -1 = all
   bool nondeterministic = false;  // also cache requests with temperature > 0 and no seed
   bool exact_match = true;        // the very same query text hits without embedding
+  // The hit decision: "learned" (the model of data/cache_decision for the embedder) or "rules"
+  // (the previous verifier, data/cache_calibration); and the precision the learned decision's
+  // threshold is picked for, from its dev-split calibration per language (0.5-1).
+  DecisionKind decision = DecisionKind::kLearned;
+  double target_precision = 0.95;
   // HNSW of partitions beyond the exact-search size, and of the Redis index: graph degree,
   // build beam, query beam (docs/benchmarks.md shows recall and latency by ef_search).
   int64_t hnsw_m = 16, hnsw_ef_construction = 200, hnsw_ef_search = 128;
@@ -79,6 +84,9 @@ struct CacheOptions {
   // only the same text (Embedder::UnknownShare).
   double max_unknown_share = 0.1;
   std::shared_ptr<const HitVerifier> verifier;  // null: the embedder's (DefaultVerifier)
+  // Which decision DefaultVerifier makes (learned / rules) and the learned decision's target
+  // precision (its threshold per language from the dev-split calibration).
+  DecisionOptions decision;
   // Longer queries (bytes) are not embedded and not cached: the verifier reads this much.
   size_t max_semantic_bytes = kMaxSignalBytes;
   std::string snapshot_path;                    // "" = no persistence

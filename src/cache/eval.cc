@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "cache/lookup.h"
 #include "cache/vector_index.h"
@@ -47,25 +48,42 @@ StatusOr<std::vector<LabelledPair>> LoadPairs(const std::string& path) {
 
 StatusOr<std::vector<PairScore>> ScorePairs(Embedder& embedder, const PairVerifier& verifier,
                                             const std::vector<LabelledPair>& pairs,
-                                            double max_unknown_share) {
+                                            double max_unknown_share,
+                                            const LearnedVerifier* learned) {
   std::vector<PairScore> out;
   out.reserve(pairs.size());
+  // Pair sets reuse their texts (an intent set's query is in several pairs): each embedded once.
+  std::unordered_map<std::string, std::vector<float>> vectors;
+  auto embed = [&](const std::string& text) -> StatusOr<const std::vector<float>*> {
+    auto it = vectors.find(text);
+    if (it == vectors.end()) {
+      FRUGAL_ASSIGN_OR_RETURN(std::vector<float> v, embedder.Embed(text));
+      it = vectors.emplace(text, std::move(v)).first;
+    }
+    return &it->second;
+  };
   for (const auto& p : pairs) {
     PairScore s;
     // As the cache: a text over the verifier's cap is never embedded.
     if (p.a.size() > kMaxSignalBytes || p.b.size() > kMaxSignalBytes) {
       s.features.veto = "too_long";
-      s.verdict = verifier.Decide(s.features);
+      s.rules = verifier.Decide(s.features);
+      s.verdict = s.rules;
       out.push_back(std::move(s));
       continue;
     }
-    FRUGAL_ASSIGN_OR_RETURN(std::vector<float> a, embedder.Embed(p.a));
-    FRUGAL_ASSIGN_OR_RETURN(std::vector<float> b, embedder.Embed(p.b));
-    s.similarity = Similarity(a, b);
+    FRUGAL_ASSIGN_OR_RETURN(const std::vector<float>* a, embed(p.a));
+    FRUGAL_ASSIGN_OR_RETURN(const std::vector<float>* b, embed(p.b));
+    s.similarity = Similarity(*a, *b);
     s.opaque = embedder.UnknownShare(p.b) > max_unknown_share;
     s.features = ComputePairFeatures(p.b, p.a, s.similarity);
-    s.verdict = s.opaque ? VerifyHit(verifier, true, p.b, p.a, s.similarity, embedder)
-                         : verifier.Decide(s.features);
+    s.rules = s.opaque ? VerifyHit(verifier, true, p.b, p.a, s.similarity, embedder)
+                       : verifier.Decide(s.features);
+    s.verdict = s.rules;
+    if (learned != nullptr) {
+      s.verdict = s.opaque ? VerifyHit(*learned, true, p.b, p.a, s.similarity, embedder)
+                           : learned->Decide(p.b, p.a, *b, *a);
+    }
     out.push_back(std::move(s));
   }
   return out;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/decision.h"
 #include "cache/embedder.h"
 #include "cache/verifier.h"
 #include "frugal/status.h"
@@ -27,15 +28,18 @@ std::string DetectLang(const std::string& a, const std::string& b);
 
 struct PairScore {
   float similarity = 0;
-  PairFeatures features;  // the verifier's inputs (for training: `cache-eval --features`)
-  Verdict verdict;        // the verifier's decision, whatever the cosine
+  PairFeatures features;  // the rule verifier's inputs (`cache-eval --features`)
+  Verdict verdict;        // the decision's (learned when given, else rules), whatever the cosine
+  Verdict rules;          // the rule verifier's (PairVerifier), whatever the cosine
   bool opaque = false;    // the lookup has too many tokens the embedder cannot see
 };
 
-// Embeds both sides of every pair and asks the verifier, as SemanticCache::Lookup does.
+// Embeds both sides of every pair (each text once) and asks the verifiers, as
+// SemanticCache::Lookup does: `learned` when given (verdict), and the rule verifier (rules).
 StatusOr<std::vector<PairScore>> ScorePairs(Embedder& embedder, const PairVerifier& verifier,
                                             const std::vector<LabelledPair>& pairs,
-                                            double max_unknown_share = 0.1);
+                                            double max_unknown_share = 0.1,
+                                            const LearnedVerifier* learned = nullptr);
 
 struct Confusion {
   int64_t tp = 0, fp = 0, fn = 0, tn = 0;

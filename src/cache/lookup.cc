@@ -96,12 +96,12 @@ StatusOr<LookupResult> LookupPipeline::Lookup(const std::string& scope, std::str
       continue;
     }
     kept.push_back(&e);
-    cands.push_back({*e.similarity, e.query, e.response});
+    cands.push_back({*e.similarity, e.query, e.response, e.vector});
   }
   const bool opaque =
       opt_.guard && !cands.empty() && model->embedder->UnknownShare(query) > opt_.max_unknown_share;
   const int hit = PickHit(cands, opt_.guard ? model->verifier.get() : nullptr, *model->embedder,
-                          opaque, query, &r);
+                          opaque, query, &r, r.embedding);
   if (hit >= 0) store_.Touch(*kept[static_cast<size_t>(hit)]);
   if (r.cached_query.empty()) {
     // No candidate: the similarity of the nearest entry the store found, for the record.
@@ -139,7 +139,8 @@ Status LookupPipeline::Insert(const std::string& scope, std::string_view ns, std
 }
 
 Verdict VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query,
-                  std::string_view cached_query, float cosine, Embedder& embedder) {
+                  std::string_view cached_query, float cosine, Embedder& embedder,
+                  const PairVectors& vectors) {
   if (opaque) {
     Verdict v;
     v.accept = CanonicalText(query) == CanonicalText(cached_query);
@@ -147,11 +148,12 @@ Verdict VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view que
     v.reason = v.accept ? "" : "opaque";
     return v;
   }
-  return verifier.Verify(query, cached_query, cosine, embedder);
+  return verifier.VerifyWithVectors(query, cached_query, cosine, embedder, vectors);
 }
 
 int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, Embedder& embedder,
-            bool opaque, std::string_view query, LookupResult* r) {
+            bool opaque, std::string_view query, LookupResult* r,
+            std::span<const float> query_vector) {
   for (size_t i = 0; i < candidates.size(); ++i) {
     const HitCandidate& c = candidates[i];
     if (r->cached_query.empty()) {
@@ -159,7 +161,8 @@ int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, 
       r->cached_query = std::string(c.query);
     }
     if (guard != nullptr) {
-      const Verdict v = VerifyHit(*guard, opaque, query, c.query, c.similarity, embedder);
+      const Verdict v = VerifyHit(*guard, opaque, query, c.query, c.similarity, embedder,
+                                  PairVectors{query_vector, c.vector});
       if (!v.accept) {
         r->rejected_by_guard = true;
         if (*r->refusal == '\0') r->refusal = v.reason;

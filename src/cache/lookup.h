@@ -66,6 +66,9 @@ struct StoredEntry {
   bool gone = false;       // removed or expired since the index listed it: skipped
   // Unset below the threshold (the pipeline stops there) and for gone or malformed entries.
   std::string scope, ns, query, response;
+  // The entry's vector by the lease's model, when the store hands it back (the learned decision
+  // reads it; empty: the verifier embeds the query again).
+  std::vector<float> vector;
   uint64_t id = 0;  // the store's own handle (Touch)
 };
 
@@ -119,17 +122,21 @@ class LookupPipeline {
 // The check a candidate over the threshold must pass (with the guard on): the verifier's, and for
 // a query the embedder cannot see (`opaque`), the same text.
 Verdict VerifyHit(const HitVerifier& verifier, bool opaque, std::string_view query,
-                  std::string_view cached_query, float cosine, Embedder& embedder);
+                  std::string_view cached_query, float cosine, Embedder& embedder,
+                  const PairVectors& vectors = {});
 
 // A stored entry over the threshold (views of copies the caller owns).
 struct HitCandidate {
   float similarity = 0;
   std::string_view query, response;
+  std::span<const float> vector;  // the entry's vector; empty when the store gave none
 };
 // The choice among candidates (nearest first): the first that `guard` accepts (null: the guard
 // is off) is the hit. Fills r's hit, similarity, cached_query (the hit, or else the nearest
 // candidate), response, rejected_by_guard and refusal; returns the hit's index, or -1.
+// `query_vector`: the lookup's vector (empty: unknown).
 int PickHit(std::span<const HitCandidate> candidates, const HitVerifier* guard, Embedder& embedder,
-            bool opaque, std::string_view query, LookupResult* r);
+            bool opaque, std::string_view query, LookupResult* r,
+            std::span<const float> query_vector = {});
 
 }  // namespace frugal::cache

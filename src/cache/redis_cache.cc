@@ -57,7 +57,7 @@ std::shared_ptr<const HitVerifier> RedisCache::Impl::VerifierFor(
   if (opt.cache.verifier) return opt.cache.verifier;
   MutexLock l(verifier_mu);
   auto& v = verifiers[e->fingerprint()];
-  if (!v) v = DefaultVerifier(*e);
+  if (!v) v = DefaultVerifier(*e, opt.cache.decision);
   return v;
 }
 

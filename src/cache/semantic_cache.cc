@@ -276,11 +276,17 @@ StatusOr<std::vector<StoredEntry>> SemanticCache::Impl::Search(const ModelLease&
                                                                size_t k, float threshold) {
   const Generation& g = *static_cast<const GenerationLease&>(lease).generation;
   std::vector<Neighbor> found;
+  std::vector<StoredEntry> out;
   if (const Partition* p = g.Find(scope)) {
     ReaderLock lock(p->mu);
     found = p->index->Search(vector, k);
+    out.resize(found.size());
+    // The candidates' vectors, for a verifier that reads them (the learned decision).
+    for (size_t i = 0; i < found.size(); ++i) {
+      if (found[i].similarity >= threshold) p->index->Get(found[i].label, &out[i].vector);
+    }
   }
-  std::vector<StoredEntry> out(found.size());
+  out.resize(found.size());
   const int64_t now = Now();
   MutexLock lock(mu);
   for (size_t i = 0; i < found.size(); ++i) {
@@ -329,7 +335,8 @@ StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::Open(std::shared_ptr<Emb
   auto impl = std::make_unique<Impl>();
   impl->opt = std::move(options);
   auto g = std::make_shared<Generation>();
-  g->verifier = impl->opt.verifier ? impl->opt.verifier : DefaultVerifier(*embedder);
+  g->verifier =
+      impl->opt.verifier ? impl->opt.verifier : DefaultVerifier(*embedder, impl->opt.decision);
   g->embedder = std::move(embedder);
   g->hnsw = impl->opt.hnsw;
   impl->current = g;
@@ -428,7 +435,7 @@ Status SemanticCache::Rotate(const RotateOptions& o) {
   auto cur = m.Current();
   auto g = std::make_shared<Generation>();
   g->embedder = o.embedder ? o.embedder : cur->embedder;
-  g->verifier = m.opt.verifier ? m.opt.verifier : DefaultVerifier(*g->embedder);
+  g->verifier = m.opt.verifier ? m.opt.verifier : DefaultVerifier(*g->embedder, m.opt.decision);
   g->hnsw = o.hnsw ? *o.hnsw : cur->hnsw;
   const bool reembed = g->embedder != cur->embedder;
   std::vector<uint64_t> ids;

@@ -137,14 +137,15 @@ const VerifierCalibration* FindCalibration(const std::string& fingerprint) {
   return nullptr;
 }
 
-std::shared_ptr<const HitVerifier> DefaultVerifier(const Embedder& embedder) {
-  const VerifierCalibration* c = FindCalibration(embedder.fingerprint());
-  return std::make_shared<PairVerifier>(c ? std::make_shared<VerifierCalibration>(*c) : nullptr);
+StatusOr<DecisionKind> ParseDecisionKind(std::string_view name) {
+  if (name == "learned") return DecisionKind::kLearned;
+  if (name == "rules") return DecisionKind::kRules;
+  return InvalidArgument("cache.decision must be 'learned' or 'rules', not '" + std::string(name) +
+                         "'");
 }
 
-float RecallThreshold(const Embedder& embedder) {
-  const VerifierCalibration* c = FindCalibration(embedder.fingerprint());
-  return c ? c->recall_threshold : kUncalibratedRecallThreshold;
+const char* DecisionKindName(DecisionKind kind) {
+  return kind == DecisionKind::kLearned ? "learned" : "rules";
 }
 
 }  // namespace frugal::cache

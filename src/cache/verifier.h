@@ -24,6 +24,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,11 @@ struct Verdict {
       "";  // why it refused: "numbers", "negation", "opposite", "too_long", "score", ...
 };
 
+// The two queries' vectors by the lookup's embedder, when the caller has them (empty: not known).
+struct PairVectors {
+  std::span<const float> query, cached;
+};
+
 class HitVerifier {
  public:
   virtual ~HitVerifier() = default;
@@ -48,6 +54,12 @@ class HitVerifier {
   // have cosine `cosine`. A verifier may embed more text with `embedder`.
   virtual Verdict Verify(std::string_view query, std::string_view cached, float cosine,
                          Embedder& embedder) const = 0;
+  // The same, with the vectors when the caller has them (a verifier that reads them need not
+  // embed again); by default Verify.
+  virtual Verdict VerifyWithVectors(std::string_view query, std::string_view cached, float cosine,
+                                    Embedder& embedder, const PairVectors& /*vectors*/) const {
+    return Verify(query, cached, cosine, embedder);
+  }
   virtual const char* name() const = 0;
 };
 
@@ -116,9 +128,25 @@ class PairVerifier : public HitVerifier {
   std::shared_ptr<const VerifierCalibration> cal_;
 };
 
-// The verifier for an embedder: its calibration's model, or the strict rule.
-std::shared_ptr<const HitVerifier> DefaultVerifier(const Embedder& embedder);
-// The candidate threshold for an embedder: its calibration's, or kUncalibratedRecallThreshold.
-float RecallThreshold(const Embedder& embedder);
+// Which decision the cache makes (cache.decision) and at what precision (cache.target_precision).
+enum class DecisionKind {
+  kLearned,  // the learned model (decision.h) where the embedder has one, else kRules
+  kRules,    // the previous decision: PairVerifier with the embedder's calibration
+};
+struct DecisionOptions {
+  DecisionKind kind = DecisionKind::kLearned;
+  double target_precision = 0.95;  // dev-split precision the learned threshold is picked for
+};
+// "learned" / "rules"; InvalidArgument for anything else.
+StatusOr<DecisionKind> ParseDecisionKind(std::string_view name);
+const char* DecisionKindName(DecisionKind kind);
+
+// The verifier for an embedder: the learned model (decision.h) at options.target_precision when
+// asked for and shipped for it; else its calibration's PairVerifier, or the strict rule.
+std::shared_ptr<const HitVerifier> DefaultVerifier(const Embedder& embedder,
+                                                   const DecisionOptions& options = {});
+// The candidate threshold for an embedder with that decision: the learned model's, else its
+// calibration's, else kUncalibratedRecallThreshold.
+float RecallThreshold(const Embedder& embedder, const DecisionOptions& options = {});
 
 }  // namespace frugal::cache

@@ -16,6 +16,7 @@
 #include "cache/semantic_cache.h"
 #include "cli/commands.h"
 #include "common/mmap_file.h"
+#include "common/stats.h"
 #include "frugal/engine.h"
 
 namespace frugal::cli {
@@ -26,14 +27,19 @@ using nlohmann::json;
 struct CacheEvalFlags {
   std::string model = cache::kDefaultEmbedderPath;
   std::string pairs = "tests/data/cache_pairs.jsonl";
-  std::string features_out, calibration_file;
+  std::string features_out, calibration_file, decision_file;
+  std::string decision = "learned";
+  double target_precision = 0.95;
   int threads = 0;
   double threshold = 0;
   bool json_out = false, by_kind = false, strict = false;
 };
 
 json ConfusionJson(const cache::Confusion& c) {
+  // The precision's 95% Wilson interval over the hits served (tp of tp + fp).
+  const auto [lo, hi] = WilsonInterval(c.tp, c.tp + c.fp);
   return {{"precision", c.precision()},
+          {"precision_ci95", {lo, hi}},
           {"recall", c.recall()},
           {"tp", c.tp},
           {"fp", c.fp},
@@ -69,11 +75,31 @@ int Run(const CacheEvalFlags& f) {
     }
   }
   const cache::PairVerifier verifier(cal);
+  const float rules_threshold = f.threshold > 0 ? static_cast<float>(f.threshold)
+                                : cal           ? cal->recall_threshold
+                                                : cache::kUncalibratedRecallThreshold;
+  // The learned decision: the embedder's shipped model, or one from a file; none with
+  // --decision rules or --strict (then the default is the rule verifier).
+  std::shared_ptr<const cache::LearnedVerifier> learned;
+  if (f.decision == "learned" && !f.strict) {
+    std::shared_ptr<const cache::DecisionModel> model;
+    if (!f.decision_file.empty()) {
+      auto text = ReadFileToString(f.decision_file);
+      if (!text.ok()) return Fail(text.status());
+      auto m = cache::ParseDecisionModel(*text);
+      if (!m.ok()) return Fail(m.status().WithContext(f.decision_file));
+      model = std::make_shared<cache::DecisionModel>(std::move(m).value());
+    } else if (const cache::DecisionModel* m = cache::FindDecisionModel(emb.fingerprint())) {
+      model = std::make_shared<cache::DecisionModel>(*m);
+    }
+    if (model) learned = std::make_shared<cache::LearnedVerifier>(model, f.target_precision);
+  }
   const float threshold = f.threshold > 0 ? static_cast<float>(f.threshold)
-                          : cal           ? cal->recall_threshold
-                                          : cache::kUncalibratedRecallThreshold;
+                          : learned       ? learned->model().recall_threshold
+                                          : rules_threshold;
+  const char* decision_name = learned ? learned->name() : verifier.name();
 
-  auto scores = cache::ScorePairs(emb, verifier, *pairs);
+  auto scores = cache::ScorePairs(emb, verifier, *pairs, 0.1, learned.get());
   if (!scores.ok()) return Fail(scores.status());
 
   if (!f.features_out.empty()) {
@@ -91,6 +117,9 @@ int Run(const CacheEvalFlags& f) {
                   {"lang", p.lang},
                   {"cosine", s.similarity},
                   {"veto", s.features.veto ? s.features.veto : ""},
+                  {"p_same", s.verdict.p_same},
+                  {"decision", s.verdict.accept},
+                  {"reason", s.verdict.reason},
                   {"opaque", s.opaque},
                   {"only_a", s.features.diff.only_a},
                   {"only_b", s.features.diff.only_b},
@@ -100,14 +129,19 @@ int Run(const CacheEvalFlags& f) {
     }
   }
 
-  cache::Confusion all;
-  std::map<std::string, cache::Confusion> by_lang, by_kind;
+  cache::Confusion all, rules_all;
+  std::map<std::string, cache::Confusion> by_lang, by_kind, rules_by_lang;
   for (size_t i = 0; i < pairs->size(); ++i) {
     const auto& p = (*pairs)[i];
-    const bool hit = cache::WouldHit((*scores)[i], threshold, true);
+    const auto& s = (*scores)[i];
+    const bool hit = cache::WouldHit(s, threshold, true);
     all.Add(hit, p.same);
     by_lang[p.lang].Add(hit, p.same);
     by_kind[p.kind.empty() ? "-" : p.kind].Add(hit, p.same);
+    // The previous decision, side by side: the rule verifier at its own recall threshold.
+    const bool rules_hit = s.similarity >= rules_threshold && s.rules.accept;
+    rules_all.Add(rules_hit, p.same);
+    rules_by_lang[p.lang].Add(rules_hit, p.same);
   }
   std::vector<float> sweep;
   for (int t = 80; t <= 98; ++t) sweep.push_back(static_cast<float>(t) / 100.0f);
@@ -116,7 +150,13 @@ int Run(const CacheEvalFlags& f) {
   if (f.json_out) {
     json d = ConfusionJson(all);
     d["threshold"] = Round(threshold, 1e-4);
-    d["verifier"] = verifier.name();
+    d["verifier"] = decision_name;
+    if (learned) {
+      d["decision"] = {{"embedder", learned->model().embedder},
+                       {"target_precision", learned->target_precision()},
+                       {"threshold_en", learned->threshold(cache::DecisionLang::kEn)},
+                       {"threshold_zh", learned->threshold(cache::DecisionLang::kZh)}};
+    }
     if (cal) {
       d["calibration"] = {{"embedder", cal->embedder},
                           {"operating_point", cal->operating_point},
@@ -133,28 +173,46 @@ int Run(const CacheEvalFlags& f) {
       row["guard"] = r.guard;
       sw.push_back(row);
     }
+    json r = ConfusionJson(rules_all);
+    r["threshold"] = Round(rules_threshold, 1e-4);
+    r["verifier"] = verifier.name();
+    r["by_lang"] = json::object();
+    for (const auto& [k, c] : rules_by_lang) r["by_lang"][k] = ConfusionJson(c);
     const json out = {{"model", f.model}, {"fingerprint", emb.fingerprint()},
                       {"pairs", f.pairs}, {"n", pairs->size()},
-                      {"default", d},     {"sweep", sw}};
+                      {"default", d},     {"rules", r},
+                      {"sweep", sw}};
     std::printf("%s\n", out.dump().c_str());
     return 0;
   }
   std::printf("%zu pairs from %s; embedder %s\n", pairs->size(), f.pairs.c_str(), f.model.c_str());
-  std::printf("default: candidates at cosine >= %.3f, verifier %s%s\n", threshold, verifier.name(),
-              cal ? (" (" + cal->embedder + ", calibrated for precision " +
-                     std::to_string(cal->target_precision).substr(0, 4) + ")")
-                        .c_str()
-                  : "");
-  std::printf("  %-8s precision %.4f  recall %.4f  (tp %lld fp %lld fn %lld tn %lld)\n", "all",
-              all.precision(), all.recall(), static_cast<long long>(all.tp),
-              static_cast<long long>(all.fp), static_cast<long long>(all.fn),
-              static_cast<long long>(all.tn));
-  for (const auto& [k, c] : by_lang) {
-    std::printf("  %-8s precision %.4f  recall %.4f  (tp %lld fp %lld fn %lld tn %lld)\n",
-                k.c_str(), c.precision(), c.recall(), static_cast<long long>(c.tp),
-                static_cast<long long>(c.fp), static_cast<long long>(c.fn),
-                static_cast<long long>(c.tn));
+  auto print_row = [](const std::string& k, const cache::Confusion& c) {
+    const auto [lo, hi] = WilsonInterval(c.tp, c.tp + c.fp);
+    std::printf(
+        "  %-8s precision %.4f [%.3f, %.3f]  recall %.4f  (tp %lld fp %lld fn %lld tn %lld)\n",
+        k.c_str(), c.precision(), lo, hi, c.recall(), static_cast<long long>(c.tp),
+        static_cast<long long>(c.fp), static_cast<long long>(c.fn), static_cast<long long>(c.tn));
+  };
+  if (learned) {
+    std::printf(
+        "default: candidates at cosine >= %.3f, learned decision (%s) at target precision "
+        "%.2f: P(same) >= %.2f (en), %.2f (zh)\n",
+        threshold, learned->model().embedder.c_str(), learned->target_precision(),
+        learned->threshold(cache::DecisionLang::kEn), learned->threshold(cache::DecisionLang::kZh));
+  } else {
+    std::printf("default: candidates at cosine >= %.3f, verifier %s%s\n", threshold,
+                verifier.name(),
+                cal ? (" (" + cal->embedder + ", calibrated for precision " +
+                       std::to_string(cal->target_precision).substr(0, 4) + ")")
+                          .c_str()
+                    : "");
   }
+  print_row("all", all);
+  for (const auto& [k, c] : by_lang) print_row(k, c);
+  std::printf("rules (the previous decision): candidates at cosine >= %.3f, verifier %s\n",
+              rules_threshold, verifier.name());
+  print_row("all", rules_all);
+  for (const auto& [k, c] : rules_by_lang) print_row(k, c);
   std::printf("\nsweep: threshold  verifier  precision  recall   tp   fp   fn\n");
   for (const auto& r : rows) {
     std::printf("       %9.2f  %8s  %9.4f  %6.4f %4lld %4lld %4lld\n", r.threshold,
@@ -208,6 +266,15 @@ void AddCacheEvalCommand(CLI::App& app, Commands& out) {
       ->check(CLI::Range(0.01, 1.0));
   ce->add_option("--calibration", f->calibration_file,
                  "a verifier calibration JSON instead of the shipped one");
+  ce->add_option("--decision", f->decision,
+                 "the default decision: learned (the embedder's model, data/cache_decision) or "
+                 "rules (the previous verifier); the JSON's `rules` member is always the latter")
+      ->check(CLI::IsMember({"learned", "rules"}));
+  ce->add_option("--target-precision", f->target_precision,
+                 "precision the learned decision's thresholds are picked for (default 0.95)")
+      ->check(CLI::Range(0.5, 1.0));
+  ce->add_option("--decision-file", f->decision_file,
+                 "a learned decision model JSON instead of the shipped one");
   ce->add_flag("--strict", f->strict,
                "the uncalibrated rule (no content difference) instead of the calibration");
   ce->add_option("--features", f->features_out,

@@ -31,7 +31,9 @@ struct GatewayFlags {
   int64_t health_interval_ms = 0;
   int max_retries = -1;
   double cache_threshold = 0;
-  double cache_audit_rate = -1;  // -1: the config's
+  double cache_audit_rate = -1;       // -1: the config's
+  double cache_target_precision = 0;  // 0: the config's
+  std::string cache_decision;         // "": the config's
   bool no_cache = false;
   bool no_prefix_routing = false;
   double shutdown_grace_s = 30;
@@ -66,6 +68,14 @@ struct GatewayFlags {
                     "candidate cosine of the cache (default: the embedder's calibrated one; " +
                         ShortNumber(cache::kUncalibratedRecallThreshold) + " without)")
         ->check(CLI::Range(0.01, 1.0));
+    cmd->add_option("--cache-target-precision", cache_target_precision,
+                    "precision the learned hit decision's threshold is picked for, per "
+                    "language, from its dev-split calibration (default " +
+                        ShortNumber(d.cache.target_precision) + ")")
+        ->check(CLI::Range(0.5, 1.0));
+    cmd->add_option("--cache-decision", cache_decision,
+                    "hit decision: learned (default) or rules (the previous verifier)")
+        ->check(CLI::IsMember({"learned", "rules"}));
     cmd->add_option("--cache-audit-rate", cache_audit_rate,
                     "share of cache hits also sent to a worker and compared, for a live "
                     "false-hit estimate in /metrics (default " +
@@ -121,6 +131,12 @@ struct GatewayFlags {
     if (!cache_model.empty()) c.cache.model = cache_model;
     if (cache_threshold > 0) c.cache.threshold = static_cast<float>(cache_threshold);
     if (cache_audit_rate >= 0) c.cache_audit.rate = cache_audit_rate;
+    if (cache_target_precision > 0) c.cache.target_precision = cache_target_precision;
+    if (!cache_decision.empty()) {
+      auto kind = cache::ParseDecisionKind(cache_decision);
+      if (!kind.ok()) return kind.status();
+      c.cache.decision = *kind;
+    }
     if (!cache_snapshot.empty()) c.cache.snapshot = cache_snapshot;
     if (!cache_redis.empty()) c.cache.redis = cache_redis;
     if (!admin_token.empty()) c.admin_token = admin_token;

@@ -145,6 +145,8 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
                                         "context_turns",
                                         "nondeterministic",
                                         "exact_match",
+                                        "decision",
+                                        "target_precision",
                                         "hnsw_m",
                                         "hnsw_ef_construction",
                                         "hnsw_ef_search",
@@ -171,6 +173,10 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
       Get(k, "context_turns", c.cache.context_turns);
       Get(k, "nondeterministic", c.cache.nondeterministic);
       Get(k, "exact_match", c.cache.exact_match);
+      if (const auto d = k["decision"]) {
+        FRUGAL_ASSIGN_OR_RETURN(c.cache.decision, cache::ParseDecisionKind(d.as<std::string>()));
+      }
+      Get(k, "target_precision", c.cache.target_precision);
       Get(k, "hnsw_m", c.cache.hnsw_m);
       Get(k, "hnsw_ef_construction", c.cache.hnsw_ef_construction);
       Get(k, "hnsw_ef_search", c.cache.hnsw_ef_search);
@@ -281,6 +287,8 @@ Status ValidateGatewayConfig(const GatewayConfig& c) {
     if (!(t > 0 && t <= 1))
       return InvalidArgument("cache.namespace_thresholds." + ns + " must be in (0, 1]");
   }
+  if (!(c.cache.target_precision >= 0.5 && c.cache.target_precision <= 1))
+    return InvalidArgument("cache.target_precision must be in [0.5, 1]");
   if (!(c.cache_audit.rate >= 0 && c.cache_audit.rate <= 1))
     return InvalidArgument("cache.audit_rate must be in [0, 1]");
   if (!(c.cache_audit.min_similarity >= 0 && c.cache_audit.min_similarity <= 1))
