@@ -952,6 +952,25 @@ status_access: admin
   EXPECT_EQ(c->status_access, "admin");
 }
 
+// The hit decision (issue 47): learned by default at target precision 0.95; the previous rule
+// verifier by name; anything else, or a target outside [0.5, 1], refused naming the key.
+TEST(ConfigTest, CacheDecisionAndTargetPrecision) {
+  auto d = ParseGatewayConfig("cache:\n  enabled: true\n");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->cache.decision, cache::DecisionKind::kLearned);
+  EXPECT_DOUBLE_EQ(d->cache.target_precision, 0.95);
+  auto c = ParseGatewayConfig("cache:\n  decision: rules\n  target_precision: 0.9\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->cache.decision, cache::DecisionKind::kRules);
+  EXPECT_DOUBLE_EQ(c->cache.target_precision, 0.9);
+  auto bad = ParseGatewayConfig("cache:\n  decision: cosine\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("cache.decision"), std::string::npos);
+  auto low = ParseGatewayConfig("cache:\n  target_precision: 0.3\n");
+  ASSERT_FALSE(low.ok());
+  EXPECT_NE(low.status().message().find("cache.target_precision"), std::string::npos);
+}
+
 // The key's name is the tenant (the cache's scope of its answers): it must be given, and given
 // once, so that reordering the list can never hand one tenant another's answers.
 TEST(ConfigTest, ApiKeysNeedTheirOwnUniqueNames) {
