@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "cache/redis_cache_impl.h"
@@ -335,8 +336,10 @@ StatusOr<std::vector<StoredEntry>> RedisCache::Impl::Search(const ModelLease& le
                 {"(@sh:{" + HashHex(scope) + "})=>[KNN " + k + " @" + field + " $vec AS d]",
                  "PARAMS", "2", "vec", Blob(vector)});
   }
-  argv.insert(argv.end(), {"SORTBY", "d", "ASC", "LIMIT", "0", k, "RETURN", "5", "query",
-                           "response", "scope", "ns", "d", "DIALECT", "2"});
+  // The vector comes back too: the learned decision reads it (without it, it embeds the entry's
+  // query again).
+  argv.insert(argv.end(), {"SORTBY", "d", "ASC", "LIMIT", "0", k, "RETURN", "6", "query",
+                           "response", "scope", "ns", "d", field, "DIALECT", "2"});
   auto found = OnIndex(argv);
   if (found.ok() && found->type != RedisReply::Type::kArray)
     found = Internal("Redis cache: FT.SEARCH answered no array");
@@ -370,6 +373,12 @@ StatusOr<std::vector<StoredEntry>> RedisCache::Impl::Search(const ModelLease& le
     o.response = cr->str;
     o.scope = cs->str;
     o.ns = cn->str;
+    // A vector of the lookup's size only; anything else is left out (the verifier embeds).
+    const RedisReply* cv = f.Field(field);
+    if (IsString(cv) && cv->str.size() == vector.size() * sizeof(float)) {
+      o.vector.resize(vector.size());
+      std::memcpy(o.vector.data(), cv->str.data(), cv->str.size());
+    }
   }
   return out;
 }

@@ -207,6 +207,44 @@ TEST(RedisCacheTest, ThresholdGuardAndTtl) {
   EXPECT_NE(m.find("frugal_cache_hits_total 1"), std::string::npos) << m;
 }
 
+// The learned decision reads the candidate's vector: the KNN reply carries it, so the verifier
+// gets the stored vector (the one the entry was inserted with) and need not embed again.
+class VectorRecorder : public HitVerifier {
+ public:
+  Verdict Verify(std::string_view, std::string_view, float, Embedder&) const override {
+    return {false, 0, "no vectors"};
+  }
+  Verdict VerifyWithVectors(std::string_view, std::string_view, float, Embedder&,
+                            const PairVectors& v) const override {
+    cached.assign(v.cached.begin(), v.cached.end());
+    query.assign(v.query.begin(), v.query.end());
+    return {true, 1, ""};
+  }
+  const char* name() const override { return "recorder"; }
+  mutable std::vector<float> cached, query;
+};
+
+TEST(RedisCacheTest, TheVerifierGetsTheStoredVector) {
+  Fixture f;
+  START_REDIS(f);
+  auto o = f.Options();
+  auto rec = std::make_shared<VectorRecorder>();
+  o.cache.verifier = rec;
+  o.cache.namespace_threshold["loose"] = 0.5f;
+  auto c = f.Open(o);
+  ASSERT_TRUE(c);
+  const std::string loose = ScopeKey({"loose", "m", "", "t=0"});
+  ASSERT_TRUE(c->Insert(loose, "loose", "price of item 1299", "$12.50").ok());
+  auto r = c->Lookup(loose, "loose", "Price of item 1299?");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->hit);
+  auto want = f.emb->Embed("price of item 1299");
+  ASSERT_TRUE(want.ok());
+  ASSERT_EQ(rec->cached.size(), want->size());
+  for (size_t i = 0; i < want->size(); ++i) EXPECT_FLOAT_EQ(rec->cached[i], (*want)[i]) << i;
+  EXPECT_EQ(rec->query, r->embedding);
+}
+
 // FT.INFO calls Redis has served, from INFO commandstats.
 int64_t FtInfoCalls(RedisClient& redis) {
   auto r = redis.Command({"INFO", "commandstats"});
