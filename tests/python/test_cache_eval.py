@@ -134,3 +134,33 @@ def test_bad_pairs_file_exits_2(frugal, e5_file, tmp_path, content, what):
     assert p.returncode == 2, p
     err = p.stderr.decode()
     assert what in err and err.count("\n") == 1, err
+
+
+def test_target_precision_decision_and_model_file(frugal, e5_file, tmp_path):
+    """--target-precision moves the learned thresholds monotonically; --decision rules is the
+    previous decision; a corrupt --decision-file is refused in one line."""
+    f = tmp_path / "pairs.jsonl"
+    f.write_text("\n".join(json.dumps(p, ensure_ascii=False) for p in [
+        {"a": "How do I change my card PIN?", "b": "how can i change the pin on my card", "same": True},
+        {"a": "How do I activate my new card?", "b": "How do I cancel my new card?", "same": False},
+        {"a": "运费怎么算？", "b": "邮费怎么收？", "same": True},
+    ]) + "\n")
+    th = {}
+    for t in ("0.8", "0.95", "0.99"):
+        d = json.loads(frugal.ok("cache-eval", "-m", e5_file, "--pairs", f, "--json",
+                                 "--target-precision", t).stdout)["default"]
+        assert d["verifier"] == "learned" and d["decision"]["target_precision"] == float(t), d
+        th[t] = (d["decision"]["threshold_en"], d["decision"]["threshold_zh"])
+    for lang in (0, 1):
+        assert th["0.8"][lang] <= th["0.95"][lang] <= th["0.99"][lang], th
+    rules = json.loads(frugal.ok("cache-eval", "-m", e5_file, "--pairs", f, "--json",
+                                 "--decision", "rules").stdout)
+    assert rules["default"]["verifier"] == "pair-classifier", rules["default"]
+    assert rules["default"]["tp"] == rules["rules"]["tp"] and rules["default"]["fp"] == rules["rules"]["fp"]
+    bad = tmp_path / "decision.json"
+    shipped = (ROOT / "data" / "cache_decision" / "multilingual-e5-small-q4.json").read_text()
+    bad.write_text(shipped[: len(shipped) // 3])
+    p = frugal.run("cache-eval", "-m", e5_file, "--pairs", f, "--decision-file", bad)
+    assert p.returncode == 2, p
+    err = p.stderr.decode()
+    assert "not a JSON object" in err and err.count("\n") == 1, err
