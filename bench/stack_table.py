@@ -127,8 +127,7 @@ class Proc:
             if self.p.poll() is not None:
                 break
             time.sleep(0.2)
-        self.stop()
-        sys.exit(f"{self.cmd[0]} did not start (exit {self.p.poll()}); see {self.log_path}")
+        raise StartError(f"{self.cmd[0]} did not start (exit {self.p.poll()}); see {self.log_path}")
 
     def stop(self) -> None:
         if self.p.poll() is None:
@@ -141,6 +140,10 @@ class Proc:
         self.f.close()
 
 
+class StartError(Exception):
+    """A configuration did not come up; what was started is stopped before the run ends."""
+
+
 def wait_ready(url: str, timeout: float = 300) -> None:
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -150,7 +153,7 @@ def wait_ready(url: str, timeout: float = 300) -> None:
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
-    sys.exit(f"{url} did not answer 200 in {timeout:.0f} s")
+    raise StartError(f"{url} did not answer 200 in {timeout:.0f} s")
 
 
 def gateway_flags(config: str) -> list[str]:
@@ -165,7 +168,19 @@ def gateway_flags(config: str) -> list[str]:
 
 
 def start_stack(a, config: str, ref: Path, quant: Path) -> tuple[str, list[str], list[Proc]]:
-    """Starts one configuration; returns the gateway URL, the worker URLs and the processes."""
+    """Starts one configuration; returns the gateway URL, the worker URLs and the processes.
+    Exits with the reason, after stopping what it started, when something does not come up."""
+    procs: list[Proc] = []
+    try:
+        return _start_stack(a, config, ref, quant, procs)
+    except StartError as e:
+        for p in reversed(procs):
+            p.stop()
+        sys.exit(f"[{config}] {e}")
+
+
+def _start_stack(a, config: str, ref: Path, quant: Path,
+                 procs: list[Proc]) -> tuple[str, list[str], list[Proc]]:
     model = ref if config == "naive" else quant
     logs = a.work_dir / "logs"
     logs.mkdir(exist_ok=True)
@@ -175,11 +190,12 @@ def start_stack(a, config: str, ref: Path, quant: Path) -> tuple[str, list[str],
         if config != "all":
             cmd += ["--serve-arg", "--no-prefix-cache"]
         up = Proc(cmd, logs / f"up_{config}.log")
+        procs.append(up)
         workers = up.wait_for(WORKER_LINE, a.workers, 300)
         (gateway,) = up.wait_for(GATEWAY_LINE, 1, 300)
         wait_ready(gateway + "/ready")
         return gateway, workers, [up]
-    procs, workers = [], []
+    workers = []
     for w in range(a.workers):
         port = free_port()
         procs.append(Proc([a.llama_server, "-m", str(model), "--host", "127.0.0.1", "--port",
@@ -204,7 +220,7 @@ def start_stack(a, config: str, ref: Path, quant: Path) -> tuple[str, list[str],
         except (httpx.HTTPError, ValueError):
             pass
         time.sleep(0.5)
-    sys.exit(f"the gateway at {gateway} lists no model after 60 s (see its log in {logs})")
+    raise StartError(f"the gateway at {gateway} lists no model after 60 s (see {logs})")
 
 
 def busy_seconds(workers: list[str]) -> float | None:
