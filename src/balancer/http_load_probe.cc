@@ -73,6 +73,8 @@ void HttpLoadProbe::QueueDepth(const WorkerAddress& w, bool detecting, Done done
   Get(w, "/queue_depth", "application/json",
       [this, w, detecting, done = std::move(done)](const Status& st, int code,
                                                    const std::string& body) {
+        // While detecting, 501 Not Implemented says the endpoint is not there, as 404 does.
+        if (detecting && st.ok() && code == 501) return Metrics(w, WorkerKind::kAuto, done);
         if (auto f = Failed(st, code)) return done(*f);
         auto load = code == 200 ? ParseWorkerLoad(body)
                                 : StatusOr<WorkerLoad>(NotFound("HTTP " + std::to_string(code)));
@@ -87,6 +89,11 @@ void HttpLoadProbe::QueueDepth(const WorkerAddress& w, bool detecting, Done done
 void HttpLoadProbe::Metrics(const WorkerAddress& w, WorkerKind kind, Done done) {
   Get(w, "/metrics", "text/plain",
       [this, w, kind, done = std::move(done)](const Status& st, int code, const std::string& body) {
+        // llama-server started without --metrics answers 501: an OpenAI-compatible server whose
+        // load the gateway cannot read, not a failing one.
+        if (kind == WorkerKind::kAuto && st.ok() && code == 501) {
+          return Models(w, /*configured=*/false, done);
+        }
         if (auto f = Failed(st, code)) return done(*f);
         WorkerKind k = kind;
         if (k == WorkerKind::kAuto) {

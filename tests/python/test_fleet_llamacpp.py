@@ -68,10 +68,11 @@ class LlamaServer:
     dies before it is healthy fails the test at once with how it died ("llama-server crashed at
     start: killed by SIGILL ...") and its log's tail."""
 
-    def __init__(self, model: Path, log_path: Path, *extra, binary: Path | None = None):
+    def __init__(self, model: Path, log_path: Path, *extra, binary: Path | None = None,
+                 metrics: bool = True):
         self.cmd = [str(binary or LLAMA_SERVER), "-m", str(model), "--host", "127.0.0.1", "--port", "0",
-                    "--alias", LLAMA_MODEL, "--metrics", "-np", "2", "-t", "1", "-c", "4096",
-                    *[str(e) for e in extra]]
+                    "--alias", LLAMA_MODEL, *(["--metrics"] if metrics else []), "-np", "2",
+                    "-t", "1", "-c", "4096", *[str(e) for e in extra]]
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
         self.url = ""
@@ -306,6 +307,30 @@ def test_a_name_reused_for_another_engine_is_detected_afresh(fleet):
         wait_for(lambda: kind_of("x") == kind, 10, f"x detected as {kind}")
         r = admin(fleet.url, "DELETE", "/admin/workers/x")
         assert r.status_code == 200, r.text
+
+
+def test_a_llama_server_without_metrics_is_served_not_ejected(fleet):
+    """llama-server's default has no /metrics (it answers 501): the gateway must take it as an
+    OpenAI-compatible worker whose load it cannot read, and route to it, not eject it."""
+    bare = LlamaServer(fleet.model, fleet.tmp / "bare.log", metrics=False).start()
+    try:
+        r = admin(fleet.url, "POST", "/admin/workers", body={"name": "bare", "url": bare.url})
+        assert r.status_code == 201, r.text
+        w = wait_for(lambda: (s := fleet.status().get("bare")) and s["kind"] != "auto" and s, 10,
+                     "bare detected")
+        assert w["kind"] == "openai" and w["state"] == "healthy", w
+        time.sleep(0.5)  # several polls at 100 ms: still there
+        w = fleet.status()["bare"]
+        assert w["state"] == "healthy" and w["ejections"] == 0, w
+        served = set()
+        for _ in range(6):
+            r = stream(fleet.url, completion(LLAMA_MODEL, "Say hi.", 4))
+            assert r["status"] == 200 and r["done"] and not r["errors"], r
+            served.add(r["worker"])
+        assert "bare" in served, served
+    finally:
+        admin(fleet.url, "DELETE", "/admin/workers/bare")
+        bare.stop()
 
 
 def test_sigkill_of_a_llama_server_under_streaming_load_loses_nothing(fleet):
