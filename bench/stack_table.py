@@ -448,7 +448,8 @@ def main() -> None:
 
     results, series = [], {}
     for config in configs:
-        log(f"[{config}] starting: {' '.join(gateway_flags(config)) or 'all defaults'}")
+        log(f"[{config}] starting: gateway {' '.join(gateway_flags(config)) or 'defaults'}"
+            + ("" if config == "all" or a.engine != "frugal" else ", workers --no-prefix-cache"))
         gateway, workers, procs = start_stack(a, config, ref, quant)
         try:
             busy0 = busy_seconds(workers)
