@@ -34,6 +34,9 @@ struct InputStats {
   std::vector<float> sample;    // up to sample_tokens inputs, [n][cols]
   int64_t sampled = 0;
   int64_t tokens = 0;
+  // GPTQ's factor of h, made by the first matrix on this input and reused by the others (a
+  // cache: h must not change while it is set; ScaleInput clears it).
+  mutable std::shared_ptr<const GptqFactor> gptq_factor;
 
   std::vector<double> MeanAbs() const {
     std::vector<double> m(abs_sum.size());

@@ -22,6 +22,7 @@
 #include "kernels/quantize.h"
 #include "models/llama.h"
 #include "models/model_source.h"
+#include "quant/dense.h"
 #include "quant/gguf_grid.h"
 #include "quant/hf_export.h"
 #include "quant/quant_method.h"
@@ -67,35 +68,6 @@ LinearInput InputOf(std::string_view m) {
   if (m == "ffn_gate" || m == "ffn_up") return LinearInput::kFfn;
   if (m == "ffn_down") return LinearInput::kFfnDown;
   return LinearInput::kAttn;
-}
-
-// H += x^T x for x [n][cols], with the float matmul kernel: x^T is both the "weights" and the
-// "activations". Blocks of 64 activation rows stay in cache while the weight rows stream past,
-// and only the blocks on and above the diagonal are computed (H is symmetric).
-void AccumulateHessian(const float* x, int64_t n, int64_t cols, std::vector<float>& h,
-                       ThreadPool& pool) {
-  std::vector<float> xt(static_cast<size_t>(n * cols));
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t c = 0; c < cols; ++c) xt[static_cast<size_t>(c * n + i)] = x[i * cols + c];
-  }
-  constexpr int64_t kBlock = 64;
-  std::vector<float> y;
-  for (int64_t b0 = 0; b0 < cols; b0 += kBlock) {
-    const int64_t bn = std::min(kBlock, cols - b0), rows = cols - b0;
-    const float* base = xt.data() + b0 * n;
-    const TensorView v =
-        TensorView::Matrix(TensorType::kF32, n, rows, reinterpret_cast<const uint8_t*>(base),
-                           static_cast<size_t>(rows * n) * sizeof(float));
-    y.resize(static_cast<size_t>(bn * rows));
-    MatMul(v, base, bn, y.data(), pool);  // y[b][r] = x_(b0+b) . x_(b0+r)
-    for (int64_t b = 0; b < bn; ++b) {
-      for (int64_t r = b; r < rows; ++r) {
-        const float val = y[static_cast<size_t>(b * rows + r)];
-        h[static_cast<size_t>((b0 + b) * cols + b0 + r)] += val;
-        if (r != b) h[static_cast<size_t>((b0 + r) * cols + b0 + b)] += val;
-      }
-    }
-  }
 }
 
 // ||(wq - w) x^T||^2 / ||w x^T||^2 on sampled inputs.
@@ -346,7 +318,7 @@ Status CollectActivations(const LayerContext& c, bool hessian, const Activations
   const LlamaModel::ActivationObserver observer = [&](int64_t, LinearInput in, const float* x,
                                                       int64_t n, int64_t cols) {
     InputStats& st = l.stats[in];
-    if (hessian) AccumulateHessian(x, n, cols, st.h, c.pool);
+    if (hessian) dense::AddGramLower(x, n, cols, st.h.data());
     for (int64_t i = 0; i < n; ++i) {
       const float* row = x + i * cols;
       for (int64_t k = 0; k < cols; ++k) st.abs_sum[static_cast<size_t>(k)] += std::fabs(row[k]);
@@ -364,6 +336,10 @@ Status CollectActivations(const LayerContext& c, bool hessian, const Activations
     FRUGAL_RETURN_IF_ERROR(c.source.model->RunLayer(
         l.index, static_cast<int64_t>(samples[s].size()), scratch.data(), *a.kv, c.pool, observer));
     token_base += static_cast<int64_t>(samples[s].size());
+  }
+  // The Gram products filled one triangle (dense::AddGramLower).
+  if (hessian) {
+    for (auto& [in, st] : l.stats) dense::CopyLowerToUpper(st.h.data(), st.cols);
   }
   return Status::Ok();
 }
@@ -629,6 +605,7 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   const auto t0 = std::chrono::steady_clock::now();
   FRUGAL_ASSIGN_OR_RETURN(qi::Source source, qi::LoadSource(o));
   ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::DefaultThreads());
+  dense::SetThreads(pool.size());  // the Hessians and GPTQ's algebra use as many
   const std::unique_ptr<qi::QuantMethodImpl> method = qi::MakeQuantMethod(o);
   auto qm = std::unique_ptr<QuantizedModel>(new QuantizedModel());
   qi::Calibration calib;
