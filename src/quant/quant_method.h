@@ -109,6 +109,13 @@ class QuantMethodImpl {
 };
 
 // RTN, GPTQ, AWQ (RTN inside) or AWQ+GPTQ, as the options say; their scale fit is o.fit.
+// The run's plan (quant_plan.cc): memory by parts from the shapes, time from short probes.
+QuantPlan EstimatePlan(const LayerContext& c, const QuantMethodImpl& method, int64_t calib_tokens,
+                       int64_t windows);
+// /proc/meminfo's MemAvailable in bytes, or FRUGAL_MEM_AVAILABLE (bytes) when set: to plan for
+// a smaller machine, and for tests; 0 when unknown.
+size_t MemAvailableBytes();
+
 std::unique_ptr<QuantMethodImpl> MakeQuantMethod(const QuantizeOptions& o);
 
 }  // namespace frugal::quant_internal

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -70,12 +71,13 @@ LinearInput InputOf(std::string_view m) {
   return LinearInput::kAttn;
 }
 
-// ||(wq - w) x^T||^2 / ||w x^T||^2 on sampled inputs.
-double RelativeOutputError(const float* w, const std::vector<float>& wq, int64_t rows, int64_t cols,
+// ||(wq - w) x^T||^2 / ||w x^T||^2 on sampled inputs. wq becomes the difference in place: one
+// float copy of the matrix, not two (a 70B model's ffn_down is 0.94 GB as floats).
+double RelativeOutputError(const float* w, std::vector<float> wq, int64_t rows, int64_t cols,
                            const InputStats& in, ThreadPool& pool) {
   if (in.sampled == 0) return -1;
-  std::vector<float> d(wq.size());
-  for (size_t i = 0; i < d.size(); ++i) d[i] = wq[i] - w[i];
+  std::vector<float>& d = wq;
+  for (size_t i = 0; i < d.size(); ++i) d[i] -= w[i];
   auto energy = [&](const float* m) {
     const TensorView v =
         TensorView::Matrix(TensorType::kF32, cols, rows, reinterpret_cast<const uint8_t*>(m),
@@ -250,6 +252,29 @@ StatusOr<Calibration> LoadCalibrationSet(Engine& engine, const QuantizeOptions& 
   c.sha256 = Sha256Hex(ss.str());
   for (const auto& s : c.samples) c.tokens += static_cast<int64_t>(s.size());
   return c;
+}
+
+// --max-memory: the calibration hidden states (tokens x n_embd floats, kept between layers)
+// within `cap` bytes, by keeping windows evenly spread over the set. Returns how many were
+// dropped.
+StatusOr<int64_t> CapCalibration(Calibration& c, size_t cap, int64_t n_embd) {
+  const size_t per_token = static_cast<size_t>(n_embd) * sizeof(float);
+  if (cap == 0 || static_cast<size_t>(c.tokens) * per_token <= cap) return 0;
+  const auto n = static_cast<int64_t>(c.samples.size());
+  const int64_t window = c.tokens / std::max<int64_t>(1, n);
+  const auto keep = static_cast<int64_t>(cap / (per_token * static_cast<size_t>(window)));
+  if (keep <= 0) {
+    return InvalidArgument("--max-memory " + std::to_string(cap) +
+                           " bytes holds no calibration window (one needs " +
+                           std::to_string(per_token * static_cast<size_t>(window)) + " bytes)");
+  }
+  std::vector<std::vector<int32_t>> kept;
+  for (int64_t i = 0; i < keep; ++i)
+    kept.push_back(std::move(c.samples[static_cast<size_t>(i * n / keep)]));
+  c.samples = std::move(kept);
+  c.tokens = 0;
+  for (const auto& s : c.samples) c.tokens += static_cast<int64_t>(s.size());
+  return n - keep;
 }
 
 TypePlan PlanTensorTypes(const QuantizeOptions& o, const Source& s) {
@@ -466,6 +491,25 @@ Status QuantizeLayerMatrix(const LayerContext& c, const QuantMethodImpl& method,
   return Status::Ok();
 }
 
+// Once matrix kLayerMatrices[i] is written, its float weights are not needed, nor its input's
+// statistics when no later matrix reads that input: freed, so that a layer's peak is its largest
+// matrix's work (for a 70B model's ffn_down: 3.3 GB of Hessian and as much of its factor) rather
+// than everything the layer ever held (EstimatePlan counts it so).
+void ReleaseFinished(LayerState& l, size_t i) {
+  const char* m = kLayerMatrices[i];
+  std::vector<float>().swap(l.w[m]);
+  const LinearInput in = InputOf(m);
+  for (size_t k = i + 1; k < std::size(kLayerMatrices); ++k) {
+    if (InputOf(kLayerMatrices[k]) == in) return;
+  }
+  if (auto it = l.stats.find(in); it != l.stats.end()) {
+    InputStats& st = it->second;
+    std::vector<float>().swap(st.h);
+    std::vector<float>().swap(st.sample);
+    st.gptq_factor.reset();
+  }
+}
+
 // Layer by layer: calibrate on what the quantized layers before produce, let the method prepare
 // the layer, quantize its matrices, and carry the hidden states on.
 Status QuantizeLayers(const LayerContext& c, const QuantMethodImpl& method,
@@ -478,8 +522,10 @@ Status QuantizeLayers(const LayerContext& c, const QuantMethodImpl& method,
     if (method.calibrated())
       FRUGAL_RETURN_IF_ERROR(CollectActivations(c, method.needs_hessian(), acts, l));
     FRUGAL_RETURN_IF_ERROR(method.PrepareLayer(c, l));
-    for (const char* m : kLayerMatrices)
-      FRUGAL_RETURN_IF_ERROR(QuantizeLayerMatrix(c, method, l, m, out));
+    for (size_t i = 0; i < std::size(kLayerMatrices); ++i) {
+      FRUGAL_RETURN_IF_ERROR(QuantizeLayerMatrix(c, method, l, kLayerMatrices[i], out));
+      ReleaseFinished(l, i);
+    }
     if (method.calibrated()) FRUGAL_RETURN_IF_ERROR(AdvanceActivations(c, li, acts));
   }
   return Status::Ok();
@@ -609,14 +655,37 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   const std::unique_ptr<qi::QuantMethodImpl> method = qi::MakeQuantMethod(o);
   auto qm = std::unique_ptr<QuantizedModel>(new QuantizedModel());
   qi::Calibration calib;
+  int64_t windows_dropped = 0;
   if (method->calibrated()) {
     FRUGAL_ASSIGN_OR_RETURN(calib, qi::LoadCalibrationSet(*source.engine, o));
+    FRUGAL_ASSIGN_OR_RETURN(windows_dropped,
+                            qi::CapCalibration(calib, o.max_activation_bytes, source.hp().n_embd));
     qm->calib_sha256_ = calib.sha256;
     qm->calib_tokens_ = calib.tokens;
   }
   const qi::TypePlan plan = qi::PlanTensorTypes(o, source);
   FRUGAL_ASSIGN_OR_RETURN(const qi::QkOrders qk, qi::QkOrders::Plan(source));
   const qi::LayerContext c{o, source, plan, qk, pool};
+  {
+    QuantPlan p =
+        qi::EstimatePlan(c, *method, calib.tokens, static_cast<int64_t>(calib.samples.size()));
+    p.windows_dropped = windows_dropped;
+    if (o.on_plan) o.on_plan(p);
+    if (p.mem_available > 0 && p.layer_peak_bytes > p.mem_available) {
+      char msg[256];
+      std::snprintf(msg, sizeof msg,
+                    "one layer needs about %.1f GB (the source %.1f, a layer's work %.1f, "
+                    "calibration states %.1f) and MemAvailable is %.1f GB",
+                    static_cast<double>(p.layer_peak_bytes) / 1e9,
+                    static_cast<double>(p.source_bytes) / 1e9,
+                    static_cast<double>(p.layer_work_bytes) / 1e9,
+                    static_cast<double>(p.activation_bytes) / 1e9,
+                    static_cast<double>(p.mem_available) / 1e9);
+      return ResourceExhausted(std::string(msg) +
+                               ": free memory, or use a machine with more (--max-memory caps only "
+                               "the calibration states)");
+    }
+  }
   qi::QuantizedLayers layers;
   FRUGAL_RETURN_IF_ERROR(qi::QuantizeLayers(c, *method, calib, layers));
   const int64_t steps = source.hp().n_layer + 1;
