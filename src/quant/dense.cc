@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 // LAPACK from the same library (OpenBLAS builds its own spotrf_/strtri_, parallel); declared
 // here so the build needs no LAPACKE. Column-major, 32-bit integers (Debian's OpenBLAS is not
@@ -80,6 +81,15 @@ void GemmNN(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
               c, static_cast<int>(ldc));
+}
+
+double OutputEnergy(const float* m, int64_t rows, int64_t cols, const float* x, int64_t n) {
+  if (rows <= 0 || n <= 0) return 0;
+  std::vector<float> y(static_cast<size_t>(n * rows));
+  GemmNT(n, rows, cols, 1.0f, x, cols, m, cols, 0.0f, y.data(), rows);
+  double s = 0;
+  for (float v : y) s += static_cast<double>(v) * v;
+  return s;
 }
 
 }  // namespace frugal::dense

@@ -41,4 +41,8 @@ void GemmNT(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_
 void GemmNN(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
             const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// ||x m^T||^2 (summed in double): the output energy of matrix m [rows][cols] on the inputs
+// x [n][cols], both row-major: GPTQ's and AWQ's output-error measures.
+double OutputEnergy(const float* m, int64_t rows, int64_t cols, const float* x, int64_t n);
+
 }  // namespace frugal::dense

@@ -165,9 +165,10 @@ QuantPlan EstimatePlan(const LayerContext& c, const QuantMethodImpl& method, int
     p.layer_work_bytes = std::max(p.layer_work_bytes, f4(worst));
     if (params > p.layer_params) {
       p.layer_params = params;
-      // Flops: two float passes over the calibration tokens; the Hessians (a Gram product:
-      // n^2 per token); per input one factorisation (2/3 n^3); per matrix the block updates
-      // (rows x cols^2) and the error measure (two products over the sampled inputs).
+      // Flops: two float passes over the calibration tokens (the engine's kernel); on BLAS the
+      // Hessians (a Gram product: n^2 per token), per input one factorisation (2/3 n^3), per
+      // matrix the block updates (rows x cols^2) and the error measure (two products over the
+      // sampled inputs), and AWQ's grid (one product per point).
       const double tok = static_cast<double>(p.calib_tokens);
       layer_flops_mm = calibrated ? 2.0 * 2.0 * static_cast<double>(params) * tok : 0;
       layer_flops_blas = 0;
@@ -181,11 +182,11 @@ QuantPlan EstimatePlan(const LayerContext& c, const QuantMethodImpl& method, int
                               static_cast<double>(cols[i]);
         }
       }
-      if (calibrated) layer_flops_mm += 2.0 * 2.0 * static_cast<double>(params * sampled);
+      if (calibrated) layer_flops_blas += 2.0 * 2.0 * static_cast<double>(params * sampled);
       // AWQ's grid: each point quantizes the group's matrices and measures their output error.
       const double grid = awq ? static_cast<double>(c.o.awq.grid) : 0;
       layer_fit_weights = static_cast<double>(params) * (1 + grid);
-      if (awq) layer_flops_mm += grid * 2.0 * static_cast<double>(params * sampled);
+      if (awq) layer_flops_blas += grid * 2.0 * static_cast<double>(params * sampled);
     }
   }
   p.layer_peak_bytes = p.source_bytes + p.activation_bytes + p.layer_work_bytes;
@@ -197,7 +198,7 @@ QuantPlan EstimatePlan(const LayerContext& c, const QuantMethodImpl& method, int
   // The probes, on layer 0's ffn_up (the widest kind of matrix) and its planned type.
   const std::string up = "blk.0.ffn_up.weight";
   const TensorView* w = c.source.model->FindMatrix(up);
-  p.blas_gflops = hessian ? ProbeBlas() : 0;
+  p.blas_gflops = calibrated ? ProbeBlas() : 0;
   p.matmul_gflops = w != nullptr && calibrated ? ProbeMatMul(*w, c.pool) : 0;
   const auto choice = c.plan.find(up);
   if (w != nullptr && choice != c.plan.end() && choice->second.quantize)

@@ -74,19 +74,12 @@ LinearInput InputOf(std::string_view m) {
 // ||(wq - w) x^T||^2 / ||w x^T||^2 on sampled inputs. wq becomes the difference in place: one
 // float copy of the matrix, not two (a 70B model's ffn_down is 0.94 GB as floats).
 double RelativeOutputError(const float* w, std::vector<float> wq, int64_t rows, int64_t cols,
-                           const InputStats& in, ThreadPool& pool) {
+                           const InputStats& in) {
   if (in.sampled == 0) return -1;
   std::vector<float>& d = wq;
   for (size_t i = 0; i < d.size(); ++i) d[i] -= w[i];
   auto energy = [&](const float* m) {
-    const TensorView v =
-        TensorView::Matrix(TensorType::kF32, cols, rows, reinterpret_cast<const uint8_t*>(m),
-                           static_cast<size_t>(rows * cols) * sizeof(float));
-    std::vector<float> y(static_cast<size_t>(in.sampled * rows));
-    MatMul(v, in.sample.data(), in.sampled, y.data(), pool);
-    double s = 0;
-    for (float f : y) s += static_cast<double>(f) * f;
-    return s;
+    return dense::OutputEnergy(m, rows, cols, in.sample.data(), in.sampled);
   };
   const double base = energy(w);
   return base > 0 ? energy(d.data()) / base : 0;
@@ -394,9 +387,8 @@ struct QuantizedLayers {
 };
 
 // ||(Wq - W) X||^2 / ||W X||^2 on the sampled inputs, or the weights' error without them.
-double RelError(const std::vector<float>& w, const QuantizedMatrix& q, const InputStats* in,
-                ThreadPool& pool) {
-  return in != nullptr ? RelativeOutputError(w.data(), q.Dequantize(), q.rows, q.cols, *in, pool)
+double RelError(const std::vector<float>& w, const QuantizedMatrix& q, const InputStats* in) {
+  return in != nullptr ? RelativeOutputError(w.data(), q.Dequantize(), q.rows, q.cols, *in)
                        : RelativeWeightError(w, q.Dequantize());
 }
 
@@ -429,7 +421,7 @@ Status QuantizeMatrix(const LayerContext& c, const QuantMethodImpl& method, cons
     return method.Quantize(f, w.data(), rows, cols, in, c.pool);
   };
   FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix q, quantize(type));
-  rep.rel_error = RelError(w, q, in, c.pool);
+  rep.rel_error = RelError(w, q, in);
   FRUGAL_ASSIGN_OR_RETURN(data, q.Pack());
   if (!order.empty()) {
     FRUGAL_ASSIGN_OR_RETURN(out.export_data[name], PermuteRows(q, order).Pack());
@@ -440,7 +432,7 @@ Status QuantizeMatrix(const LayerContext& c, const QuantMethodImpl& method, cons
     FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix qa, quantize(t));
     TensorReport::Alternative alt;
     alt.type = t;
-    alt.rel_error = RelError(w, qa, in, c.pool);
+    alt.rel_error = RelError(w, qa, in);
     FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> da,
                             (order.empty() ? qa : PermuteRows(qa, order)).Pack());
     alt.bytes = da.size();
