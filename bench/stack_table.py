@@ -17,7 +17,8 @@ arrivals and questions). The configurations, each adding one layer:
   all       everything: the default `frugal up` (adds the workers' prefix cache)
 
 and prints two markdown tables: answers per busy worker-second (busy = time the workers' engines
-spent in model steps, from their load report; its inverse per 1000 answers), latency and TTFT
+spent in model steps, from their load report; its inverse per 1000 answers), answers per CPU
+second the worker processes used (/proc; any engine), latency and TTFT
 P50/P95/P99 per phase, peak throughput (the most answers completed in any 10 s window while the
 traffic runs; a stack that keeps up shows the offered spike rate, a lower bound), cache hit
 rate, wrong-hit rate with its count and denominator (loadgen: a hit whose answer no miss of its
@@ -35,7 +36,7 @@ With --engine llama-server the workers are llama.cpp's own `llama-server` proces
 build-llama-cpp.sh llama-server) behind `frugal gateway`: the quant row serves the same GPTQ
 values written for llama.cpp (`--target llama.cpp`). llama-server reuses each slot's prompt prefix
 in every row (it cannot be turned off per request here), and it reports no busy time, so its
-rows give answers per provisioned worker-second (run wall time x workers) instead.
+rows compare by answers per worker CPU-second.
 
 Every figure is from this machine's CPU, printed first. The traffic files can be replaced:
 --questions (JSONL of {"question", "paraphrases"}), --system (the system prompt).
@@ -63,7 +64,7 @@ from compare_llama_cpp import cpu_description  # noqa: E402
 
 DEFAULT_MODEL = ROOT / "models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf"
 CONFIGS = ["naive", "quant", "cache", "balance", "all"]
-WORKER_LINE = re.compile(r"worker \S+ at (http://\S+)")
+WORKER_LINE = re.compile(r"worker \S+ at (http://\S+) \(pid (\d+)")
 GATEWAY_LINE = re.compile(r"gateway: listening on (http://\S+)")
 
 
@@ -168,8 +169,10 @@ def gateway_flags(config: str) -> list[str]:
     return flags
 
 
-def start_stack(a, config: str, ref: Path, quant: Path) -> tuple[str, list[str], list[Proc]]:
-    """Starts one configuration; returns the gateway URL, the worker URLs and the processes.
+def start_stack(a, config: str, ref: Path,
+                quant: Path) -> tuple[str, list[str], list[int], list[Proc]]:
+    """Starts one configuration; returns the gateway URL, the worker URLs and process ids, and
+    the processes to stop.
     Exits with the reason, after stopping what it started, when something does not come up."""
     procs: list[Proc] = []
     try:
@@ -181,7 +184,7 @@ def start_stack(a, config: str, ref: Path, quant: Path) -> tuple[str, list[str],
 
 
 def _start_stack(a, config: str, ref: Path, quant: Path,
-                 procs: list[Proc]) -> tuple[str, list[str], list[Proc]]:
+                 procs: list[Proc]) -> tuple[str, list[str], list[int], list[Proc]]:
     model = ref if config == "naive" else quant
     logs = a.work_dir / "logs"
     logs.mkdir(exist_ok=True)
@@ -192,10 +195,10 @@ def _start_stack(a, config: str, ref: Path, quant: Path,
             cmd += ["--serve-arg", "--no-prefix-cache"]
         up = Proc(cmd, logs / f"up_{config}.log")
         procs.append(up)
-        workers = up.wait_for(WORKER_LINE, a.workers, 300)
+        found = up.wait_for(WORKER_LINE, a.workers, 300)
         (gateway,) = up.wait_for(GATEWAY_LINE, 1, 300)
         wait_ready(gateway + "/ready")
-        return gateway, workers, [up]
+        return gateway, [u for u, _ in found], [int(pid) for _, pid in found], [up]
     workers = []
     for w in range(a.workers):
         port = free_port()
@@ -203,6 +206,7 @@ def _start_stack(a, config: str, ref: Path, quant: Path,
                            str(port), "-t", str(a.threads), "-np", "4", "-c", "8192", "--metrics"],
                           logs / f"llama_{config}_{w}.log"))
         workers.append(f"http://127.0.0.1:{port}")
+    pids = [p.p.pid for p in procs]
     for url in workers:
         wait_ready(url + "/health")
     port = free_port()
@@ -217,11 +221,22 @@ def _start_stack(a, config: str, ref: Path, quant: Path,
     while time.time() < deadline:
         try:
             if httpx.get(gateway + "/v1/models", timeout=5).json().get("data"):
-                return gateway, workers, procs
+                return gateway, workers, pids, procs
         except (httpx.HTTPError, ValueError):
             pass
         time.sleep(0.5)
     raise StartError(f"the gateway at {gateway} lists no model after 60 s (see {logs})")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time the worker processes have used (/proc/PID/stat), any engine."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
 
 
 def busy_seconds(workers: list[str]) -> float | None:
@@ -331,7 +346,7 @@ def plot_html(series: dict[str, list[tuple]], title: str) -> str:
             f"<h3>{html.escape(title)}</h3>" + "".join(parts))
 
 
-def summarize(config: str, report: dict, rows: list[dict], busy: float | None,
+def summarize(config: str, report: dict, rows: list[dict], busy: float | None, cpu: float,
               workers: int, wall_s: float) -> dict:
     total = report["total"]
     ok = total["requests"] - total["errors"]
@@ -339,17 +354,16 @@ def summarize(config: str, report: dict, rows: list[dict], busy: float | None,
     s = {"config": config, "answers": ok, "requests": total["requests"],
          "errors": total["errors"], "hits": total["hits"], "wrong_hits": total["wrong_hits"],
          "hit_rate": total["cache_hit_rate"], "wrong_hit_rate": total["wrong_hit_rate"],
-         "wrapped": total["wrapped"], "busy_worker_s": busy,
+         "wrapped": total["wrapped"], "busy_worker_s": busy, "worker_cpu_s": cpu,
          "provisioned_worker_s": wall_s * workers,
          "peak_rps": peak_throughput(rows, report["profile"]["phases"][-1]["end_s"]),
          "phases": {n: {k: p.get(k) for k in ("latency_p50_ms", "latency_p95_ms",
                                               "latency_p99_ms", "ttft_p50_ms", "ttft_p95_ms",
                                               "ttft_p99_ms", "throughput_rps", "errors")}
                     for n, p in phases.items()}}
-    denom = busy if busy else wall_s * workers
-    s["answers_per_worker_s"] = ok / denom if denom else None
-    s["worker_s_per_1000"] = 1000 * denom / ok if ok else None
-    s["per"] = "busy" if busy else "provisioned"
+    s["answers_per_worker_s"] = ok / busy if busy else None
+    s["worker_s_per_1000"] = 1000 * busy / ok if busy and ok else None
+    s["answers_per_cpu_s"] = ok / cpu if cpu else None
     return s
 
 
@@ -359,7 +373,8 @@ def fmt(v, spec: str = ".0f", unit: str = "") -> str:
 
 def table(results: list[dict]) -> str:
     base = results[0] if results and results[0]["config"] == "naive" else None
-    head = ["config", "answers / worker-s", "worker-s / 1000 answers", "peak answers/s",
+    head = ["config", "answers / busy worker-s", "busy worker-s / 1000 answers",
+            "answers / worker CPU-s", "peak answers/s",
             "P50 / P95 / P99 steady (ms)", "P50 / P95 / P99 spike (ms)",
             "P95 recovery (ms)", "TTFT P50 / P95 spike (ms)", "hit rate",
             "wrong hits", "errors"]
@@ -373,11 +388,11 @@ def table(results: list[dict]) -> str:
                 return ""
             return f" ({v / base[key]:.2f}x)"
 
-        apw = r["answers_per_worker_s"]
+        apw, apc = r["answers_per_worker_s"], r["answers_per_cpu_s"]
         cells = [r["config"],
-                 fmt(apw, ".2f") + ratio(apw, "answers_per_worker_s") +
-                 (" (provisioned)" if r["per"] == "provisioned" else ""),
+                 fmt(apw, ".2f") + ratio(apw, "answers_per_worker_s"),
                  fmt(r["worker_s_per_1000"], ".0f"),
+                 fmt(apc, ".2f") + ratio(apc, "answers_per_cpu_s"),
                  fmt(r["peak_rps"], ".2f") + ratio(r["peak_rps"], "peak_rps"),
                  " / ".join(fmt(st.get(k)) for k in ("latency_p50_ms", "latency_p95_ms",
                                                      "latency_p99_ms")),
@@ -467,22 +482,22 @@ def main() -> None:
     for config in configs:
         log(f"[{config}] starting: gateway {' '.join(gateway_flags(config)) or 'defaults'}"
             + ("" if config == "all" or a.engine != "frugal" else ", workers --no-prefix-cache"))
-        gateway, workers, procs = start_stack(a, config, ref, quant)
+        gateway, workers, pids, procs = start_stack(a, config, ref, quant)
         try:
-            busy0 = busy_seconds(workers)
+            busy0, cpu0 = busy_seconds(workers), cpu_seconds(pids)
             t0 = time.time()
             report, rows = run_loadgen(a, gateway, config, model_id(workers[0]))
             wall = time.time() - t0
-            busy1 = busy_seconds(workers)
+            busy1, cpu1 = busy_seconds(workers), cpu_seconds(pids)
         finally:
             for p in reversed(procs):
                 p.stop()
         busy = busy1 - busy0 if busy0 is not None and busy1 is not None else None
-        r = summarize(config, report, rows, busy, a.workers, wall)
+        r = summarize(config, report, rows, busy, cpu1 - cpu0, a.workers, wall)
         results.append(r)
         series[config] = p95_series(rows)
         log(f"[{config}] {r['answers']} answers, {fmt(r['answers_per_worker_s'], '.2f')} per "
-            f"{r['per']} worker-s, spike P95 {fmt(r['phases'].get('spike', {}).get('latency_p95_ms'))}"
+            f"busy worker-s, {fmt(r['answers_per_cpu_s'], '.2f')} per worker CPU-s, spike P95 {fmt(r['phases'].get('spike', {}).get('latency_p95_ms'))}"
             f" ms, hits {r['hits']} (wrong {r['wrong_hits']}), errors {r['errors']}")
         if r["wrapped"]:
             log(f"[{config}] note: {r['wrapped']} new questions wrapped around the question file")
