@@ -10,7 +10,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev clang-format clang-tidy
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libboost-dev libhnswlib-dev libpcre2-dev libutf8proc-dev libeigen3-dev libhiredis-dev libssl-dev openssl
+  libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libboost-dev libhnswlib-dev libpcre2-dev libutf8proc-dev libeigen3-dev libopenblas-dev libopenblas0-pthread libhiredis-dev libssl-dev openssl
   python3 python3-pip python3-venv unzip ca-certificates
   chromium
 )

@@ -48,11 +48,12 @@ struct QuantizeFlags {
   int64_t eval_max_tokens = 2048;
   bool auto_mixed = false;
   int auto_mixed_max = 16;
-  std::string max_size;  // e.g. "104MB": raise the most sensitive INT4 tensors while it fits
+  std::string max_size;    // e.g. "104MB": raise the most sensitive INT4 tensors while it fits
+  std::string max_memory;  // e.g. "2GB": cap on the calibration hidden states (fewer windows)
 };
 
 // "104MB", "52GB", "1.5GiB", "900kB", "123456789B" -> bytes. The unit is required.
-StatusOr<size_t> ParseSize(const std::string& text) {
+StatusOr<size_t> ParseSize(const std::string& text, const char* flag = "--max-size") {
   size_t used = 0;
   double v = 0;
   try {
@@ -67,7 +68,8 @@ StatusOr<size_t> ParseSize(const std::string& text) {
       {"tb", 1e12}, {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0}};
   const auto u = kUnits.find(unit);
   if (used == 0 || u == kUnits.end() || !(v > 0) || !std::isfinite(v) || v * u->second > 1e18) {
-    return InvalidArgument("--max-size: '" + text + "' is not a size such as 104MB or 52GB");
+    return InvalidArgument(std::string(flag) + ": '" + text +
+                           "' is not a size such as 104MB or 52GB");
   }
   return static_cast<size_t>(v * u->second);
 }
@@ -105,6 +107,35 @@ std::function<void(const QuantProgress&)> ProgressPrinter() {
                  Duration(elapsed).c_str(), eta.c_str(), tty && frac < 1 ? "" : "\n");
     std::fflush(stderr);
   };
+}
+
+// The plan, before the long part: two lines on stderr (docs/quantization.md "The plan").
+void PrintPlan(const QuantPlan& p) {
+  const auto gb = [](size_t b) { return static_cast<double>(b) / 1e9; };
+  std::string windows;
+  if (p.windows_dropped > 0) {
+    windows = ", --max-memory kept " + std::to_string(p.windows) + " of " +
+              std::to_string(p.windows + p.windows_dropped) + " calibration windows";
+  }
+  std::fprintf(stderr,
+               "plan: memory ~%.1f GB for one layer (source %.1f + calibration states %.1f + "
+               "layer work %.1f), ~%.1f GB by the end (output %.1f GB held until written); "
+               "MemAvailable %.1f GB%s\n",
+               gb(p.layer_peak_bytes), gb(p.source_bytes), gb(p.activation_bytes),
+               gb(p.layer_work_bytes), gb(p.end_peak_bytes), gb(p.output_bytes),
+               gb(p.mem_available), windows.c_str());
+  std::fprintf(stderr,
+               "plan: time ~%s per layer, ~%s for %lld layers (probes: sgemm %.0f GFLOPS, "
+               "matmul %.0f GFLOPS, scale fit %.1f ns/weight; %lld calibration tokens)\n",
+               Duration(p.layer_seconds).c_str(), Duration(p.total_seconds).c_str(),
+               static_cast<long long>(p.layers), p.blas_gflops, p.matmul_gflops,
+               p.fit_ns_per_weight, static_cast<long long>(p.calib_tokens));
+  if (p.mem_available > 0 && p.end_peak_bytes > p.mem_available &&
+      p.layer_peak_bytes <= p.mem_available)
+    std::fprintf(stderr,
+                 "plan: warning: the whole run may not fit in MemAvailable (the output is "
+                 "held in memory until written)\n");
+  std::fflush(stderr);
 }
 
 // A tensor type as the file names it: for llama.cpp, a Frugal type is written as the GGUF block
@@ -236,6 +267,9 @@ StatusOr<QuantizeOptions> OptionsFromFlags(const QuantizeFlags& f) {
   o.awq.grid = f.awq_grid;
   o.fit = f.no_scale_search ? ScaleFit::kMinMax : ScaleFit::kSearch;
   o.threads = f.threads;
+  if (!f.max_memory.empty()) {
+    FRUGAL_ASSIGN_OR_RETURN(o.max_activation_bytes, ParseSize(f.max_memory, "--max-memory"));
+  }
   if (o.method != QuantMethod::kRtn && o.calib_path.empty()) {
     return InvalidArgument(std::string("--method ") + f.method +
                            " needs calibration data: --calib FILE (text or JSONL)");
@@ -582,7 +616,10 @@ int RunQuantize(const QuantizeFlags& f) {
   if (!max_size.ok()) return Fail(max_size.status());
   o->int8_alternatives = f.auto_mixed || max_size->has_value();
   o->g32_alternatives = max_size->has_value();  // --auto-mixed raises to INT8 only
-  if (!f.quiet) o->progress = ProgressPrinter();
+  if (!f.quiet) {
+    o->progress = ProgressPrinter();
+    o->on_plan = PrintPlan;
+  }
   auto m = QuantizeModel(*o);
   if (!m.ok()) return Fail(m.status());
   QuantizeRun r{f, *o, **m, (*m)->Size(), *max_size, {}, std::nullopt};
@@ -671,6 +708,9 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
       "--max-size", f->max_size,
       "a size for the tensor data, e.g. 104MB or 52GB: raise INT4 tensors to INT4 g32 or INT8, "
       "most output error removed per byte first, while it fits (then gated, unless --no-gate)");
+  cmd->add_option("--max-memory", f->max_memory,
+                  "cap on the calibration hidden states kept between layers, e.g. 2GB: windows are "
+                  "dropped, evenly over the set, until the rest fit (the plan says how many)");
   cmd->add_option("--auto-mixed-max", f->auto_mixed_max,
                   WithDefault("most tensors --auto-mixed may raise", f->auto_mixed_max))
       ->check(CLI::Range(1, 10000));

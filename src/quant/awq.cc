@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/kernels.h"
+#include "quant/dense.h"
 
 namespace frugal {
 
 double ScaledQuantError(const AwqMatrix& m, int64_t cols, const float* s, const float* x, int64_t n,
                         ThreadPool& pool, ScaleFit fit) {
-  // E = deq(Q(W diag(s))) diag(1/s) - W, then ||E x^T||^2 with the float matmul kernel.
+  // E = deq(Q(W diag(s))) diag(1/s) - W, then ||E x^T||^2 (one sgemm).
   std::vector<float> scaled(static_cast<size_t>(m.rows * cols));
   for (int64_t r = 0; r < m.rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
@@ -25,14 +25,7 @@ double ScaledQuantError(const AwqMatrix& m, int64_t cols, const float* s, const 
       e[i] = (s != nullptr ? e[i] / s[c] : e[i]) - m.w[i];
     }
   }
-  const TensorView ev =
-      TensorView::Matrix(TensorType::kF32, cols, m.rows, reinterpret_cast<const uint8_t*>(e.data()),
-                         e.size() * sizeof(float));
-  std::vector<float> y(static_cast<size_t>(n * m.rows));
-  MatMul(ev, x, n, y.data(), pool);
-  double sum = 0;
-  for (float v : y) sum += static_cast<double>(v) * v;
-  return sum;
+  return dense::OutputEnergy(e.data(), m.rows, cols, x, n);
 }
 
 AwqResult SearchAwqScale(std::span<const AwqMatrix> mats, int64_t cols, const float* x, int64_t n,

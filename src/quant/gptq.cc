@@ -1,127 +1,166 @@
 #include "quant/gptq.h"
 
-#include <Eigen/Cholesky>
-#include <Eigen/Core>
 #include <algorithm>
+#include <functional>
 #include <numeric>
+#include <string>
 #include <vector>
+
+#include "quant/dense.h"
 
 namespace frugal {
 namespace {
 
-using MatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
+// fn(begin, end) over rows, on the pool when there is one.
+void ForRows(ThreadPool* pool, int64_t rows, const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool != nullptr && pool->size() > 1 && rows > 1) {
+    pool->ParallelFor(rows, fn, 8);
+  } else {
+    fn(0, rows);
+  }
+}
 
 }  // namespace
 
-StatusOr<GptqResult> QuantizeGptq(const QuantFormat& f, const float* w, int64_t rows, int64_t cols,
-                                  const float* h, const GptqOptions& options) {
-  if (rows <= 0 || cols <= 0 || cols % f.span() != 0)
-    return InvalidArgument("GPTQ: bad matrix shape");
-  const int64_t groups = f.groups(cols), span = f.span(), spans = cols / span;
+StatusOr<std::shared_ptr<const GptqFactor>> FactorHessian(const float* h, int64_t cols,
+                                                          const GptqOptions& options,
+                                                          ThreadPool* pool) {
+  if (cols <= 0) return InvalidArgument("GPTQ: bad Hessian shape");
+  const auto at = [](int64_t i) { return static_cast<size_t>(i); };
+  auto fac = std::make_shared<GptqFactor>();
+  fac->cols = cols;
   // Column order: by decreasing H diagonal with act-order.
-  std::vector<int64_t> perm(static_cast<size_t>(cols));
+  std::vector<int64_t>& perm = fac->perm;
+  perm.resize(at(cols));
   std::iota(perm.begin(), perm.end(), 0);
   if (options.act_order) {
     std::stable_sort(perm.begin(), perm.end(),
                      [&](int64_t a, int64_t b) { return h[a * cols + a] > h[b * cols + b]; });
   }
-  std::vector<int64_t> pos(static_cast<size_t>(cols));  // original column -> permuted position
-  for (int64_t j = 0; j < cols; ++j) pos[static_cast<size_t>(perm[static_cast<size_t>(j)])] = j;
+  fac->pos.resize(at(cols));
+  for (int64_t j = 0; j < cols; ++j) fac->pos[at(perm[at(j)])] = j;
+  fac->imp.resize(at(cols));
+  for (int64_t c = 0; c < cols; ++c) fac->imp[at(c)] = std::max(0.0f, h[c * cols + c]);
 
-  // Weights in permuted column order, column-major so a column is contiguous.
-  MatrixF W(rows, cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t j = 0; j < cols; ++j) W(r, j) = w[r * cols + perm[static_cast<size_t>(j)]];
-  }
-  MatrixF H(cols, cols);
   double mean_diag = 0;
-  for (int64_t a = 0; a < cols; ++a) {
-    const int64_t pa = perm[static_cast<size_t>(a)];
-    for (int64_t b = 0; b < cols; ++b) H(a, b) = h[pa * cols + perm[static_cast<size_t>(b)]];
-    mean_diag += H(a, a);
-  }
+  for (int64_t a = 0; a < cols; ++a) mean_diag += h[a * cols + a];
   mean_diag /= static_cast<double>(cols);
   if (!(mean_diag > 0)) mean_diag = 1;
-  // An input that never fired carries no information: its weights cannot matter on the
-  // calibration data; keep H invertible and let RTN decide them.
-  for (int64_t a = 0; a < cols; ++a) {
-    if (H(a, a) <= 0) H(a, a) = static_cast<float>(mean_diag);
-  }
 
-  // U: upper Cholesky factor of H^-1. Raise the damping until H is positive definite.
-  GptqResult result;
-  MatrixF U;
+  // U: upper Cholesky factor of the permuted, damped H's inverse (column-major, dense.h). Raise
+  // the damping until H is positive definite. One cols x cols buffer: it is filled from h again
+  // on each attempt.
+  std::vector<float>& u = fac->u;
+  u.resize(at(cols * cols));
   double damp = options.damp;
   for (int attempt = 0;; ++attempt) {
-    MatrixF Hd = H;
-    Hd.diagonal().array() += static_cast<float>(damp * mean_diag);
-    Eigen::LLT<MatrixF> llt(Hd);
-    if (llt.info() == Eigen::Success) {
-      MatrixF Linv = MatrixF::Identity(cols, cols);
-      llt.matrixL().solveInPlace(Linv);
-      const MatrixF Hinv = Linv.transpose() * Linv;
-      Eigen::LLT<MatrixF> llt_inv(Hinv);
-      if (llt_inv.info() == Eigen::Success) {
-        U = llt_inv.matrixU();
-        break;
+    const auto add = static_cast<float>(damp * mean_diag);
+    ForRows(pool, cols, [&](int64_t a0, int64_t a1) {
+      for (int64_t a = a0; a < a1; ++a) {
+        const float* hrow = h + perm[at(a)] * cols;
+        float* urow = u.data() + a * cols;
+        for (int64_t b = 0; b < cols; ++b) urow[b] = hrow[perm[at(b)]];
+        // An input that never fired carries no information: its weights cannot matter on the
+        // calibration data; keep H invertible and let RTN decide them.
+        if (urow[a] <= 0) urow[a] = static_cast<float>(mean_diag);
+        urow[a] += add;
       }
-    }
+    });
+    if (dense::UpperFactorOfInverse(u.data(), cols)) break;
     if (attempt == 8)
       return Internal("GPTQ: the Hessian stays singular even with damping " + std::to_string(damp));
     damp = damp > 0 ? damp * 10 : 1e-4;
   }
-  result.damp_used = damp;
+  fac->damp_used = damp;
+  return std::shared_ptr<const GptqFactor>(std::move(fac));
+}
+
+StatusOr<GptqResult> QuantizeGptq(const QuantFormat& f, const float* w, int64_t rows, int64_t cols,
+                                  const float* h, const GptqOptions& options, ThreadPool* pool) {
+  FRUGAL_ASSIGN_OR_RETURN(const std::shared_ptr<const GptqFactor> fac,
+                          FactorHessian(h, cols, options, pool));
+  return QuantizeGptq(f, w, rows, cols, *fac, options, pool);
+}
+
+StatusOr<GptqResult> QuantizeGptq(const QuantFormat& f, const float* w, int64_t rows, int64_t cols,
+                                  const GptqFactor& fac, const GptqOptions& options,
+                                  ThreadPool* pool) {
+  if (rows <= 0 || cols <= 0 || cols % f.span() != 0 || fac.cols != cols)
+    return InvalidArgument("GPTQ: bad matrix shape");
+  const int64_t groups = f.groups(cols), span = f.span(), spans = cols / span;
+  const auto at = [](int64_t i) { return static_cast<size_t>(i); };
+  const std::vector<int64_t>&perm = fac.perm, &pos = fac.pos;
+  const std::vector<float>& u = fac.u;
+  GptqResult result;
+  result.damp_used = fac.damp_used;
+  const auto U = [&](int64_t i, int64_t j) { return u[at(i + j * cols)]; };
+
+  // Weights in permuted column order, row-major: within a block every row is independent.
+  std::vector<float> W(at(rows * cols));
+  ForRows(pool, rows, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t j = 0; j < cols; ++j) W[at(r * cols + j)] = w[r * cols + perm[at(j)]];
+    }
+  });
 
   QuantizedMatrix& out = result.matrix;
   out.format = f;
   out.rows = rows;
   out.cols = cols;
-  out.q.resize(static_cast<size_t>(rows * cols));
-  out.params.resize(static_cast<size_t>(rows * groups));
-  if (f.super > 0) out.supers.resize(static_cast<size_t>(rows * spans));
-  std::vector<char> fitted(static_cast<size_t>(spans), 0);
-  std::vector<float> gw(static_cast<size_t>(span)), gimp(static_cast<size_t>(span));
+  out.q.resize(at(rows * cols));
+  out.params.resize(at(rows * groups));
+  if (f.super > 0) out.supers.resize(at(rows * spans));
+  // The span (group, or K-quant super-block) whose scales are chosen when column j is reached:
+  // its first column in quantization order; -1 for none.
+  std::vector<int64_t> fit_at(at(cols), -1);
+  {
+    std::vector<char> fitted(at(spans), 0);
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t s = perm[at(j)] / span;
+      if (!fitted[at(s)]) fit_at[at(j)] = s;
+      fitted[at(s)] = 1;
+    }
+  }
 
   const int64_t block = std::max<int64_t>(1, options.block);
-  MatrixF Err(rows, block);
+  std::vector<float> err(at(rows * block)), ub(at(block * block));
   for (int64_t i1 = 0; i1 < cols; i1 += block) {
     const int64_t i2 = std::min(cols, i1 + block), bn = i2 - i1;
-    for (int64_t j = i1; j < i2; ++j) {
-      const int64_t col = perm[static_cast<size_t>(j)], g = col / f.group, s = col / span;
-      if (!fitted[static_cast<size_t>(s)]) {
-        // This group's (or K-quant super-block's) scales, from its weights as they are now
-        // (earlier columns' errors already folded in).
-        for (int64_t k = 0; k < span; ++k) {
-          const int64_t c = s * span + k;
-          gimp[static_cast<size_t>(k)] = std::max(0.0f, h[c * cols + c]);
-        }
-        for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t k = 0; k < span; ++k)
-            gw[static_cast<size_t>(k)] = W(r, pos[static_cast<size_t>(s * span + k)]);
-          FitSpan(f, gw.data(), options.fit, gimp.data(),
-                  &out.params[static_cast<size_t>(r * groups + s * span / f.group)],
-                  f.super > 0 ? &out.supers[static_cast<size_t>(r * spans + s)] : nullptr);
-        }
-        fitted[static_cast<size_t>(s)] = 1;
-      }
-      const float djj = U(j, j);
-      for (int64_t r = 0; r < rows; ++r) {
-        const float wv = W(r, j);
-        const GroupParams& p = out.params[static_cast<size_t>(r * groups + g)];
-        const int8_t q = QuantizeValue(f, p, wv);
-        out.q[static_cast<size_t>(r * cols + col)] = q;
-        Err(r, j - i1) = (wv - DequantizeValue(f, p, q)) / djj;
-      }
-      // Spread this column's error over the rest of the block.
-      const int64_t rest = i2 - j - 1;
-      if (rest > 0) {
-        W.block(0, j + 1, rows, rest).noalias() -= Err.col(j - i1) * U.block(j, j + 1, 1, rest);
-      }
+    for (int64_t jj = 0; jj < bn; ++jj) {
+      for (int64_t kk = 0; kk < bn; ++kk) ub[at(jj * bn + kk)] = U(i1 + jj, i1 + kk);
     }
-    // ... and the block's error over every later column, in one product.
+    // Column by column within the block, each row on its own: a column's error reaches the
+    // rest of the block's columns of the same row.
+    ForRows(pool, rows, [&](int64_t r0, int64_t r1) {
+      std::vector<float> gw(at(span));
+      for (int64_t r = r0; r < r1; ++r) {
+        float* wr = W.data() + r * cols;
+        for (int64_t jj = 0; jj < bn; ++jj) {
+          const int64_t j = i1 + jj, col = perm[at(j)];
+          if (const int64_t s = fit_at[at(j)]; s >= 0) {
+            // This group's (or K-quant super-block's) scales, from its weights as they are now
+            // (earlier columns' errors already folded in).
+            for (int64_t k = 0; k < span; ++k) gw[at(k)] = wr[pos[at(s * span + k)]];
+            FitSpan(f, gw.data(), options.fit, fac.imp.data() + s * span,
+                    &out.params[at(r * groups + s * span / f.group)],
+                    f.super > 0 ? &out.supers[at(r * spans + s)] : nullptr);
+          }
+          const GroupParams& p = out.params[at(r * groups + col / f.group)];
+          const float wv = wr[j];
+          const int8_t q = QuantizeValue(f, p, wv);
+          out.q[at(r * cols + col)] = q;
+          const float e = (wv - DequantizeValue(f, p, q)) / ub[at(jj * bn + jj)];
+          err[at(r * bn + jj)] = e;
+          const float* urow = ub.data() + jj * bn;
+          for (int64_t kk = jj + 1; kk < bn; ++kk) wr[i1 + kk] -= e * urow[kk];
+        }
+      }
+    });
+    // ... and the block's error over every later column, in one product:
+    // W[:, i2:] -= Err * U[i1:i2, i2:], U[i1:i2, i2:] read as the transpose of u's row-major view.
     if (i2 < cols) {
-      W.block(0, i2, rows, cols - i2).noalias() -=
-          Err.leftCols(bn) * U.block(i1, i2, bn, cols - i2);
+      dense::GemmNT(rows, cols - i2, bn, -1.0f, err.data(), bn, u.data() + i2 * cols + i1, cols,
+                    1.0f, W.data() + i2, cols);
     }
   }
   return result;
@@ -129,16 +168,18 @@ StatusOr<GptqResult> QuantizeGptq(const QuantFormat& f, const float* w, int64_t 
 
 OutputError MeasureOutputError(const float* w, const float* wq, int64_t rows, int64_t cols,
                                const float* h) {
-  Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> W(w, rows,
-                                                                                            cols);
-  Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> Wq(
-      wq, rows, cols);
-  Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> H(h, cols,
-                                                                                            cols);
-  const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> D = Wq - W;
+  // sum over rows of d H d^T, with d = wq - w and with d = w.
+  std::vector<float> d(static_cast<size_t>(rows * cols)), dh(d.size());
+  auto quadratic = [&](const float* m) {
+    dense::GemmNN(rows, cols, cols, 1.0f, m, cols, h, cols, 0.0f, dh.data(), cols);
+    double s = 0;
+    for (size_t i = 0; i < dh.size(); ++i) s += static_cast<double>(dh[i]) * m[i];
+    return s;
+  };
+  for (size_t i = 0; i < d.size(); ++i) d[i] = wq[i] - w[i];
   OutputError e;
-  e.error = static_cast<double>((D * H).cwiseProduct(D).sum());
-  e.energy = static_cast<double>((W * H).cwiseProduct(W).sum());
+  e.error = quadratic(d.data());
+  e.energy = quadratic(w);
   return e;
 }
 

@@ -6,6 +6,7 @@
 
 #include "common/fp16.h"
 #include "common/thread_pool.h"
+#include "kernels/kernels.h"
 #include "kernels/quantize.h"
 #include "quant/gguf_grid.h"
 
@@ -44,6 +45,10 @@ float Sum(const float (&v)[kLanes]) {
 
 }  // namespace
 
+// The scale search's two loops are most of its time (issue 48: a 70B layer's 5.5M INT4 groups):
+// compiled for several ISA levels and picked at load time (FRUGAL_MULTIVERSION, kernels.h), with
+// bit-identical results at every level.
+FRUGAL_MULTIVERSION
 float GroupError(IntKind kind, const GroupParams& p, const float* w, const float* a, int64_t n) {
   const GridLevels lv = LevelsOf(kind);
   const float id = p.d != 0 ? 1.0f / p.d : 0.0f, d = p.d, m = p.m;
@@ -59,6 +64,7 @@ float GroupError(IntKind kind, const GroupParams& p, const float* w, const float
   return Sum(acc);
 }
 
+FRUGAL_MULTIVERSION
 void ForEachAsymCandidate(const float* w, const float* a, int64_t n, float lo, float hi, float top,
                           const std::function<void(const AsymSums&)>& take) {
   for (int k = -kSteps; k <= kSteps; ++k) {

@@ -53,8 +53,13 @@ class GptqMethod final : public QuantMethodImpl {
   bool needs_hessian() const override { return true; }
   StatusOr<QuantizedMatrix> Quantize(const QuantFormat& f, const float* w, int64_t rows,
                                      int64_t cols, const InputStats* in,
-                                     ThreadPool&) const override {
-    FRUGAL_ASSIGN_OR_RETURN(GptqResult g, QuantizeGptq(f, w, rows, cols, in->h.data(), options_));
+                                     ThreadPool& pool) const override {
+    if (!in->gptq_factor) {
+      FRUGAL_ASSIGN_OR_RETURN(in->gptq_factor,
+                              FactorHessian(in->h.data(), in->cols, options_, &pool));
+    }
+    FRUGAL_ASSIGN_OR_RETURN(GptqResult g,
+                            QuantizeGptq(f, w, rows, cols, *in->gptq_factor, options_, &pool));
     return std::move(g.matrix);
   }
 
@@ -164,6 +169,7 @@ void ScaleRows(LayerState& l, const char* m, const std::vector<float>& s) {
 // The statistics of an input whose matrices' columns were multiplied by s.
 void ScaleInput(LayerState& l, LinearInput in, const std::vector<float>& s) {
   InputStats& st = l.stats[in];
+  st.gptq_factor.reset();
   const auto cols = static_cast<size_t>(st.cols);
   for (size_t i = 0; i < st.sample.size(); ++i) st.sample[i] /= s[i % cols];
   if (!st.h.empty()) {

@@ -34,6 +34,9 @@ struct InputStats {
   std::vector<float> sample;    // up to sample_tokens inputs, [n][cols]
   int64_t sampled = 0;
   int64_t tokens = 0;
+  // GPTQ's factor of h, made by the first matrix on this input and reused by the others (a
+  // cache: h must not change while it is set; ScaleInput clears it).
+  mutable std::shared_ptr<const GptqFactor> gptq_factor;
 
   std::vector<double> MeanAbs() const {
     std::vector<double> m(abs_sum.size());
@@ -106,6 +109,13 @@ class QuantMethodImpl {
 };
 
 // RTN, GPTQ, AWQ (RTN inside) or AWQ+GPTQ, as the options say; their scale fit is o.fit.
+// The run's plan (quant_plan.cc): memory by parts from the shapes, time from short probes.
+QuantPlan EstimatePlan(const LayerContext& c, const QuantMethodImpl& method, int64_t calib_tokens,
+                       int64_t windows);
+// /proc/meminfo's MemAvailable in bytes, or FRUGAL_MEM_AVAILABLE (bytes) when set: to plan for
+// a smaller machine, and for tests; 0 when unknown.
+size_t MemAvailableBytes();
+
 std::unique_ptr<QuantMethodImpl> MakeQuantMethod(const QuantizeOptions& o);
 
 }  // namespace frugal::quant_internal

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "kernels/quantize.h"
 #include "models/llama.h"
 #include "models/model_source.h"
+#include "quant/dense.h"
 #include "quant/gguf_grid.h"
 #include "quant/hf_export.h"
 #include "quant/quant_method.h"
@@ -69,50 +71,15 @@ LinearInput InputOf(std::string_view m) {
   return LinearInput::kAttn;
 }
 
-// H += x^T x for x [n][cols], with the float matmul kernel: x^T is both the "weights" and the
-// "activations". Blocks of 64 activation rows stay in cache while the weight rows stream past,
-// and only the blocks on and above the diagonal are computed (H is symmetric).
-void AccumulateHessian(const float* x, int64_t n, int64_t cols, std::vector<float>& h,
-                       ThreadPool& pool) {
-  std::vector<float> xt(static_cast<size_t>(n * cols));
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t c = 0; c < cols; ++c) xt[static_cast<size_t>(c * n + i)] = x[i * cols + c];
-  }
-  constexpr int64_t kBlock = 64;
-  std::vector<float> y;
-  for (int64_t b0 = 0; b0 < cols; b0 += kBlock) {
-    const int64_t bn = std::min(kBlock, cols - b0), rows = cols - b0;
-    const float* base = xt.data() + b0 * n;
-    const TensorView v =
-        TensorView::Matrix(TensorType::kF32, n, rows, reinterpret_cast<const uint8_t*>(base),
-                           static_cast<size_t>(rows * n) * sizeof(float));
-    y.resize(static_cast<size_t>(bn * rows));
-    MatMul(v, base, bn, y.data(), pool);  // y[b][r] = x_(b0+b) . x_(b0+r)
-    for (int64_t b = 0; b < bn; ++b) {
-      for (int64_t r = b; r < rows; ++r) {
-        const float val = y[static_cast<size_t>(b * rows + r)];
-        h[static_cast<size_t>((b0 + b) * cols + b0 + r)] += val;
-        if (r != b) h[static_cast<size_t>((b0 + r) * cols + b0 + b)] += val;
-      }
-    }
-  }
-}
-
-// ||(wq - w) x^T||^2 / ||w x^T||^2 on sampled inputs.
-double RelativeOutputError(const float* w, const std::vector<float>& wq, int64_t rows, int64_t cols,
-                           const InputStats& in, ThreadPool& pool) {
+// ||(wq - w) x^T||^2 / ||w x^T||^2 on sampled inputs. wq becomes the difference in place: one
+// float copy of the matrix, not two (a 70B model's ffn_down is 0.94 GB as floats).
+double RelativeOutputError(const float* w, std::vector<float> wq, int64_t rows, int64_t cols,
+                           const InputStats& in) {
   if (in.sampled == 0) return -1;
-  std::vector<float> d(wq.size());
-  for (size_t i = 0; i < d.size(); ++i) d[i] = wq[i] - w[i];
+  std::vector<float>& d = wq;
+  for (size_t i = 0; i < d.size(); ++i) d[i] -= w[i];
   auto energy = [&](const float* m) {
-    const TensorView v =
-        TensorView::Matrix(TensorType::kF32, cols, rows, reinterpret_cast<const uint8_t*>(m),
-                           static_cast<size_t>(rows * cols) * sizeof(float));
-    std::vector<float> y(static_cast<size_t>(in.sampled * rows));
-    MatMul(v, in.sample.data(), in.sampled, y.data(), pool);
-    double s = 0;
-    for (float f : y) s += static_cast<double>(f) * f;
-    return s;
+    return dense::OutputEnergy(m, rows, cols, in.sample.data(), in.sampled);
   };
   const double base = energy(w);
   return base > 0 ? energy(d.data()) / base : 0;
@@ -280,6 +247,29 @@ StatusOr<Calibration> LoadCalibrationSet(Engine& engine, const QuantizeOptions& 
   return c;
 }
 
+// --max-memory: the calibration hidden states (tokens x n_embd floats, kept between layers)
+// within `cap` bytes, by keeping windows evenly spread over the set. Returns how many were
+// dropped.
+StatusOr<int64_t> CapCalibration(Calibration& c, size_t cap, int64_t n_embd) {
+  const size_t per_token = static_cast<size_t>(n_embd) * sizeof(float);
+  if (cap == 0 || static_cast<size_t>(c.tokens) * per_token <= cap) return 0;
+  const auto n = static_cast<int64_t>(c.samples.size());
+  const int64_t window = c.tokens / std::max<int64_t>(1, n);
+  const auto keep = static_cast<int64_t>(cap / (per_token * static_cast<size_t>(window)));
+  if (keep <= 0) {
+    return InvalidArgument("--max-memory " + std::to_string(cap) +
+                           " bytes holds no calibration window (one needs " +
+                           std::to_string(per_token * static_cast<size_t>(window)) + " bytes)");
+  }
+  std::vector<std::vector<int32_t>> kept;
+  for (int64_t i = 0; i < keep; ++i)
+    kept.push_back(std::move(c.samples[static_cast<size_t>(i * n / keep)]));
+  c.samples = std::move(kept);
+  c.tokens = 0;
+  for (const auto& s : c.samples) c.tokens += static_cast<int64_t>(s.size());
+  return n - keep;
+}
+
 TypePlan PlanTensorTypes(const QuantizeOptions& o, const Source& s) {
   TypePlan plan;
   for (const auto& [name, t] : s.by_name) {
@@ -346,7 +336,7 @@ Status CollectActivations(const LayerContext& c, bool hessian, const Activations
   const LlamaModel::ActivationObserver observer = [&](int64_t, LinearInput in, const float* x,
                                                       int64_t n, int64_t cols) {
     InputStats& st = l.stats[in];
-    if (hessian) AccumulateHessian(x, n, cols, st.h, c.pool);
+    if (hessian) dense::AddGramLower(x, n, cols, st.h.data());
     for (int64_t i = 0; i < n; ++i) {
       const float* row = x + i * cols;
       for (int64_t k = 0; k < cols; ++k) st.abs_sum[static_cast<size_t>(k)] += std::fabs(row[k]);
@@ -364,6 +354,10 @@ Status CollectActivations(const LayerContext& c, bool hessian, const Activations
     FRUGAL_RETURN_IF_ERROR(c.source.model->RunLayer(
         l.index, static_cast<int64_t>(samples[s].size()), scratch.data(), *a.kv, c.pool, observer));
     token_base += static_cast<int64_t>(samples[s].size());
+  }
+  // The Gram products filled one triangle (dense::AddGramLower).
+  if (hessian) {
+    for (auto& [in, st] : l.stats) dense::CopyLowerToUpper(st.h.data(), st.cols);
   }
   return Status::Ok();
 }
@@ -393,9 +387,8 @@ struct QuantizedLayers {
 };
 
 // ||(Wq - W) X||^2 / ||W X||^2 on the sampled inputs, or the weights' error without them.
-double RelError(const std::vector<float>& w, const QuantizedMatrix& q, const InputStats* in,
-                ThreadPool& pool) {
-  return in != nullptr ? RelativeOutputError(w.data(), q.Dequantize(), q.rows, q.cols, *in, pool)
+double RelError(const std::vector<float>& w, const QuantizedMatrix& q, const InputStats* in) {
+  return in != nullptr ? RelativeOutputError(w.data(), q.Dequantize(), q.rows, q.cols, *in)
                        : RelativeWeightError(w, q.Dequantize());
 }
 
@@ -428,7 +421,7 @@ Status QuantizeMatrix(const LayerContext& c, const QuantMethodImpl& method, cons
     return method.Quantize(f, w.data(), rows, cols, in, c.pool);
   };
   FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix q, quantize(type));
-  rep.rel_error = RelError(w, q, in, c.pool);
+  rep.rel_error = RelError(w, q, in);
   FRUGAL_ASSIGN_OR_RETURN(data, q.Pack());
   if (!order.empty()) {
     FRUGAL_ASSIGN_OR_RETURN(out.export_data[name], PermuteRows(q, order).Pack());
@@ -439,7 +432,7 @@ Status QuantizeMatrix(const LayerContext& c, const QuantMethodImpl& method, cons
     FRUGAL_ASSIGN_OR_RETURN(const QuantizedMatrix qa, quantize(t));
     TensorReport::Alternative alt;
     alt.type = t;
-    alt.rel_error = RelError(w, qa, in, c.pool);
+    alt.rel_error = RelError(w, qa, in);
     FRUGAL_ASSIGN_OR_RETURN(std::vector<uint8_t> da,
                             (order.empty() ? qa : PermuteRows(qa, order)).Pack());
     alt.bytes = da.size();
@@ -490,6 +483,25 @@ Status QuantizeLayerMatrix(const LayerContext& c, const QuantMethodImpl& method,
   return Status::Ok();
 }
 
+// Once matrix kLayerMatrices[i] is written, its float weights are not needed, nor its input's
+// statistics when no later matrix reads that input: freed, so that a layer's peak is its largest
+// matrix's work (for a 70B model's ffn_down: 3.3 GB of Hessian and as much of its factor) rather
+// than everything the layer ever held (EstimatePlan counts it so).
+void ReleaseFinished(LayerState& l, size_t i) {
+  const char* m = kLayerMatrices[i];
+  std::vector<float>().swap(l.w[m]);
+  const LinearInput in = InputOf(m);
+  for (size_t k = i + 1; k < std::size(kLayerMatrices); ++k) {
+    if (InputOf(kLayerMatrices[k]) == in) return;
+  }
+  if (auto it = l.stats.find(in); it != l.stats.end()) {
+    InputStats& st = it->second;
+    std::vector<float>().swap(st.h);
+    std::vector<float>().swap(st.sample);
+    st.gptq_factor.reset();
+  }
+}
+
 // Layer by layer: calibrate on what the quantized layers before produce, let the method prepare
 // the layer, quantize its matrices, and carry the hidden states on.
 Status QuantizeLayers(const LayerContext& c, const QuantMethodImpl& method,
@@ -502,8 +514,10 @@ Status QuantizeLayers(const LayerContext& c, const QuantMethodImpl& method,
     if (method.calibrated())
       FRUGAL_RETURN_IF_ERROR(CollectActivations(c, method.needs_hessian(), acts, l));
     FRUGAL_RETURN_IF_ERROR(method.PrepareLayer(c, l));
-    for (const char* m : kLayerMatrices)
-      FRUGAL_RETURN_IF_ERROR(QuantizeLayerMatrix(c, method, l, m, out));
+    for (size_t i = 0; i < std::size(kLayerMatrices); ++i) {
+      FRUGAL_RETURN_IF_ERROR(QuantizeLayerMatrix(c, method, l, kLayerMatrices[i], out));
+      ReleaseFinished(l, i);
+    }
     if (method.calibrated()) FRUGAL_RETURN_IF_ERROR(AdvanceActivations(c, li, acts));
   }
   return Status::Ok();
@@ -629,17 +643,41 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   const auto t0 = std::chrono::steady_clock::now();
   FRUGAL_ASSIGN_OR_RETURN(qi::Source source, qi::LoadSource(o));
   ThreadPool pool(o.threads > 0 ? o.threads : ThreadPool::DefaultThreads());
+  dense::SetThreads(pool.size());  // the Hessians and GPTQ's algebra use as many
   const std::unique_ptr<qi::QuantMethodImpl> method = qi::MakeQuantMethod(o);
   auto qm = std::unique_ptr<QuantizedModel>(new QuantizedModel());
   qi::Calibration calib;
+  int64_t windows_dropped = 0;
   if (method->calibrated()) {
     FRUGAL_ASSIGN_OR_RETURN(calib, qi::LoadCalibrationSet(*source.engine, o));
+    FRUGAL_ASSIGN_OR_RETURN(windows_dropped,
+                            qi::CapCalibration(calib, o.max_activation_bytes, source.hp().n_embd));
     qm->calib_sha256_ = calib.sha256;
     qm->calib_tokens_ = calib.tokens;
   }
   const qi::TypePlan plan = qi::PlanTensorTypes(o, source);
   FRUGAL_ASSIGN_OR_RETURN(const qi::QkOrders qk, qi::QkOrders::Plan(source));
   const qi::LayerContext c{o, source, plan, qk, pool};
+  {
+    QuantPlan p =
+        qi::EstimatePlan(c, *method, calib.tokens, static_cast<int64_t>(calib.samples.size()));
+    p.windows_dropped = windows_dropped;
+    if (o.on_plan) o.on_plan(p);
+    if (p.mem_available > 0 && p.layer_peak_bytes > p.mem_available) {
+      char msg[256];
+      std::snprintf(msg, sizeof msg,
+                    "one layer needs about %.1f GB (the source %.1f, a layer's work %.1f, "
+                    "calibration states %.1f) and MemAvailable is %.1f GB",
+                    static_cast<double>(p.layer_peak_bytes) / 1e9,
+                    static_cast<double>(p.source_bytes) / 1e9,
+                    static_cast<double>(p.layer_work_bytes) / 1e9,
+                    static_cast<double>(p.activation_bytes) / 1e9,
+                    static_cast<double>(p.mem_available) / 1e9);
+      return ResourceExhausted(std::string(msg) +
+                               ": free memory, or use a machine with more (--max-memory caps only "
+                               "the calibration states)");
+    }
+  }
   qi::QuantizedLayers layers;
   FRUGAL_RETURN_IF_ERROR(qi::QuantizeLayers(c, *method, calib, layers));
   const int64_t steps = source.hp().n_layer + 1;

@@ -41,6 +41,30 @@ struct QuantProgress {
   int64_t total = 0;
 };
 
+// What a run will cost, estimated before the long part (QuantizeOptions::on_plan; docs/
+// quantization.md "The plan"). Memory is counted by parts, bytes; time from short probes of this
+// machine's speed on the run's own kernels and thread count.
+struct QuantPlan {
+  int64_t layers = 0;
+  int64_t layer_params = 0;      // one layer's matrix weights (the largest layer)
+  int64_t calib_tokens = 0;      // after --max-memory
+  int64_t windows = 0;           // calibration windows used
+  int64_t windows_dropped = 0;   // by --max-memory
+  size_t source_bytes = 0;       // the source's tensors (mapped; resident once read)
+  size_t activation_bytes = 0;   // the calibration hidden states, kept between layers
+  size_t layer_work_bytes = 0;   // one layer's own peak: its float weights, Hessians, GPTQ's
+                                 // factor and working copy, at the worst moment
+  size_t output_bytes = 0;       // the quantized model, held in memory until written
+  size_t layer_peak_bytes = 0;   // source + activations + layer work: what one layer needs
+  size_t end_peak_bytes = 0;     // the whole run's estimate (output and its assembled copy)
+  size_t mem_available = 0;      // /proc/meminfo MemAvailable; 0 when unknown
+  double blas_gflops = 0;        // probe: sgemm on the dense threads
+  double matmul_gflops = 0;      // probe: the engine's kernel on layer 0's own ffn_up type
+  double fit_ns_per_weight = 0;  // probe: the group-scale fit, on the pool
+  double layer_seconds = 0;      // estimated, per layer
+  double total_seconds = 0;      // estimated, the whole quantization (not the gate)
+};
+
 struct QuantizeOptions {
   std::string input;  // a GGUF file
   Recipe recipe;
@@ -69,6 +93,12 @@ struct QuantizeOptions {
   bool int8_alternatives = false;
   bool g32_alternatives = false;
   std::function<void(const QuantProgress&)> progress;
+  // Called once, before the first layer, with the plan. A plan whose one layer does not fit in
+  // MemAvailable fails the run (ResourceExhausted) right after.
+  std::function<void(const QuantPlan&)> on_plan;
+  // Caps the calibration hidden states (kept in memory between layers): windows are dropped,
+  // evenly over the set, until the rest fit; 0 = no cap. InvalidArgument when not one fits.
+  size_t max_activation_bytes = 0;
 };
 
 // Tensors to write in one of their alternatives (TensorReport::alternatives) instead of the
