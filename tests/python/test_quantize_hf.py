@@ -86,7 +86,7 @@ def test_quantized_hf_export_rtn_and_gptq(frugal, tmp_path):
     """The same weights quantized from the HF folder and from a GGUF (synth's, Q/K permuted by
     llama.cpp's rule): RTN works row by row, so both files must hold the same tensors; GPTQ
     calibrates in a different rotary layout, so only close. With min-max scales the two GPTQ
-    files agree to 1e-4; with the scale search (the default) near-tied candidates fall either
+    files' first layers agree but for near-ties (below); with the scale search (the default) near-tied candidates fall either
     way and GPTQ carries each choice on (measured: 0.08 apart), so there both must be equally
     good and nearer each other than the float model."""
     dims = dict(n_embd=128, n_head=4, n_head_kv=2, n_ff=256)
@@ -116,7 +116,21 @@ def test_quantized_hf_export_rtn_and_gptq(frugal, tmp_path):
                 np.testing.assert_array_equal(frugal.dequant(out, t, tmp_path), frugal.dequant(twin, t, tmp_path), t)
             assert rel_err(got, twin_logits) < 1e-5, rel_err(got, twin_logits)
         elif scales == "minmax":
-            assert rel_err(got, twin_logits) < 1e-3, rel_err(got, twin_logits)
+            # The first layer sees the same calibration states from either source, so its GPTQ
+            # is the same but for near-ties: the sources' activations differ in their last bits
+            # (BF16 and F32 kernels), which may round a rare weight to the neighbouring step.
+            # A flip in gate or up moves ffn_down's statistics (measured: 1 % of it differed);
+            # later layers calibrate on what the first produced, so one flip there moves them
+            # all, and this random tiny model's logits with it (measured: 0.1 % of one matrix
+            # flipped moved them 0.07-0.14), so the end result is held to being as good.
+            for t in ("blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight",
+                      "blk.0.attn_output.weight", "blk.0.ffn_gate.weight", "blk.0.ffn_up.weight",
+                      "blk.0.ffn_down.weight"):
+                a, b = frugal.dequant(out, t, tmp_path), frugal.dequant(twin, t, tmp_path)
+                # A systematic slip (a row order, a wrong Hessian) would differ in most weights.
+                assert np.mean(a != b) <= 0.02, (t, np.mean(a != b))
+            twin_err = rel_err(twin_logits, want)
+            assert max(err, twin_err) < 0.3, (err, twin_err)
         else:
             twin_err = rel_err(twin_logits, want)
             assert abs(err - twin_err) < 0.1 * err, (err, twin_err)
