@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "cache/shipped.h"
 #include "cache_decisions.h"  // generated from data/cache_decision/*.json
 
 namespace frugal::cache {
@@ -247,20 +248,7 @@ StatusOr<DecisionModel> ParseDecisionModel(std::string_view text) {
 }
 
 const DecisionModel* FindDecisionModel(const std::string& fingerprint) {
-  static const std::vector<DecisionModel> kAll = [] {
-    std::vector<DecisionModel> out;
-    for (const char* const* p = kCacheDecisionJson; *p != nullptr; ++p) {
-      auto m = ParseDecisionModel(*p);
-      // A shipped file that does not parse is a build defect: the unit tests parse each one.
-      if (m.ok()) out.push_back(std::move(m).value());
-    }
-    return out;
-  }();
-  if (fingerprint.empty()) return nullptr;
-  for (const auto& m : kAll) {
-    if (m.fingerprint == fingerprint) return &m;
-  }
-  return nullptr;
+  return FindShipped<DecisionModel>(kCacheDecisionJson, ParseDecisionModel, fingerprint);
 }
 
 LearnedVerifier::LearnedVerifier(std::shared_ptr<const DecisionModel> model,

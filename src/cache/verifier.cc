@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "cache/shipped.h"
 #include "cache_calibrations.h"  // generated from data/cache_calibration/*.json
 
 namespace frugal::cache {
@@ -121,20 +122,7 @@ StatusOr<VerifierCalibration> ParseCalibration(std::string_view text) {
 }
 
 const VerifierCalibration* FindCalibration(const std::string& fingerprint) {
-  static const std::vector<VerifierCalibration> kAll = [] {
-    std::vector<VerifierCalibration> out;
-    for (const char* const* p = kCacheCalibrationJson; *p != nullptr; ++p) {
-      auto c = ParseCalibration(*p);
-      // A shipped file that does not parse is a build defect: the unit tests parse each one.
-      if (c.ok()) out.push_back(std::move(c).value());
-    }
-    return out;
-  }();
-  if (fingerprint.empty()) return nullptr;
-  for (const auto& c : kAll) {
-    if (c.fingerprint == fingerprint) return &c;
-  }
-  return nullptr;
+  return FindShipped<VerifierCalibration>(kCacheCalibrationJson, ParseCalibration, fingerprint);
 }
 
 StatusOr<DecisionKind> ParseDecisionKind(std::string_view name) {
