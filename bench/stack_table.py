@@ -44,6 +44,7 @@ Every figure is from this machine's CPU, printed first. The traffic files can be
 from __future__ import annotations
 
 import argparse
+import atexit
 import csv
 import html
 import json
@@ -112,13 +113,19 @@ def prepare_models(a: argparse.Namespace) -> tuple[Path, Path]:
 
 
 class Proc:
-    """A child process whose stdout+stderr go to a log; lines are read back for its URLs."""
+    """A child process, in its own process group, whose stdout+stderr go to a log; lines are read
+    back for its URLs. Every Proc still running when this script ends (an exception, sys.exit,
+    SIGTERM or SIGHUP) is stopped with its whole group by an atexit handler, so no worker
+    outlives a failed run."""
+
+    running: list["Proc"] = []
 
     def __init__(self, cmd: list[str], log_path: Path):
         self.cmd, self.log_path = cmd, log_path
         self.f = open(log_path, "w")
         self.p = subprocess.Popen(cmd, stdout=self.f, stderr=subprocess.STDOUT,
                                   start_new_session=True)
+        Proc.running.append(self)
 
     def wait_for(self, pattern: re.Pattern, count: int, timeout: float) -> list[str]:
         deadline = time.time() + timeout
@@ -131,15 +138,46 @@ class Proc:
             time.sleep(0.2)
         raise StartError(f"{self.cmd[0]} did not start (exit {self.p.poll()}); see {self.log_path}")
 
-    def stop(self) -> None:
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.p.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def stop(self, grace: float = 30) -> None:
+        """SIGINT (a graceful drain), then SIGTERM and SIGKILL to the group; whatever the leader
+        leaves behind in its group (workers of `frugal up`) is killed too."""
         if self.p.poll() is None:
             self.p.send_signal(signal.SIGINT)
+            for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+                try:
+                    self.p.wait(timeout=wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    self._signal_group(sig)
             try:
-                self.p.wait(timeout=60)
+                self.p.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                os.killpg(self.p.pid, signal.SIGKILL)
-                self.p.wait()
-        self.f.close()
+                pass
+        self._signal_group(signal.SIGKILL)
+        if not self.f.closed:
+            self.f.close()
+        if self in Proc.running:
+            Proc.running.remove(self)
+
+    @staticmethod
+    def stop_all() -> None:
+        for proc in reversed(list(Proc.running)):
+            proc.stop(grace=5)
+
+
+def _exit_on_signal(signum, _frame) -> None:
+    sys.exit(f"stopped by signal {signum}")  # runs atexit, so the stacks are stopped
+
+
+atexit.register(Proc.stop_all)
+for _sig in (signal.SIGTERM, signal.SIGHUP):
+    signal.signal(_sig, _exit_on_signal)
 
 
 class StartError(Exception):
