@@ -120,10 +120,11 @@ void PrintPlan(const QuantPlan& p) {
   std::fprintf(stderr,
                "plan: memory ~%.1f GB for one layer (source %.1f + calibration states %.1f + "
                "layer work %.1f), ~%.1f GB by the end (output %.1f GB held until written); "
-               "MemAvailable %.1f GB%s\n",
+               "MemAvailable %.1f GB; the source's %.1f GB are mapped and read a layer at a "
+               "time%s\n",
                gb(p.layer_peak_bytes), gb(p.source_bytes), gb(p.activation_bytes),
                gb(p.layer_work_bytes), gb(p.end_peak_bytes), gb(p.output_bytes),
-               gb(p.mem_available), windows.c_str());
+               gb(p.mem_available), gb(p.mapped_bytes), windows.c_str());
   std::fprintf(stderr,
                "plan: time ~%s per layer, ~%s for %lld layers (probes: sgemm %.0f GFLOPS, "
                "matmul %.0f GFLOPS, scale fit %.1f ns/weight; %lld calibration tokens)\n",

@@ -58,6 +58,20 @@ MappedFile::~MappedFile() {
   if (owned_ && data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+void ReleaseResidentPages(const void* data, size_t bytes) {
+#if defined(MADV_PAGEOUT)
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = (begin + bytes) / page * page;
+  if (data == nullptr || last <= first) return;
+  // Advice only: EINVAL (an old kernel) or EAGAIN leave the pages where they are.
+  (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_PAGEOUT);
+#else
+  (void)data, (void)bytes;
+#endif
+}
+
 StatusOr<std::string> ReadFileToString(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot read " + path);

@@ -32,6 +32,14 @@ class MappedFile {
   std::string path_;
 };
 
+// Asks the kernel to take back the pages of [data, data + bytes) that this process holds, when
+// they will not be read again soon: a finished layer's weights during `frugal quantize`, so that
+// its resident set stays near one layer of a source larger than memory. Only whole pages inside
+// the range are touched, and nothing is lost whatever the memory is (MADV_PAGEOUT: clean file
+// pages are dropped and read back from the file if touched again; anonymous ones go to swap, or
+// stay where there is none). A no-op where the kernel lacks it (before Linux 5.4).
+void ReleaseResidentPages(const void* data, size_t bytes);
+
 // Reads a whole (small) file into a string.
 StatusOr<std::string> ReadFileToString(const std::string& path);
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 
@@ -112,11 +113,23 @@ QuantPlan EstimatePlan(const LayerContext& c, const QuantMethodImpl& method, int
   p.layers = hp.n_layer;
   p.windows = windows;
   p.calib_tokens = calibrated ? calib_tokens : 0;
+  // Resident source: the tensors outside the layers (embeddings, output head, final norm) and
+  // the largest layer's; each finished layer's pages go back to the kernel (ReleaseLayerSource).
+  std::map<std::string, size_t> layer_source;  // "blk.N." -> bytes
+  size_t outside_layers = 0;
   for (const NamedTensor& nt : c.source.tensors) {
-    p.source_bytes += nt.tensor->nbytes;
+    p.mapped_bytes += nt.tensor->nbytes;
+    if (nt.name.starts_with("blk.")) {
+      layer_source[nt.name.substr(0, nt.name.find('.', 4) + 1)] += nt.tensor->nbytes;
+    } else {
+      outside_layers += nt.tensor->nbytes;
+    }
     if (auto it = c.plan.find(nt.name); it != c.plan.end())
       p.output_bytes += OutputBytes(it->second, *nt.tensor);
   }
+  size_t largest_layer = 0;
+  for (const auto& [prefix, bytes] : layer_source) largest_layer = std::max(largest_layer, bytes);
+  p.source_bytes = outside_layers + largest_layer;
   const auto f4 = [](double n) { return static_cast<size_t>(n) * 4; };
   const int64_t sampled = std::min(p.calib_tokens, c.o.sample_tokens);
   if (calibrated) p.activation_bytes = f4(static_cast<double>(p.calib_tokens * hp.n_embd));

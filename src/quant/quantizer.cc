@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "common/fp16.h"
+#include "common/mmap_file.h"
 #include "common/sha256.h"
 #include "kernels/kernels.h"
 #include "kernels/quantize.h"
@@ -502,6 +503,17 @@ void ReleaseFinished(LayerState& l, size_t i) {
   }
 }
 
+// Layer li's source tensors are not read again (the model runs on the quantized layer, and what
+// is written was copied): their mapped pages go back to the kernel, so that a source larger than
+// memory (a 70B model's 140 GB) is resident about one layer at a time (EstimatePlan counts it
+// so).
+void ReleaseLayerSource(const LayerContext& c, int64_t li) {
+  const std::string prefix = "blk." + std::to_string(li) + ".";
+  for (const NamedTensor& nt : c.source.tensors) {
+    if (nt.name.starts_with(prefix)) ReleaseResidentPages(nt.tensor->data, nt.tensor->nbytes);
+  }
+}
+
 // Layer by layer: calibrate on what the quantized layers before produce, let the method prepare
 // the layer, quantize its matrices, and carry the hidden states on.
 Status QuantizeLayers(const LayerContext& c, const QuantMethodImpl& method,
@@ -519,6 +531,7 @@ Status QuantizeLayers(const LayerContext& c, const QuantMethodImpl& method,
       ReleaseFinished(l, i);
     }
     if (method.calibrated()) FRUGAL_RETURN_IF_ERROR(AdvanceActivations(c, li, acts));
+    ReleaseLayerSource(c, li);
   }
   return Status::Ok();
 }

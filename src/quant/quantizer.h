@@ -50,7 +50,8 @@ struct QuantPlan {
   int64_t calib_tokens = 0;      // after --max-memory
   int64_t windows = 0;           // calibration windows used
   int64_t windows_dropped = 0;   // by --max-memory
-  size_t source_bytes = 0;       // the source's tensors (mapped; resident once read)
+  size_t mapped_bytes = 0;       // every tensor of the source (mapped, read once)
+  size_t source_bytes = 0;       // of those, resident at once: outside the layers + one layer
   size_t activation_bytes = 0;   // the calibration hidden states, kept between layers
   size_t layer_work_bytes = 0;   // one layer's own peak: its float weights, Hessians, GPTQ's
                                  // factor and working copy, at the worst moment

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import synth
@@ -90,3 +91,37 @@ def test_max_memory_drops_windows_evenly(frugal, tmp_path):
     assert not out2.exists()
     p = run(frugal, "quantize", "-m", model, "-o", out2, "--max-memory", "lots", "--no-gate")
     assert p.returncode == 2 and "--max-memory: 'lots' is not a size" in p.stderr.decode()
+
+
+def peak_rss_of(frugal, *args) -> tuple[int, str]:
+    """Runs `frugal ARGS` in a child of a fresh Python, whose RUSAGE_CHILDREN max RSS is then
+    that one process's peak resident set, in bytes."""
+    code = ("import resource, subprocess, sys\n"
+            "p = subprocess.run(sys.argv[1:], capture_output=True, stdin=subprocess.DEVNULL)\n"
+            "sys.stderr.write(p.stderr.decode(errors='replace'))\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+            "sys.exit(p.returncode)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(frugal.binary.absolute())] +
+                       [str(a) for a in args], capture_output=True, timeout=600)
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    return int(p.stdout.decode().split()[-1]) * 1024, p.stderr.decode()
+
+
+def test_source_is_resident_about_one_layer_at_a_time(frugal, tmp_path):
+    # A finished layer's source pages go back to the kernel, so doubling the layers of an F16
+    # source adds far less than their bytes to the peak resident set (without that, all of
+    # them: the mapped file stays resident once read).
+    peaks, sizes = [], []
+    for n_layer in (8, 16):
+        model = tmp_path / f"wide{n_layer}.gguf"
+        synth.write_gguf_llama(str(model), wtype="F16", n_layer=n_layer, n_embd=512, n_head=8,
+                               n_head_kv=4, n_ff=2048)
+        rss, err = peak_rss_of(frugal, "quantize", "-m", model, "-o", tmp_path / "q.gguf",
+                               "--method", "rtn", "--no-gate", "-t", "2")
+        assert "are mapped and read a layer at a time" in err, err[-2000:]
+        peaks.append(rss)
+        sizes.append(model.stat().st_size)
+    added_source = sizes[1] - sizes[0]  # 8 layers of ~8.4 MB
+    assert added_source > 60e6, sizes
+    # The quantized output (about a third of the F16 bytes) is still held until written.
+    assert peaks[1] - peaks[0] < 0.6 * added_source, (peaks, sizes)
