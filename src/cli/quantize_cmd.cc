@@ -50,10 +50,13 @@ struct QuantizeFlags {
   int auto_mixed_max = 16;
   std::string max_size;    // e.g. "104MB": raise the most sensitive INT4 tensors while it fits
   std::string max_memory;  // e.g. "2GB": cap on the calibration hidden states (fewer windows)
+  std::string shard_size;  // --target vllm: most tensor bytes per safetensors shard ("" = 5GB)
 };
 
-// "104MB", "52GB", "1.5GiB", "900kB", "123456789B" -> bytes. The unit is required.
-StatusOr<size_t> ParseSize(const std::string& text, const char* flag = "--max-size") {
+// "104MB", "52GB", "1.5GiB", "900kB", "123456789B" -> bytes. The unit is required unless
+// bare_bytes (then "2000000000" is bytes).
+StatusOr<size_t> ParseSize(const std::string& text, const char* flag = "--max-size",
+                           bool bare_bytes = false) {
   size_t used = 0;
   double v = 0;
   try {
@@ -62,6 +65,7 @@ StatusOr<size_t> ParseSize(const std::string& text, const char* flag = "--max-si
     used = 0;
   }
   std::string unit = text.substr(used);
+  if (bare_bytes && unit.empty()) unit = "b";
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   static const std::map<std::string, double> kUnits = {
       {"b", 1},     {"kb", 1e3},     {"mb", 1e6},        {"gb", 1e9},
@@ -353,7 +357,16 @@ struct QuantizeRun {
   std::optional<size_t> max_size;
   Raise raised;
   std::optional<GptqExportReport> vllm;  // --target vllm: what the folder holds, once written
+  size_t shard_bytes = GptqExportOptions{}.shard_bytes;  // --shard-size
 };
+
+// --shard-size: bytes, or a size with a unit as Hugging Face's max_shard_size ("5GB" = 5e9).
+StatusOr<size_t> ShardSizeFlag(const QuantizeFlags& f) {
+  if (f.shard_size.empty()) return GptqExportOptions{}.shard_bytes;
+  if (f.target != "vllm")
+    return InvalidArgument("--shard-size goes with --target vllm (the other targets are one GGUF)");
+  return ParseSize(f.shard_size, "--shard-size", /*bare_bytes=*/true);
+}
 
 bool IsVllm(const QuantizeFlags& f) { return f.target == "vllm"; }
 
@@ -372,6 +385,7 @@ GptqExportOptions VllmExportOptions(const QuantizeRun& r) {
   eo.method = QuantMethodName(r.o.method);
   eo.scale_fit = r.o.fit == ScaleFit::kSearch ? "search" : "minmax";
   eo.damp = r.o.gptq.damp;
+  eo.shard_bytes = r.shard_bytes;
   return eo;
 }
 
@@ -395,6 +409,7 @@ void AddVllm(const QuantizeRun& r, nlohmann::json& j) {
                {"modules", v.modules},
                {"notes", v.notes},
                {"safetensors_bytes", v.safetensors_bytes},
+               {"shards", v.shards},
                {"quantization_config", nlohmann::json::parse(v.quantization_config)}};
   if (!r.f.frugal_gguf.empty()) j["vllm"]["frugal_gguf"] = r.f.frugal_gguf;
   for (nlohmann::json& t : j["tensors"]) {
@@ -408,7 +423,9 @@ void AddVllm(const QuantizeRun& r, nlohmann::json& j) {
 std::string VllmText(const QuantizeRun& r) {
   if (!r.vllm) return "";
   const GptqExportReport& v = *r.vllm;
-  std::string s = "vLLM folder " + r.f.output + " (GPTQ v1 layout, model.safetensors " +
+  std::string s = "vLLM folder " + r.f.output + " (GPTQ v1 layout, " +
+                  (v.shards > 1 ? std::to_string(v.shards) + " safetensors shards, "
+                                : std::string("model.safetensors, ")) +
                   std::to_string(v.safetensors_bytes) + " bytes): base " + v.base.Name() + "\n";
   for (const auto& [name, n] : v.formats) s += "  " + name + " x" + std::to_string(n) + "\n";
   for (const auto& [pattern, what] : v.dynamic) s += "  dynamic " + pattern + " -> " + what + "\n";
@@ -615,6 +632,8 @@ int RunQuantize(const QuantizeFlags& f) {
   if (!gi.ok()) return Fail(gi.status());
   auto max_size = MaxSizeFlag(f);
   if (!max_size.ok()) return Fail(max_size.status());
+  auto shard_bytes = ShardSizeFlag(f);
+  if (!shard_bytes.ok()) return Fail(shard_bytes.status());
   o->int8_alternatives = f.auto_mixed || max_size->has_value();
   o->g32_alternatives = max_size->has_value();  // --auto-mixed raises to INT8 only
   if (!f.quiet) {
@@ -623,7 +642,7 @@ int RunQuantize(const QuantizeFlags& f) {
   }
   auto m = QuantizeModel(*o);
   if (!m.ok()) return Fail(m.status());
-  QuantizeRun r{f, *o, **m, (*m)->Size(), *max_size, {}, std::nullopt};
+  QuantizeRun r{f, *o, **m, (*m)->Size(), *max_size, {}, std::nullopt, *shard_bytes};
   if (Status st = RaiseWithinMaxSize(r); !st.ok()) return Fail(st);
   return gi->gate ? RunGated(r, *gi) : WriteUngated(r);
 }
@@ -712,6 +731,10 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
   cmd->add_option("--max-memory", f->max_memory,
                   "cap on the calibration hidden states kept between layers, e.g. 2GB: windows are "
                   "dropped, evenly over the set, until the rest fit (the plan says how many)");
+  cmd->add_option("--shard-size", f->shard_size,
+                  "with --target vllm: most tensor bytes per safetensors file, e.g. 5GB, 500MB or "
+                  "2000000000 (default 5GB, as Hugging Face): more and the weights are "
+                  "model-0000N-of-0000M.safetensors with model.safetensors.index.json");
   cmd->add_option("--auto-mixed-max", f->auto_mixed_max,
                   WithDefault("most tensors --auto-mixed may raise", f->auto_mixed_max))
       ->check(CLI::Range(1, 10000));

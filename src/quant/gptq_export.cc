@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include "common/fp16.h"
@@ -283,6 +284,11 @@ bool CopiedUnchanged(const fs::path& p) {
   return true;
 }
 
+// Writes the folder in two passes. The first describes every tensor of the output (name, dtype,
+// shape, bytes) from the quantized model's types and shapes, and checks what vLLM needs (the
+// fused Linears, the schemes) before anything is written; the second writes the shards one
+// after the other, making each tensor's bytes when the file reaches it: one quantized Linear
+// (its four tensors) or one float tensor is held at a time, never a shard or the model.
 class FolderWriter {
  public:
   FolderWriter(const QuantizedModel& m, const Raise& raise, const GptqExportOptions& o)
@@ -291,13 +297,29 @@ class FolderWriter {
   StatusOr<GptqExportReport> Run();
 
  private:
+  // One source tensor and what it becomes.
+  struct Item {
+    const TensorView* src = nullptr;
+    QuantizedModel::TensorOut t{};
+    std::vector<int64_t> order;  // Q/K of arch llama: the GGUF's rows back to the source's
+    bool quantized = false;
+    std::string dtype;  // float tensors: as written
+  };
+  // An entry of the output: part of item `item` (a quantized Linear's qweight 0, qzeros 1,
+  // scales 2, g_idx 3; a float tensor 0).
+  struct EntryOf {
+    size_t item = 0;
+    int part = 0;
+  };
+
   Status Plan();
-  Status AddQuantized(const TensorView& src, const QuantizedModel::TensorOut& t,
-                      const std::vector<int64_t>& order);
-  Status AddFloat(const TensorView& src, const QuantizedModel::TensorOut& t,
-                  const std::vector<int64_t>& order);
+  Status DescribeQuantized(size_t item);
+  Status DescribeFloat(size_t item);
+  StatusOr<std::span<const uint8_t>> BytesOf(size_t entry);
+  StatusOr<std::vector<float>> FloatValues(const Item& it) const;
   Status CheckFused() const;
   StatusOr<nlohmann::ordered_json> QuantizationConfig();
+  Status WriteWeights(const fs::path& dir);
   Status WriteFiles(const fs::path& dir, const nlohmann::ordered_json& qc);
 
   const QuantizedModel& m_;
@@ -306,7 +328,14 @@ class FolderWriter {
   std::unique_ptr<HfCheckpoint> hf_;
   std::map<std::string, QuantizedModel::TensorOut> by_gguf_;
   bool permutes_qk_ = false;
-  SafetensorsWriter st_;
+  std::vector<Item> items_;
+  std::vector<SafetensorsEntry> entries_;
+  std::vector<EntryOf> entry_of_;
+  // The one Linear packed at a time (its four tensors are written one after the other), and
+  // the one float tensor's bytes.
+  std::optional<size_t> packed_item_;
+  GptqLinear packed_;
+  std::vector<uint8_t> float_bytes_;
   std::string prefix_;  // "model.layers."
   std::map<std::pair<int64_t, std::string>, ModuleScheme> modules_;
   GptqExportReport rep_;
@@ -317,70 +346,163 @@ Status FolderWriter::Plan() {
   FRUGAL_ASSIGN_OR_RETURN(const std::string arch, GgufArchForHf(hf_->config().model_type));
   permutes_qk_ = PermutesQk(arch);
   for (const QuantizedModel::TensorOut& t : m_.TensorsIn(raise_)) by_gguf_.emplace(*t.name, t);
+  const HfConfig& cfg = hf_->config();
+  const int64_t n_head_kv =
+      cfg.num_key_value_heads > 0 ? cfg.num_key_value_heads : cfg.num_attention_heads;
+  for (const TensorView* src : hf_->AllTensors()) {
+    const std::string gguf = LlamaGgufTensorName(src->name);
+    if (gguf.empty()) continue;  // rotary_emb.inv_freq: follows from the config
+    const auto it = by_gguf_.find(gguf);
+    if (it == by_gguf_.end()) return Internal(src->name + " (" + gguf + ") was not quantized");
+    Item item;
+    item.src = src;
+    item.t = it->second;
+    const bool is_q = gguf.find(".attn_q.") != std::string::npos,
+               is_k = gguf.find(".attn_k.") != std::string::npos;
+    if (permutes_qk_ && (is_q || is_k)) {
+      const int64_t rows = item.t.ne->size() >= 2 ? (*item.t.ne)[1] : (*item.t.ne)[0];
+      FRUGAL_ASSIGN_OR_RETURN(item.order,
+                              QkRowOrder(rows, is_q ? cfg.num_attention_heads : n_head_kv));
+    }
+    item.quantized = IsFrugalType(item.t.type);
+    items_.push_back(std::move(item));
+    FRUGAL_RETURN_IF_ERROR(items_.back().quantized ? DescribeQuantized(items_.size() - 1)
+                                                   : DescribeFloat(items_.size() - 1));
+  }
   return Status::Ok();
 }
 
-Status FolderWriter::AddQuantized(const TensorView& src, const QuantizedModel::TensorOut& t,
-                                  const std::vector<int64_t>& order) {
-  const int64_t cols = (*t.ne)[0], rows = t.ne->size() >= 2 ? (*t.ne)[1] : 1;
+Status FolderWriter::DescribeQuantized(size_t item) {
+  const Item& it = items_[item];
+  const TensorView& src = *it.src;
+  const int64_t cols = (*it.t.ne)[0], rows = it.t.ne->size() >= 2 ? (*it.t.ne)[1] : 1;
   const std::optional<LayerModule> mod = ParseModule(src.name);
   if (!mod) {
-    return InvalidArgument(src.name + " is quantized (" + TypeName(t.type) +
+    return InvalidArgument(src.name + " is quantized (" + TypeName(it.t.type) +
                            "), but --target vllm quantizes only the layers' Linears: keep it in "
                            "the recipe");
   }
-  const int64_t groups = GroupsPerRow(t.type, cols);
-  std::vector<int8_t> q(static_cast<size_t>(rows * cols));
-  std::vector<float> scale(static_cast<size_t>(rows * groups)), offset;
-  if (IntKindOf(t.type) == IntKind::kInt4Asym) offset.resize(scale.size());
-  FRUGAL_RETURN_IF_ERROR(UnpackRows(t.type, rows, cols, t.data->data(), q.data(), scale.data(),
-                                    offset.empty() ? nullptr : offset.data()));
-  q = UnpermuteRows(q, order);
-  scale = UnpermuteRows(scale, order);
-  offset = UnpermuteRows(offset, order);
-  auto g = PackGptq(t.type, rows, cols, q.data(), scale.data(),
-                    offset.empty() ? nullptr : offset.data());
-  if (!g.ok()) return g.status().WithContext(src.name);
+  auto scheme = GptqSchemeOf(it.t.type);
+  if (!scheme.ok()) return scheme.status().WithContext(src.name);
+  const int64_t pack = 32 / scheme->bits, ng = cols / scheme->group;
+  if (rows % pack != 0 || cols % pack != 0 || cols % scheme->group != 0) {
+    return InvalidArgument(src.name + ": GPTQ packs " + std::to_string(pack) +
+                           " values per int32: a [" + std::to_string(rows) + " x " +
+                           std::to_string(cols) + "] matrix does not divide");
+  }
   const std::string base = src.name.substr(0, src.name.size() - 7);  // less ".weight"
-  const int64_t pack = 32 / g->scheme.bits, ng = cols / g->scheme.group;
-  FRUGAL_RETURN_IF_ERROR(st_.Add(base + ".qweight", "I32", {cols / pack, rows}, Bytes(g->qweight)));
-  FRUGAL_RETURN_IF_ERROR(st_.Add(base + ".qzeros", "I32", {ng, rows / pack}, Bytes(g->qzeros)));
-  FRUGAL_RETURN_IF_ERROR(st_.Add(base + ".scales", "F16", {ng, rows}, Bytes(g->scales)));
-  FRUGAL_RETURN_IF_ERROR(st_.Add(base + ".g_idx", "I32", {cols}, Bytes(g->g_idx)));
+  const auto add = [&](int part, const std::string& suffix, const char* dtype,
+                       std::vector<int64_t> shape, size_t elem) {
+    size_t n = 1;
+    for (const int64_t d : shape) n *= static_cast<size_t>(d);
+    entries_.push_back({base + suffix, dtype, std::move(shape), n * elem});
+    entry_of_.push_back({item, part});
+  };
+  add(0, ".qweight", "I32", {cols / pack, rows}, 4);
+  add(1, ".qzeros", "I32", {ng, rows / pack}, 4);
+  add(2, ".scales", "F16", {ng, rows}, 2);
+  add(3, ".g_idx", "I32", {cols}, 4);
   if (prefix_.empty()) prefix_ = mod->prefix;
-  modules_[{mod->layer, mod->kind}] = {g->scheme, rows * cols};
-  rep_.modules[base] = g->scheme.Name();
-  ++rep_.formats[g->scheme.Name()];
+  modules_[{mod->layer, mod->kind}] = {*scheme, rows * cols};
+  rep_.modules[base] = scheme->Name();
+  ++rep_.formats[scheme->Name()];
   return Status::Ok();
 }
 
-Status FolderWriter::AddFloat(const TensorView& src, const QuantizedModel::TensorOut& t,
-                              const std::vector<int64_t>& order) {
+// The float values of a tensor written as float, in the source's row order.
+StatusOr<std::vector<float>> FolderWriter::FloatValues(const Item& it) const {
+  int64_t n = 1;
+  for (const int64_t d : *it.t.ne) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  const int64_t cols = it.t.ne->size() >= 2 ? (*it.t.ne)[0] : 1;
+  DequantizeTensor(
+      TensorView::Matrix(it.t.type, cols, n / cols, it.t.data->data(), it.t.data->size()),
+      v.data());
+  return UnpermuteRows(v, it.order);
+}
+
+Status FolderWriter::DescribeFloat(size_t item) {
+  Item& it = items_[item];
+  const TensorView& src = *it.src;
   FRUGAL_ASSIGN_OR_RETURN(const std::string dtype, DtypeName(src.type));
   std::vector<int64_t> shape;
   for (int i = std::max(1, src.n_dims) - 1; i >= 0; --i) shape.push_back(src.ne[i]);
   int64_t n = 1;
-  for (const int64_t d : *t.ne) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  const int64_t cols = t.ne->size() >= 2 ? (*t.ne)[0] : 1;
-  DequantizeTensor(TensorView::Matrix(t.type, cols, n / cols, t.data->data(), t.data->size()),
-                   v.data());
-  v = UnpermuteRows(v, order);
-  std::optional<std::vector<uint8_t>> bytes = ToDtype(v, dtype);
-  if (!bytes) {  // changed by the method (AWQ's scales) beyond what the source type holds
-    rep_.notes.push_back(src.name + ": written as F32 (the source's " + dtype +
-                         " cannot hold the rescaled values)");
-    FRUGAL_RETURN_IF_ERROR(st_.Add(src.name, "F32", shape, Bytes(v)));
-  } else {
-    FRUGAL_RETURN_IF_ERROR(st_.Add(src.name, dtype, shape, std::move(*bytes)));
+  for (const int64_t d : *it.t.ne) n *= d;
+  it.dtype = dtype;
+  if (it.t.type != src.type) {
+    // Changed by the method (AWQ's scales folded into a norm, or a recipe's float type): the
+    // source's dtype only if it holds every value. Norms are small; this converts them once
+    // more when they are written.
+    FRUGAL_ASSIGN_OR_RETURN(const std::vector<float> v, FloatValues(it));
+    if (!ToDtype(v, dtype)) {
+      rep_.notes.push_back(src.name + ": written as F32 (the source's " + dtype +
+                           " cannot hold the rescaled values)");
+      it.dtype = "F32";
+    }
   }
-  if (const std::optional<LayerModule> mod = ParseModule(src.name); mod && t.ne->size() >= 2) {
+  entries_.push_back(
+      {src.name, it.dtype, shape, static_cast<size_t>(n) * SafetensorsDtypeSize(it.dtype)});
+  entry_of_.push_back({item, 0});
+  if (const std::optional<LayerModule> mod = ParseModule(src.name); mod && it.t.ne->size() >= 2) {
     // A Linear of the layers left in float by the recipe.
     if (prefix_.empty()) prefix_ = mod->prefix;
     modules_[{mod->layer, mod->kind}] = {std::nullopt, n};
     rep_.modules[src.name.substr(0, src.name.size() - 7)] = "unquantized (" + dtype + ")";
   }
   return Status::Ok();
+}
+
+StatusOr<std::span<const uint8_t>> FolderWriter::BytesOf(size_t entry) {
+  const EntryOf& e = entry_of_[entry];
+  const Item& it = items_[e.item];
+  const auto as_bytes = [](const auto& v) {
+    return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(v.data()),
+                                    v.size() * sizeof(v[0]));
+  };
+  if (it.quantized) {
+    if (packed_item_ != e.item) {
+      packed_item_.reset();
+      packed_ = GptqLinear{};
+      const int64_t cols = (*it.t.ne)[0], rows = it.t.ne->size() >= 2 ? (*it.t.ne)[1] : 1;
+      const int64_t groups = GroupsPerRow(it.t.type, cols);
+      std::vector<int8_t> q(static_cast<size_t>(rows * cols));
+      std::vector<float> scale(static_cast<size_t>(rows * groups)), offset;
+      if (IntKindOf(it.t.type) == IntKind::kInt4Asym) offset.resize(scale.size());
+      FRUGAL_RETURN_IF_ERROR(UnpackRows(it.t.type, rows, cols, it.t.data->data(), q.data(),
+                                        scale.data(), offset.empty() ? nullptr : offset.data()));
+      q = UnpermuteRows(q, it.order);
+      scale = UnpermuteRows(scale, it.order);
+      offset = UnpermuteRows(offset, it.order);
+      auto g = PackGptq(it.t.type, rows, cols, q.data(), scale.data(),
+                        offset.empty() ? nullptr : offset.data());
+      if (!g.ok()) return g.status().WithContext(it.src->name);
+      packed_ = *std::move(g);
+      packed_item_ = e.item;
+    }
+    switch (e.part) {
+      case 0:
+        return as_bytes(packed_.qweight);
+      case 1:
+        return as_bytes(packed_.qzeros);
+      case 2:
+        return as_bytes(packed_.scales);
+      default:
+        return as_bytes(packed_.g_idx);
+    }
+  }
+  packed_item_.reset();
+  packed_ = GptqLinear{};
+  if (it.t.type == it.src->type) {  // as the source has it (Q/K rows back in its order)
+    if (it.order.empty()) return std::span<const uint8_t>(*it.t.data);
+    float_bytes_ = UnpermuteRows(*it.t.data, it.order);
+    return std::span<const uint8_t>(float_bytes_);
+  }
+  FRUGAL_ASSIGN_OR_RETURN(const std::vector<float> v, FloatValues(it));
+  std::optional<std::vector<uint8_t>> bytes = ToDtype(v, it.dtype);
+  if (!bytes) return Internal(it.src->name + ": not exact in " + it.dtype + " when written");
+  float_bytes_ = std::move(*bytes);
+  return std::span<const uint8_t>(float_bytes_);
 }
 
 Status FolderWriter::CheckFused() const {
@@ -447,10 +569,32 @@ StatusOr<nlohmann::ordered_json> FolderWriter::QuantizationConfig() {
   return qc;
 }
 
-Status FolderWriter::WriteFiles(const fs::path& dir, const nlohmann::ordered_json& qc) {
-  FRUGAL_RETURN_IF_ERROR(st_.Write((dir / "model.safetensors").string()));
+// model.safetensors when everything fits in one shard (as transformers writes it); otherwise
+// model-0000N-of-0000M.safetensors and model.safetensors.index.json.
+Status FolderWriter::WriteWeights(const fs::path& dir) {
+  const std::vector<std::vector<size_t>> shards = PlanShards(entries_, o_.shard_bytes);
+  const SafetensorsBytes bytes = [this](size_t i) { return BytesOf(i); };
   std::error_code ec;
-  rep_.safetensors_bytes = static_cast<size_t>(fs::file_size(dir / "model.safetensors", ec));
+  rep_.safetensors_bytes = 0;
+  rep_.shards = shards.size();
+  for (size_t s = 0; s < shards.size(); ++s) {
+    const fs::path file = dir / (shards.size() == 1 ? std::string("model.safetensors")
+                                                    : ShardFileName(s, shards.size()));
+    FRUGAL_RETURN_IF_ERROR(WriteSafetensorsStreamed(file.string(), entries_, shards[s], bytes));
+    rep_.safetensors_bytes += static_cast<size_t>(fs::file_size(file, ec));
+  }
+  packed_item_.reset();
+  packed_ = GptqLinear{};
+  std::vector<uint8_t>().swap(float_bytes_);
+  if (shards.size() > 1)
+    FRUGAL_RETURN_IF_ERROR(
+        WriteFile(dir / "model.safetensors.index.json", ShardIndexJson(entries_, shards)));
+  return Status::Ok();
+}
+
+Status FolderWriter::WriteFiles(const fs::path& dir, const nlohmann::ordered_json& qc) {
+  FRUGAL_RETURN_IF_ERROR(WriteWeights(dir));
+  std::error_code ec;
   const fs::path src(o_.source_dir);
   FRUGAL_ASSIGN_OR_RETURN(const std::string config_text, ReadFile(src / "config.json"));
   nlohmann::ordered_json config =
@@ -473,26 +617,8 @@ Status FolderWriter::WriteFiles(const fs::path& dir, const nlohmann::ordered_jso
 }
 
 StatusOr<GptqExportReport> FolderWriter::Run() {
+  if (o_.shard_bytes == 0) return InvalidArgument("--shard-size must be more than 0 bytes");
   FRUGAL_RETURN_IF_ERROR(Plan());
-  const HfConfig& cfg = hf_->config();
-  const int64_t n_head_kv =
-      cfg.num_key_value_heads > 0 ? cfg.num_key_value_heads : cfg.num_attention_heads;
-  for (const TensorView* src : hf_->AllTensors()) {
-    const std::string gguf = LlamaGgufTensorName(src->name);
-    if (gguf.empty()) continue;  // rotary_emb.inv_freq: follows from the config
-    const auto it = by_gguf_.find(gguf);
-    if (it == by_gguf_.end()) return Internal(src->name + " (" + gguf + ") was not quantized");
-    const QuantizedModel::TensorOut& t = it->second;
-    std::vector<int64_t> order;
-    const bool is_q = gguf.find(".attn_q.") != std::string::npos,
-               is_k = gguf.find(".attn_k.") != std::string::npos;
-    if (permutes_qk_ && (is_q || is_k)) {
-      const int64_t rows = t.ne->size() >= 2 ? (*t.ne)[1] : (*t.ne)[0];
-      FRUGAL_ASSIGN_OR_RETURN(order, QkRowOrder(rows, is_q ? cfg.num_attention_heads : n_head_kv));
-    }
-    FRUGAL_RETURN_IF_ERROR(IsFrugalType(t.type) ? AddQuantized(*src, t, order)
-                                                : AddFloat(*src, t, order));
-  }
   FRUGAL_RETURN_IF_ERROR(CheckFused());
   FRUGAL_ASSIGN_OR_RETURN(const nlohmann::ordered_json qc, QuantizationConfig());
   rep_.quantization_config = qc.dump();

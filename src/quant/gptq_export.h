@@ -64,6 +64,10 @@ struct GptqExportOptions {
   std::string method;     // rtn | gptq | awq | awq+gptq
   std::string scale_fit;  // search | minmax
   double damp = 0.01;     // GPTQ's damping (quantization_config.damp_percent)
+  // Most tensor bytes per safetensors shard (--shard-size; Hugging Face's default, 5 GB): more
+  // and the weights are model-0000N-of-0000M.safetensors with model.safetensors.index.json;
+  // within it, one model.safetensors. A tensor larger than this gets a shard of its own.
+  size_t shard_bytes = 5'000'000'000;
 };
 
 // What was written.
@@ -74,7 +78,8 @@ struct GptqExportReport {
   std::map<std::string, std::string> modules;
   std::map<std::string, int> formats;  // scheme name -> Linears
   std::vector<std::string> notes;      // e.g. a tensor written as F32 where the source was BF16
-  size_t safetensors_bytes = 0;
+  size_t safetensors_bytes = 0;        // every shard file's size, headers included
+  size_t shards = 0;                // 1: model.safetensors; more: model-0000N-of-0000M.safetensors
   std::string quantization_config;  // the JSON object, as written into config.json
 };
 
@@ -82,15 +87,16 @@ struct GptqExportReport {
 // empty directory, or its parent is not writable. Checked before the work.
 Status CheckGptqOutputDir(const std::string& dir);
 
-// Writes the folder: model.safetensors (each quantized Linear as .qweight, .qzeros, .scales and
-// .g_idx; every other tensor as the source has it, under its source name and dtype: a tensor
-// the method changed, e.g. an AWQ-rescaled norm, keeps the source dtype when that is exact and
-// is F32 otherwise), config.json with quantization_config (and torch_dtype float16, the type
-// GPTQ kernels compute in), quantize_config.json, and the source's other files (tokenizer,
-// generation config, chat template, ...) unchanged. `m` must come from that source with
-// QuantizeOptions::integer_zero. q/k/v and gate/up (which vLLM fuses into one layer) must share
-// a scheme. The base scheme is the one with the most weights (among the asymmetric ones when
-// there are any: vLLM picks its kernels from the base fields alone); the others become
+// Writes the folder: the weights (model.safetensors, or shards of at most o.shard_bytes with
+// model.safetensors.index.json, made one tensor at a time as they are written: each quantized
+// Linear as .qweight, .qzeros, .scales and .g_idx; every other tensor as the source has it, under
+// its source name and dtype: a tensor the method changed, e.g. an AWQ-rescaled norm, keeps the
+// source dtype when that is exact and is F32 otherwise), config.json with quantization_config (and
+// torch_dtype float16, the type GPTQ kernels compute in), quantize_config.json, and the source's
+// other files (tokenizer, generation config, chat template, ...) unchanged. `m` must come from that
+// source with QuantizeOptions::integer_zero. q/k/v and gate/up (which vLLM fuses into one layer)
+// must share a scheme. The base scheme is the one with the most weights (among the asymmetric ones
+// when there are any: vLLM picks its kernels from the base fields alone); the others become
 // "dynamic" overrides, unquantized Linears negative ones. Nothing is left behind on failure.
 StatusOr<GptqExportReport> WriteGptqFolder(const QuantizedModel& m, const Raise& raise,
                                            const GptqExportOptions& o);

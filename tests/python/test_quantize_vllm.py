@@ -63,6 +63,38 @@ def load_file(path: str) -> dict:
     return out
 
 
+def load_folder(folder: Path) -> dict:
+    """The folder's weights, as transformers finds them: model.safetensors alone, or the shards that
+    model.safetensors.index.json names. The index must name every tensor of every shard exactly
+    once, in the shard that holds it, list no file that is not there, and its total_size must be
+    the tensors' bytes."""
+    index = folder / "model.safetensors.index.json"
+    if not index.exists():
+        assert not list(folder.glob("model-*-of-*.safetensors"))
+        return load_file(str(folder / "model.safetensors"))
+    assert not (folder / "model.safetensors").exists()
+    j = json.loads(index.read_text())
+    assert set(j) == {"metadata", "weight_map"}
+    weight_map = j["weight_map"]
+    files = sorted(set(weight_map.values()))
+    n = len(files)
+    assert n > 1
+    assert files == [f"model-{i:05d}-of-{n:05d}.safetensors" for i in range(1, n + 1)]
+    assert sorted(p.name for p in folder.glob("*.safetensors")) == files
+    out, total = {}, 0
+    for f in files:
+        shard = load_file(str(folder / f))
+        assert shard, f
+        for name, a in shard.items():
+            assert name not in out, f"{name} in two shards"
+            assert weight_map[name] == f, (name, f)
+            out[name] = a
+            total += a.nbytes
+    assert set(out) == set(weight_map)
+    assert j["metadata"]["total_size"] == total
+    return out
+
+
 def as_f32(a: np.ndarray) -> np.ndarray:
     return (a.astype(np.uint32) << 16).view(np.float32) if a.dtype == np.uint16 else a.astype(np.float32)
 
@@ -109,8 +141,8 @@ def check_folder(frugal, hf: Path, out: Path, frugal_gguf: Path, spec: dict, mod
                  tmp_path: Path, expect: dict, rescaled=False):
     """expect: HF module kind ("self_attn.q_proj") -> (bits, group, sym). rescaled: AWQ folded
     its scales into the norms and weights, so those are not the source's."""
-    st = load_file(str(out / "model.safetensors"))
-    src = load_file(str(hf / "model.safetensors"))
+    st = load_folder(out)
+    src = load_folder(hf)
     config = json.loads((out / "config.json").read_text())
     qc = config["quantization_config"]
     assert qc == json.loads((out / "quantize_config.json").read_text())
@@ -286,3 +318,147 @@ def test_refusals_leave_nothing(frugal, tmp_path):
     p = quantize(frugal, hf, out, "--method", "rtn", "--no-gate", check=False)
     assert p.returncode == 2 and "not an empty folder" in p.stderr.decode()
     assert (out / "keep.txt").read_text() == "x" and not (out / "model.safetensors").exists()
+
+
+def test_shards_hold_the_same_tensors(frugal, tmp_path):
+    """--shard-size small enough for several shards: the folder holds the same tensors, byte for
+    byte, as the single model.safetensors of the same run, and the same weights as the run's
+    Frugal GGUF (check_folder, through the index)."""
+    hf, one, sharded, gg = tmp_path / "hf", tmp_path / "one", tmp_path / "sharded", tmp_path / "f.gguf"
+    spec = synth.write_hf_llama(str(hf), model_type="llama", dtype="BF16", tied=False, seed=4,
+                                shards=2, **DIMS)
+    quantize(frugal, hf, one, "--method", "rtn", "--no-gate")
+    p = quantize(frugal, hf, sharded, "--method", "rtn", "--no-gate", "--shard-size", "100kB",
+                 "--frugal-gguf", gg)
+    check_folder(frugal, hf, sharded, gg, spec, "llama", tmp_path, MIXED)
+    a, b = load_folder(one), load_folder(sharded)
+    assert (one / "model.safetensors").exists()
+    assert set(a) == set(b)
+    for name in a:
+        assert a[name].dtype == b[name].dtype and np.array_equal(a[name].view(np.uint8), b[name].view(np.uint8)), name
+    index = json.loads((sharded / "model.safetensors.index.json").read_text())
+    shards = sorted(set(index["weight_map"].values()))
+    r = json.loads(p.stdout)
+    assert r["vllm"]["shards"] == len(shards) >= 3
+    assert r["vllm"]["safetensors_bytes"] == sum((sharded / f).stat().st_size for f in shards)
+    # Each shard within the size, unless it is one tensor larger than the size.
+    for f in shards:
+        names = [n for n, s in index["weight_map"].items() if s == f]
+        assert sum(b[n].nbytes for n in names) <= 100_000 or len(names) == 1, f
+    # The source's weights were sharded too and are not copied.
+    assert not list(sharded.glob("*.bin"))
+
+
+def test_bad_shard_size_is_refused(frugal, tmp_path):
+    hf = tmp_path / "hf"
+    synth.write_hf_llama(str(hf), model_type="llama", dtype="F32", seed=1, **DIMS)
+    out = tmp_path / "out"
+    for size in ("0", "garbage", "-5GB", "5XB", "0MB"):
+        p = quantize(frugal, hf, out, "--method", "rtn", "--no-gate", "--shard-size", size, check=False)
+        err = p.stderr.decode()
+        assert p.returncode == 2 and "--shard-size" in err and err.count("\n") == 1, (size, err)
+        assert not out.exists()
+    gguf_out = tmp_path / "x.gguf"
+    p = frugal.run("quantize", "-q", "-m", hf, "-o", gguf_out, "--method", "rtn", "--no-gate",
+                   "--shard-size", "5GB", timeout=120)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and "--target vllm" in err and err.count("\n") == 1, err
+    assert not gguf_out.exists()
+
+
+def write_smollm2_hf(gguf_path: Path, folder: Path) -> dict:
+    """SmolLM2-135M-Instruct as a Hugging Face folder (F16 safetensors, config.json,
+    tokenizer.json), from the shipped GGUF: its Q4_1 weights dequantized (exact in F16 but for
+    rounding of d*q + m), Q/K rows back in transformers' order (llama.cpp's converter permuted
+    them for arch llama)."""
+    import gguf
+    from gguf import GGUFReader
+
+    import ref_tokenizers
+
+    r = GGUFReader(str(gguf_path))
+    field = lambda k: r.fields[k].contents()  # noqa: E731
+    n_head, n_head_kv = int(field("llama.attention.head_count")), int(field("llama.attention.head_count_kv"))
+    gguf_to_hf = {v: k for k, v in ref_llama.HF_TO_GGUF.items()}
+    t = {}
+    for x in r.tensors:
+        a = gguf.quants.dequantize(np.asarray(x.data), x.tensor_type)
+        a = np.ascontiguousarray(a.reshape(tuple(int(s) for s in reversed(x.shape.tolist()))))
+        name = x.name.removesuffix(".weight")
+        if name == "token_embd":
+            hf_name = "model.embed_tokens.weight"
+        elif name == "output_norm":
+            hf_name = "model.norm.weight"
+        elif name == "output":
+            hf_name = "lm_head.weight"
+        else:
+            blk, l, kind = name.split(".", 2)
+            hf_name = f"model.layers.{l}.{gguf_to_hf[kind]}.weight"
+            if kind in ("attn_q", "attn_k"):  # undo permute_qk_for_gguf
+                heads = n_head if kind == "attn_q" else n_head_kv
+                idx = np.arange(a.shape[0])
+                perm = ref_llama.permute_qk_for_gguf(idx.reshape(-1, 1), heads).reshape(-1)
+                back = np.empty_like(a)
+                back[perm] = a
+                a = back
+        t[hf_name] = a.astype(np.float32)
+    folder.mkdir(parents=True)
+    synth.write_safetensors(str(folder / "model.safetensors"), t, "F16")
+    n_layer = int(field("llama.block_count"))
+    cfg = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "vocab_size": int(t["model.embed_tokens.weight"].shape[0]),
+        "hidden_size": int(field("llama.embedding_length")),
+        "intermediate_size": int(field("llama.feed_forward_length")),
+        "num_hidden_layers": n_layer, "num_attention_heads": n_head, "num_key_value_heads": n_head_kv,
+        "max_position_embeddings": int(field("llama.context_length")),
+        "rms_norm_eps": float(field("llama.attention.layer_norm_rms_epsilon")),
+        "rope_theta": float(field("llama.rope.freq_base")), "hidden_act": "silu",
+        "tie_word_embeddings": "lm_head.weight" not in t,
+        "bos_token_id": int(field("tokenizer.ggml.bos_token_id")),
+        "eos_token_id": int(field("tokenizer.ggml.eos_token_id")),
+        "attention_bias": False, "mlp_bias": False, "torch_dtype": "float16",
+    }
+    (folder / "config.json").write_text(json.dumps(cfg, indent=1))
+    ref_tokenizers.bpe_from_gguf(str(gguf_path)).save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"chat_template": field("tokenizer.chat_template"), "tokenizer_class": "GPT2Tokenizer"}))
+    return {"n_layer": n_layer, "n_head": n_head, "n_head_kv": n_head_kv}
+
+
+def test_smollm2_in_shards(frugal, smollm2_gguf, tmp_path):
+    """A real model's folder in shards (issue 48): SmolLM2-135M (as an HF folder from the shipped
+    GGUF), GPTQ on a few calibration windows, --shard-size 20MB: several shards and the index,
+    read back by the numpy reader (load_folder: every tensor in exactly one shard, total_size
+    right), every Linear of every layer present, and the first and last layers' Linears equal to
+    the run's Frugal GGUF bit for bit."""
+    hf, out, gg = tmp_path / "hf", tmp_path / "out", tmp_path / "frugal.gguf"
+    spec = write_smollm2_hf(smollm2_gguf, hf)
+    calib = tmp_path / "calib.txt"
+    calib.write_text(CALIB)
+    p = quantize(frugal, hf, out, "--method", "gptq", "--calib", calib, "--calib-samples", "2",
+                 "--seq-len", "32", "--no-gate", "--shard-size", "20MB", "--frugal-gguf", gg)
+    st = load_folder(out)
+    index = json.loads((out / "model.safetensors.index.json").read_text())
+    n = len(set(index["weight_map"].values()))
+    assert n >= 4, n
+    assert json.loads(p.stdout)["vllm"]["shards"] == n
+    src = load_folder(hf)
+    linears = [f"model.layers.{l}.{b}.{x}" for l in range(spec["n_layer"]) for b, xs in LINEARS.items() for x in xs]
+    want = {m + s for m in linears for s in (".qweight", ".qzeros", ".scales", ".g_idx")}
+    want |= {k for k in src if not any(k == m + ".weight" for m in linears)}
+    assert set(st) == want
+    for l in (0, spec["n_layer"] - 1):
+        for b, xs in LINEARS.items():
+            for x in xs:
+                module = f"model.layers.{l}.{b}.{x}"
+                bits = 8 if b == "self_attn" else 4  # the mixed preset
+                got = gptq_dequant(st, module, bits)
+                ref = ref_llama.permute_qk_for_gguf(got, spec["n_head"] if x == "q_proj" else spec["n_head_kv"]) \
+                    if x in ("q_proj", "k_proj") else got
+                np.testing.assert_array_equal(ref, frugal.dequant(gg, gguf_name(module), tmp_path).reshape(got.shape),
+                                              err_msg=module)
+                w = src[module + ".weight"].astype(np.float32)
+                assert np.linalg.norm(got - w) < 0.2 * np.linalg.norm(w), module
+    for k in ("model.embed_tokens.weight", "model.norm.weight"):
+        assert np.array_equal(st[k].view(np.uint8), src[k].view(np.uint8)), k
