@@ -164,32 +164,51 @@ bool GgufWriter::Has(std::string_view key) const {
   return false;
 }
 
-Status GgufWriter::AddTensor(std::string name, TensorType type, std::vector<int64_t> ne,
-                             std::vector<uint8_t> data) {
+StatusOr<size_t> GgufWriter::CheckTensor(const std::string& name, TensorType type,
+                                         const std::vector<int64_t>& ne) const {
   if (ne.empty() || ne.size() > 4)
     return InvalidArgument("tensor '" + name + "' needs 1 to 4 dimensions");
   int64_t rows = 1;
   for (size_t i = 1; i < ne.size(); ++i) rows *= ne[i];
   FRUGAL_ASSIGN_OR_RETURN(const size_t row_bytes, RowBytes(type, ne[0]));
-  if (data.size() != row_bytes * static_cast<size_t>(rows)) {
-    return InvalidArgument("tensor '" + name + "' has " + std::to_string(data.size()) +
-                           " bytes, its type and shape need " +
-                           std::to_string(row_bytes * static_cast<size_t>(rows)));
-  }
   for (const Tensor& t : tensors_) {
     if (t.name == name) return InvalidArgument("tensor '" + name + "' added twice");
   }
-  tensors_.push_back({std::move(name), type, std::move(ne), std::move(data)});
+  return row_bytes * static_cast<size_t>(rows);
+}
+
+Status GgufWriter::AddTensor(std::string name, TensorType type, std::vector<int64_t> ne,
+                             std::vector<uint8_t> data) {
+  FRUGAL_ASSIGN_OR_RETURN(const size_t nbytes, CheckTensor(name, type, ne));
+  if (data.size() != nbytes) {
+    return InvalidArgument("tensor '" + name + "' has " + std::to_string(data.size()) +
+                           " bytes, its type and shape need " + std::to_string(nbytes));
+  }
+  tensors_.push_back({std::move(name), type, std::move(ne), nbytes, std::move(data)});
+  return Status::Ok();
+}
+
+Status GgufWriter::AddTensorInfo(std::string name, TensorType type, std::vector<int64_t> ne) {
+  FRUGAL_ASSIGN_OR_RETURN(const size_t nbytes, CheckTensor(name, type, ne));
+  tensors_.push_back({std::move(name), type, std::move(ne), nbytes, {}});
   return Status::Ok();
 }
 
 size_t GgufWriter::data_bytes() const {
   size_t n = 0;
-  for (const Tensor& t : tensors_) n += t.data.size();
+  for (const Tensor& t : tensors_) n += t.nbytes;
   return n;
 }
 
 Status GgufWriter::Write(const std::string& path) const {
+  return WriteStreamed(path, [this](size_t i) -> StatusOr<std::span<const uint8_t>> {
+    if (tensors_[i].data.size() != tensors_[i].nbytes)
+      return InvalidArgument("tensor '" + tensors_[i].name + "' was added without its bytes");
+    return std::span<const uint8_t>(tensors_[i].data);
+  });
+}
+
+Status GgufWriter::WriteStreamed(const std::string& path, const TensorBytes& bytes) const {
   uint64_t alignment = 32;
   for (const auto& [k, v] : kv_) {
     if (k == "general.alignment" && !v.integers.empty() && v.integers[0] > 0) {
@@ -228,7 +247,7 @@ Status GgufWriter::Write(const std::string& path) const {
     for (int64_t d : t.ne) h.Put<uint64_t>(static_cast<uint64_t>(d));
     h.Put<uint32_t>(static_cast<uint32_t>(t.type));
     h.Put<uint64_t>(offset);
-    offset += (t.data.size() + alignment - 1) / alignment * alignment;
+    offset += (t.nbytes + alignment - 1) / alignment * alignment;
   }
   h.buf.resize((h.buf.size() + alignment - 1) / alignment * alignment, 0);
 
@@ -237,9 +256,21 @@ Status GgufWriter::Write(const std::string& path) const {
   if (!f) return IoError("cannot write " + tmp + ": " + std::strerror(errno));
   bool ok = std::fwrite(h.buf.data(), 1, h.buf.size(), f.get()) == h.buf.size();
   static const uint8_t kZeros[256] = {};
-  for (const Tensor& t : tensors_) {
-    ok = ok && std::fwrite(t.data.data(), 1, t.data.size(), f.get()) == t.data.size();
-    size_t pad = (alignment - t.data.size() % alignment) % alignment;
+  for (size_t i = 0; ok && i < tensors_.size(); ++i) {
+    const Tensor& t = tensors_[i];
+    StatusOr<std::span<const uint8_t>> data = bytes(i);
+    Status failed = data.ok() ? Status::Ok() : data.status();
+    if (data.ok() && data->size() != t.nbytes) {
+      failed = Internal("tensor '" + t.name + "' came with " + std::to_string(data->size()) +
+                        " bytes, its type and shape need " + std::to_string(t.nbytes));
+    }
+    if (!failed.ok()) {
+      f.reset();
+      std::remove(tmp.c_str());
+      return failed;
+    }
+    ok = std::fwrite(data->data(), 1, data->size(), f.get()) == data->size();
+    size_t pad = (alignment - t.nbytes % alignment) % alignment;
     while (ok && pad > 0) {
       const size_t n = std::min(pad, sizeof kZeros);
       ok = std::fwrite(kZeros, 1, n, f.get()) == n;

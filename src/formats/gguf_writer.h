@@ -3,9 +3,17 @@
 // what changed); tensors are written in the order they were added, each aligned to
 // general.alignment (32 unless set). The file appears atomically: it is written to PATH.tmp and
 // renamed, so a failed or interrupted run never leaves a partial model behind.
+//
+// Tensors are either added with their bytes (AddTensor; Write) or described only (AddTensorInfo;
+// WriteStreamed asks for each one's bytes as the file reaches it): the header's size follows
+// from the names, shapes and metadata alone (types and offsets are fixed width), so a model of
+// any size is written holding one tensor at a time, never a second copy of the model. Both give
+// the same bytes. Thread-compatible.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -37,11 +45,19 @@ class GgufWriter {
   // `data` must be exactly the tensor's size for its type and shape (ne[0] contiguous).
   Status AddTensor(std::string name, TensorType type, std::vector<int64_t> ne,
                    std::vector<uint8_t> data);
+  // A tensor whose bytes WriteStreamed asks for; the same checks as AddTensor but the data's.
+  Status AddTensorInfo(std::string name, TensorType type, std::vector<int64_t> ne);
   size_t tensor_count() const { return tensors_.size(); }
   // Bytes of tensor data (without header and padding).
   size_t data_bytes() const;
 
+  // Every tensor must have been added with its bytes.
   Status Write(const std::string& path) const;
+  // The bytes of tensor `index` (in the order added), valid until the next call; called once per
+  // tensor, in order. A producer that fails or returns the wrong size fails the write, and
+  // nothing is left.
+  using TensorBytes = std::function<StatusOr<std::span<const uint8_t>>(size_t index)>;
+  Status WriteStreamed(const std::string& path, const TensorBytes& bytes) const;
 
  private:
   struct Value {
@@ -56,9 +72,14 @@ class GgufWriter {
     std::string name;
     TensorType type;
     std::vector<int64_t> ne;
-    std::vector<uint8_t> data;
+    size_t nbytes = 0;
+    std::vector<uint8_t> data;  // empty for AddTensorInfo's
   };
   Value& Slot(std::string_view key);
+  // The tensor's bytes for its type and shape; InvalidArgument for a bad shape or a name
+  // added before.
+  StatusOr<size_t> CheckTensor(const std::string& name, TensorType type,
+                               const std::vector<int64_t>& ne) const;
 
   std::vector<std::pair<std::string, Value>> kv_;
   std::vector<Tensor> tensors_;

@@ -203,9 +203,10 @@ QuantPlan EstimatePlan(const LayerContext& c, const QuantMethodImpl& method, int
     }
   }
   p.layer_peak_bytes = p.source_bytes + p.activation_bytes + p.layer_work_bytes;
-  // At the end the output is held twice (the layers' buffers and the assembled model).
-  p.end_peak_bytes = std::max(p.layer_peak_bytes + p.output_bytes,
-                              p.source_bytes + p.activation_bytes + 2 * p.output_bytes);
+  // The output is held once, until it is written (the layers' buffers move into the model that
+  // is written; the writers stream it, one tensor's conversion at a time): at worst the last
+  // layer's work beside everything quantized before it.
+  p.end_peak_bytes = p.layer_peak_bytes + p.output_bytes;
   p.mem_available = MemAvailableBytes();
 
   // The probes, on layer 0's ffn_up (the widest kind of matrix) and its planned type.

@@ -163,13 +163,19 @@ Status QuantizedModel::Write(const std::string& path, const Raise& raise,
                              QuantTarget target) const {
   if (target == QuantTarget::kVllm)
     return InvalidArgument("--target vllm writes a Hugging Face folder (WriteGptqFolder)");
+  // The header first (metadata and every tensor's name, type and shape), then each tensor's
+  // bytes as the file reaches it: the quantized model's own buffers, or for llama.cpp one
+  // tensor's GGUF blocks at a time. No second copy of the model is made.
   GgufWriter w = metadata_;
   std::vector<std::string> to_int8, to_g32;
+  std::vector<TensorType> written_as(out_.size());
   bool frugal_types = false;
-  for (const Tensor& t : out_) {
+  for (size_t i = 0; i < out_.size(); ++i) {
+    const Tensor& t = out_[i];
     const std::vector<uint8_t>& data = t.DataIn(raise);
     const TensorType type = &data == &t.data ? t.type : raise.at(t.name);
     if (type != t.type) (GetTypeInfo(type)->bits == 8 ? to_int8 : to_g32).push_back(t.name);
+    written_as[i] = type;
     if (target == QuantTarget::kLlamaCpp && IsFrugalType(type)) {
       const std::optional<TensorType> gguf = GgufEquivalent(type);
       if (!gguf) {
@@ -177,15 +183,11 @@ Status QuantizedModel::Write(const std::string& path, const Raise& raise,
                                ", which llama.cpp cannot read: --target llama.cpp needs groups of "
                                "32 (INT8 -> Q8_0, INT4 -> Q4_0 / Q4_1)");
       }
-      const int64_t rows = static_cast<int64_t>(data.size() / *RowBytes(type, t.ne[0]));
-      std::vector<uint8_t> blocks(data.size());
-      UnpackToGguf(TensorView::Matrix(type, t.ne[0], rows, data.data(), data.size()),
-                   blocks.data());
-      FRUGAL_RETURN_IF_ERROR(w.AddTensor(t.name, *gguf, t.ne, std::move(blocks)));
+      FRUGAL_RETURN_IF_ERROR(w.AddTensorInfo(t.name, *gguf, t.ne));
       continue;
     }
     frugal_types |= IsFrugalType(type);
-    FRUGAL_RETURN_IF_ERROR(w.AddTensor(t.name, type, t.ne, data));
+    FRUGAL_RETURN_IF_ERROR(w.AddTensorInfo(t.name, type, t.ne));
   }
   if (target == QuantTarget::kLlamaCpp) {
     // No Frugal type in the file, so no Frugal format version either; llama.cpp's file type
@@ -193,8 +195,7 @@ Status QuantizedModel::Write(const std::string& path, const Raise& raise,
     // quantization version is ggml's current one, as llama-quantize writes them.
     if (!frugal_types) w.Remove(kFrugalFormatVersionKey);
     std::set<TensorType> written;
-    for (const Tensor& t : out_) {
-      const TensorType type = &t.DataIn(raise) == &t.data ? t.type : raise.at(t.name);
+    for (const TensorType type : written_as) {
       if (const std::optional<TensorType> g = GgufEquivalent(type)) written.insert(*g);
       if (IsGgufGrid(type)) written.insert(type);
     }
@@ -219,7 +220,18 @@ Status QuantizedModel::Write(const std::string& path, const Raise& raise,
   }
   if (!to_int8.empty()) w.SetStringArray("frugal.quant.raised_to_int8", to_int8);
   if (!to_g32.empty()) w.SetStringArray("frugal.quant.regrouped_to_g32", to_g32);
-  return w.Write(path);
+  std::vector<uint8_t> blocks;  // one tensor converted for llama.cpp
+  return w.WriteStreamed(path, [&](size_t i) -> StatusOr<std::span<const uint8_t>> {
+    const Tensor& t = out_[i];
+    const std::vector<uint8_t>& data = t.DataIn(raise);
+    const TensorType type = written_as[i];
+    if (target != QuantTarget::kLlamaCpp || !IsFrugalType(type))
+      return std::span<const uint8_t>(data);
+    const int64_t rows = static_cast<int64_t>(data.size() / *RowBytes(type, t.ne[0]));
+    blocks.assign(data.size(), 0);
+    UnpackToGguf(TensorView::Matrix(type, t.ne[0], rows, data.data(), data.size()), blocks.data());
+    return std::span<const uint8_t>(blocks);
+  });
 }
 
 }  // namespace frugal

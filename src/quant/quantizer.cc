@@ -377,7 +377,7 @@ Status AdvanceActivations(const LayerContext& c, int64_t li, Activations& a) {
 
 // What the layer loop leaves for the output.
 struct QuantizedLayers {
-  std::map<std::string, std::pair<const std::vector<uint8_t>*, TensorType>> done;  // into live_data
+  std::map<std::string, std::pair<std::vector<uint8_t>*, TensorType>> done;  // into live_data
   std::map<std::string, std::map<TensorType, std::vector<uint8_t>>> alternatives;
   std::map<std::string, TensorReport> reports;
   // Quantized weights, which the model runs on from their layer on (stable addresses: the model
@@ -633,7 +633,9 @@ StatusOr<std::vector<OutputTensor>> AssembleOutput(const LayerContext& c, Quanti
     out.name = nt.name;
     out.ne = ShapeOf(*nt.tensor);
     if (auto d = layers.done.find(nt.name); d != layers.done.end()) {
-      out.data = *d->second.first;
+      // Moved, not copied: the output is held once (the model's views of the layers' weights
+      // keep pointing at the same buffers, and no layer is run again).
+      out.data = std::move(*d->second.first);
       out.type = d->second.second;
       out.report = layers.reports[nt.name];
       if (auto a = layers.alternatives.find(nt.name); a != layers.alternatives.end())

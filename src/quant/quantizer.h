@@ -57,7 +57,8 @@ struct QuantPlan {
                                  // factor and working copy, at the worst moment
   size_t output_bytes = 0;       // the quantized model, held in memory until written
   size_t layer_peak_bytes = 0;   // source + activations + layer work: what one layer needs
-  size_t end_peak_bytes = 0;     // the whole run's estimate (output and its assembled copy)
+  size_t end_peak_bytes = 0;     // the whole run's estimate: one layer beside the output
+                                 // (held once; the write streams it, tensor by tensor)
   size_t mem_available = 0;      // /proc/meminfo MemAvailable; 0 when unknown
   double blas_gflops = 0;        // probe: sgemm on the dense threads
   double matmul_gflops = 0;      // probe: the engine's kernel on layer 0's own ffn_up type
