@@ -51,7 +51,18 @@ struct QuantizeFlags {
   std::string max_size;    // e.g. "104MB": raise the most sensitive INT4 tensors while it fits
   std::string max_memory;  // e.g. "2GB": cap on the calibration hidden states (fewer windows)
   std::string shard_size;  // --target vllm: most tensor bytes per safetensors shard ("" = 5GB)
+  // The per-run work directory: finished layers spilled there, a checkpoint per layer ("" =
+  // OUTPUT.parts; "none" = keep everything in memory, no checkpoint).
+  std::string work_dir;
+  bool resume = false;         // continue from the checkpoint in the work directory
+  bool keep_work_dir = false;  // leave the work directory after a successful write
 };
+
+// Where the run's work directory is ("" for none).
+std::string WorkDirOf(const QuantizeFlags& f) {
+  if (f.work_dir == "none") return "";
+  return f.work_dir.empty() ? f.output + ".parts" : f.work_dir;
+}
 
 // "104MB", "52GB", "1.5GiB", "900kB", "123456789B" -> bytes. The unit is required unless
 // bare_bytes (then "2000000000" is bytes).
@@ -95,12 +106,18 @@ std::string Duration(double s) {
 std::function<void(const QuantProgress&)> ProgressPrinter() {
   const bool tty = isatty(STDERR_FILENO) != 0;
   const auto t0 = std::chrono::steady_clock::now();
-  return [tty, t0](const QuantProgress& p) {
+  // The ETA counts only the steps this run did: a resumed run starts with layers done.
+  return [tty, t0, first = int64_t{-1}](const QuantProgress& p) mutable {
+    if (first < 0) first = p.done;
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double frac =
         p.total > 0 ? static_cast<double>(p.done) / static_cast<double>(p.total) : 0;
-    const std::string eta = p.done > 0 && frac < 1 ? Duration(elapsed * (1 - frac) / frac) : "-";
+    const int64_t run = p.done - first, left = p.total - p.done;
+    const std::string eta =
+        run > 0 && left > 0
+            ? Duration(elapsed * static_cast<double>(left) / static_cast<double>(run))
+            : "-";
     constexpr int kWidth = 30;
     const int fill = static_cast<int>(frac * kWidth);
     std::string bar(static_cast<size_t>(fill), '=');
@@ -121,14 +138,19 @@ void PrintPlan(const QuantPlan& p) {
     windows = ", --max-memory kept " + std::to_string(p.windows) + " of " +
               std::to_string(p.windows + p.windows_dropped) + " calibration windows";
   }
-  std::fprintf(stderr,
-               "plan: memory ~%.1f GB for one layer (source %.1f + calibration states %.1f + "
-               "layer work %.1f), ~%.1f GB by the end (output %.1f GB held until written); "
-               "MemAvailable %.1f GB; the source's %.1f GB are mapped and read a layer at a "
-               "time%s\n",
-               gb(p.layer_peak_bytes), gb(p.source_bytes), gb(p.activation_bytes),
-               gb(p.layer_work_bytes), gb(p.end_peak_bytes), gb(p.output_bytes),
-               gb(p.mem_available), gb(p.mapped_bytes), windows.c_str());
+  if (p.resumed_layers > 0) {
+    windows += "; --resume: " + std::to_string(p.resumed_layers) + " of " +
+               std::to_string(p.layers) + " layers done by the interrupted run";
+  }
+  std::fprintf(
+      stderr,
+      "plan: memory ~%.1f GB for one layer (source %.1f + calibration states %.1f + "
+      "layer work %.1f), ~%.1f GB by the end (output %.1f GB %s); "
+      "MemAvailable %.1f GB; the source's %.1f GB are mapped and read a layer at a time%s\n",
+      gb(p.layer_peak_bytes), gb(p.source_bytes), gb(p.activation_bytes), gb(p.layer_work_bytes),
+      gb(p.end_peak_bytes), gb(p.output_bytes),
+      p.output_spilled ? "spilled to the work directory layer by layer" : "held until written",
+      gb(p.mem_available), gb(p.mapped_bytes), windows.c_str());
   std::fprintf(stderr,
                "plan: time ~%s per layer, ~%s for %lld layers (probes: sgemm %.0f GFLOPS, "
                "matmul %.0f GFLOPS, scale fit %.1f ns/weight; %lld calibration tokens)\n",
@@ -272,6 +294,10 @@ StatusOr<QuantizeOptions> OptionsFromFlags(const QuantizeFlags& f) {
   o.awq.grid = f.awq_grid;
   o.fit = f.no_scale_search ? ScaleFit::kMinMax : ScaleFit::kSearch;
   o.threads = f.threads;
+  o.work_dir = WorkDirOf(f);
+  o.resume = f.resume;
+  if (f.resume && o.work_dir.empty())
+    return InvalidArgument("--resume needs a work directory (not --work-dir none)");
   if (!f.max_memory.empty()) {
     FRUGAL_ASSIGN_OR_RETURN(o.max_activation_bytes, ParseSize(f.max_memory, "--max-memory"));
   }
@@ -643,8 +669,19 @@ int RunQuantize(const QuantizeFlags& f) {
   auto m = QuantizeModel(*o);
   if (!m.ok()) return Fail(m.status());
   QuantizeRun r{f, *o, **m, (*m)->Size(), *max_size, {}, std::nullopt, *shard_bytes};
-  if (Status st = RaiseWithinMaxSize(r); !st.ok()) return Fail(st);
-  return gi->gate ? RunGated(r, *gi) : WriteUngated(r);
+  int rc = 0;
+  if (Status st = RaiseWithinMaxSize(r); !st.ok()) {
+    rc = Fail(st);
+  } else {
+    rc = gi->gate ? RunGated(r, *gi) : WriteUngated(r);
+  }
+  // The quantization is complete: its checkpoint has nothing left to resume, whatever the gate
+  // said. Kept when writing failed for want of disk (exit 1): --resume then writes without
+  // quantizing again.
+  if (!o->work_dir.empty() && !f.keep_work_dir && rc != 1) {
+    if (Status st = RemoveQuantizeWorkDir(o->work_dir); !st.ok()) return Fail(st);
+  }
+  return rc;
 }
 
 }  // namespace
@@ -735,6 +772,15 @@ void AddQuantizeCommand(CLI::App& app, Commands& out) {
                   "with --target vllm: most tensor bytes per safetensors file, e.g. 5GB, 500MB or "
                   "2000000000 (default 5GB, as Hugging Face): more and the weights are "
                   "model-0000N-of-0000M.safetensors with model.safetensors.index.json");
+  cmd->add_option("--work-dir", f->work_dir,
+                  "where each finished layer's tensors are spilled, with the calibration states "
+                  "after it and the run's manifest: a checkpoint per layer (default OUTPUT.parts; "
+                  "none = keep them in memory, no checkpoint). Removed once the output is written");
+  cmd->add_flag("--resume", f->resume,
+                "continue an interrupted run from its last finished layer (the work directory's "
+                "checkpoint); the options must be the interrupted run's (exit 2 otherwise)");
+  cmd->add_flag("--keep-work-dir", f->keep_work_dir,
+                "leave the work directory in place after the output is written");
   cmd->add_option("--auto-mixed-max", f->auto_mixed_max,
                   WithDefault("most tensors --auto-mixed may raise", f->auto_mixed_max))
       ->check(CLI::Range(1, 10000));

@@ -336,7 +336,8 @@ class FolderWriter {
   std::optional<size_t> packed_item_;
   GptqLinear packed_;
   std::vector<uint8_t> float_bytes_;
-  std::string prefix_;  // "model.layers."
+  std::vector<uint8_t> read_;  // a spilled tensor read back from the work directory
+  std::string prefix_;         // "model.layers."
   std::map<std::pair<int64_t, std::string>, ModuleScheme> modules_;
   GptqExportReport rep_;
 };
@@ -415,9 +416,11 @@ StatusOr<std::vector<float>> FolderWriter::FloatValues(const Item& it) const {
   for (const int64_t d : *it.t.ne) n *= d;
   std::vector<float> v(static_cast<size_t>(n));
   const int64_t cols = it.t.ne->size() >= 2 ? (*it.t.ne)[0] : 1;
-  DequantizeTensor(
-      TensorView::Matrix(it.t.type, cols, n / cols, it.t.data->data(), it.t.data->size()),
-      v.data());
+  std::vector<uint8_t> buf;
+  FRUGAL_ASSIGN_OR_RETURN(const std::span<const uint8_t> data,
+                          QuantizedModel::Read(*it.t.data, buf));
+  DequantizeTensor(TensorView::Matrix(it.t.type, cols, n / cols, data.data(), data.size()),
+                   v.data());
   return UnpermuteRows(v, it.order);
 }
 
@@ -469,8 +472,10 @@ StatusOr<std::span<const uint8_t>> FolderWriter::BytesOf(size_t entry) {
       std::vector<int8_t> q(static_cast<size_t>(rows * cols));
       std::vector<float> scale(static_cast<size_t>(rows * groups)), offset;
       if (IntKindOf(it.t.type) == IntKind::kInt4Asym) offset.resize(scale.size());
-      FRUGAL_RETURN_IF_ERROR(UnpackRows(it.t.type, rows, cols, it.t.data->data(), q.data(),
-                                        scale.data(), offset.empty() ? nullptr : offset.data()));
+      FRUGAL_ASSIGN_OR_RETURN(const std::span<const uint8_t> data,
+                              QuantizedModel::Read(*it.t.data, read_));
+      FRUGAL_RETURN_IF_ERROR(UnpackRows(it.t.type, rows, cols, data.data(), q.data(), scale.data(),
+                                        offset.empty() ? nullptr : offset.data()));
       q = UnpermuteRows(q, it.order);
       scale = UnpermuteRows(scale, it.order);
       offset = UnpermuteRows(offset, it.order);
@@ -494,8 +499,10 @@ StatusOr<std::span<const uint8_t>> FolderWriter::BytesOf(size_t entry) {
   packed_item_.reset();
   packed_ = GptqLinear{};
   if (it.t.type == it.src->type) {  // as the source has it (Q/K rows back in its order)
-    if (it.order.empty()) return std::span<const uint8_t>(*it.t.data);
-    float_bytes_ = UnpermuteRows(*it.t.data, it.order);
+    FRUGAL_ASSIGN_OR_RETURN(const std::span<const uint8_t> data,
+                            QuantizedModel::Read(*it.t.data, read_));
+    if (it.order.empty()) return data;
+    float_bytes_ = UnpermuteRows(std::vector<uint8_t>(data.begin(), data.end()), it.order);
     return std::span<const uint8_t>(float_bytes_);
   }
   FRUGAL_ASSIGN_OR_RETURN(const std::vector<float> v, FloatValues(it));
@@ -586,6 +593,7 @@ Status FolderWriter::WriteWeights(const fs::path& dir) {
   packed_item_.reset();
   packed_ = GptqLinear{};
   std::vector<uint8_t>().swap(float_bytes_);
+  std::vector<uint8_t>().swap(read_);
   if (shards.size() > 1)
     FRUGAL_RETURN_IF_ERROR(
         WriteFile(dir / "model.safetensors.index.json", ShardIndexJson(entries_, shards)));

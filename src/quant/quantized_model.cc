@@ -1,7 +1,10 @@
 // QuantizedModel (the quantized tensors, their reports, raises and sizes, and the GGUF file it
 // writes) and the names of methods and targets; QuantizeModel, which makes one, is quantizer.cc.
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -67,7 +70,20 @@ size_t TensorReport::BytesIn(const Raise& raise) const {
   return a != nullptr ? a->bytes : bytes;
 }
 
-const std::vector<uint8_t>& QuantizedModel::Tensor::DataIn(const Raise& raise) const {
+StatusOr<std::span<const uint8_t>> QuantizedModel::Read(const Blob& b, std::vector<uint8_t>& buf) {
+  if (b.file.empty()) return std::span<const uint8_t>(b.bytes);
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(b.file.c_str(), "rb"), &std::fclose);
+  if (!f) return IoError("cannot read " + b.file + ": " + std::strerror(errno));
+  buf.resize(static_cast<size_t>(b.size));
+  if (::fseeko(f.get(), static_cast<off_t>(b.offset), SEEK_SET) != 0 ||
+      std::fread(buf.data(), 1, buf.size(), f.get()) != buf.size()) {
+    return DataLoss("cannot read " + std::to_string(b.size) + " bytes at " +
+                    std::to_string(b.offset) + " of " + b.file + " (the work directory changed?)");
+  }
+  return std::span<const uint8_t>(buf);
+}
+
+const QuantizedModel::Blob& QuantizedModel::Tensor::DataIn(const Raise& raise) const {
   auto r = raise.find(name);
   if (r == raise.end()) return data;
   auto a = alternatives.find(r->second);
@@ -122,7 +138,7 @@ SizeSummary QuantizedModel::Size(const Raise& raise) const {
     for (int64_t d : t.ne) n *= d;
     s.params += n;
     s.f16_bytes += static_cast<size_t>(n) * 2;
-    s.bytes += t.DataIn(raise).size();
+    s.bytes += t.DataIn(raise).Size();
   }
   return s;
 }
@@ -134,14 +150,14 @@ Status QuantizedModel::FinishHfExport(const LlamaHParams& hp) {
     f.name = "rope_freqs.weight";
     f.ne = {static_cast<int64_t>(hp.rope_freq_factors.size())};
     f.type = TensorType::kF32;
-    f.data.resize(hp.rope_freq_factors.size() * sizeof(float));
-    std::memcpy(f.data.data(), hp.rope_freq_factors.data(), f.data.size());
+    f.data.bytes.resize(hp.rope_freq_factors.size() * sizeof(float));
+    std::memcpy(f.data.bytes.data(), hp.rope_freq_factors.data(), f.data.bytes.size());
     TensorReport r;
     r.name = f.name;
     r.source = TensorType::kF32;
     r.type = TensorType::kF32;
     r.elements = f.ne[0];
-    r.bytes = f.data.size();
+    r.bytes = f.data.Size();
     r.note = "from config.json rope_scaling";
     reports_.push_back(r);
     out_.push_back(std::move(f));
@@ -153,7 +169,7 @@ std::vector<QuantizedModel::TensorOut> QuantizedModel::TensorsIn(const Raise& ra
   std::vector<TensorOut> out;
   out.reserve(out_.size());
   for (const Tensor& t : out_) {
-    const std::vector<uint8_t>& data = t.DataIn(raise);
+    const Blob& data = t.DataIn(raise);
     out.push_back({&t.name, &data == &t.data ? t.type : raise.at(t.name), &t.ne, &data});
   }
   return out;
@@ -172,7 +188,7 @@ Status QuantizedModel::Write(const std::string& path, const Raise& raise,
   bool frugal_types = false;
   for (size_t i = 0; i < out_.size(); ++i) {
     const Tensor& t = out_[i];
-    const std::vector<uint8_t>& data = t.DataIn(raise);
+    const Blob& data = t.DataIn(raise);
     const TensorType type = &data == &t.data ? t.type : raise.at(t.name);
     if (type != t.type) (GetTypeInfo(type)->bits == 8 ? to_int8 : to_g32).push_back(t.name);
     written_as[i] = type;
@@ -220,13 +236,14 @@ Status QuantizedModel::Write(const std::string& path, const Raise& raise,
   }
   if (!to_int8.empty()) w.SetStringArray("frugal.quant.raised_to_int8", to_int8);
   if (!to_g32.empty()) w.SetStringArray("frugal.quant.regrouped_to_g32", to_g32);
-  std::vector<uint8_t> blocks;  // one tensor converted for llama.cpp
+  // One tensor at a time: read back from the work directory when spilled, converted for
+  // llama.cpp when asked.
+  std::vector<uint8_t> read, blocks;
   return w.WriteStreamed(path, [&](size_t i) -> StatusOr<std::span<const uint8_t>> {
     const Tensor& t = out_[i];
-    const std::vector<uint8_t>& data = t.DataIn(raise);
+    FRUGAL_ASSIGN_OR_RETURN(const std::span<const uint8_t> data, Read(t.DataIn(raise), read));
     const TensorType type = written_as[i];
-    if (target != QuantTarget::kLlamaCpp || !IsFrugalType(type))
-      return std::span<const uint8_t>(data);
+    if (target != QuantTarget::kLlamaCpp || !IsFrugalType(type)) return data;
     const int64_t rows = static_cast<int64_t>(data.size() / *RowBytes(type, t.ne[0]));
     blocks.assign(data.size(), 0);
     UnpackToGguf(TensorView::Matrix(type, t.ne[0], rows, data.data(), data.size()), blocks.data());

@@ -4,11 +4,14 @@
 #include "quant/quantizer.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -28,6 +31,7 @@
 #include "quant/gguf_grid.h"
 #include "quant/hf_export.h"
 #include "quant/quant_method.h"
+#include "quant/work_dir.h"
 #include "tokenizer/chat_template.h"
 
 namespace frugal {
@@ -385,6 +389,14 @@ struct QuantizedLayers {
   std::deque<std::vector<uint8_t>> live_data;
   std::deque<TensorView> live_views;
   std::map<std::string, std::vector<uint8_t>> export_data;  // Q/K packed in output row order
+  // Finished layers' tensors in the work directory, their bytes as written (Q/K in output row
+  // order), and their alternatives'.
+  struct Spilled {
+    TensorType type = TensorType::kF32;
+    QuantizedModel::Blob data;
+    std::map<TensorType, QuantizedModel::Blob> alternatives;
+  };
+  std::map<std::string, Spilled> spilled;
 };
 
 // ||(Wq - W) X||^2 / ||W X||^2 on the sampled inputs, or the weights' error without them.
@@ -514,14 +526,192 @@ void ReleaseLayerSource(const LayerContext& c, int64_t li) {
   }
 }
 
+// --- the work directory: finished layers spilled, and read back on --resume ---
+
+// Doubles and floats in the layer files as their bits: read back exactly (the --max-size
+// choice and the reports of a resumed run are the uninterrupted run's).
+uint64_t Bits(double d) { return std::bit_cast<uint64_t>(d); }
+double FromBits(uint64_t b) { return std::bit_cast<double>(b); }
+
+nlohmann::json BlobJson(const QuantizedModel::Blob& b) {
+  return {{"file", std::filesystem::path(b.file).filename().string()},
+          {"offset", b.offset},
+          {"size", b.size}};
+}
+
+QuantizedModel::Blob BlobFrom(const WorkDir& wd, const nlohmann::json& j) {
+  QuantizedModel::Blob b;
+  b.file = (std::filesystem::path(wd.path()) / j.at("file").get<std::string>()).string();
+  b.offset = j.at("offset").get<uint64_t>();
+  b.size = j.at("size").get<uint64_t>();
+  return b;
+}
+
+nlohmann::json ReportJson(const TensorReport& r) {
+  nlohmann::json alts = nlohmann::json::array();
+  for (const TensorReport::Alternative& a : r.alternatives) {
+    alts.push_back(
+        {{"type", static_cast<int>(a.type)}, {"bytes", a.bytes}, {"rel_error", Bits(a.rel_error)}});
+  }
+  return {{"name", r.name},
+          {"source", static_cast<int>(r.source)},
+          {"type", static_cast<int>(r.type)},
+          {"elements", r.elements},
+          {"bytes", r.bytes},
+          {"note", r.note},
+          {"rel_error", Bits(r.rel_error)},
+          {"awq_alpha", Bits(r.awq_alpha)},
+          {"alternatives", alts}};
+}
+
+TensorReport ReportFrom(const nlohmann::json& j) {
+  TensorReport r;
+  r.name = j.at("name").get<std::string>();
+  r.source = static_cast<TensorType>(j.at("source").get<int>());
+  r.type = static_cast<TensorType>(j.at("type").get<int>());
+  r.elements = j.at("elements").get<int64_t>();
+  r.bytes = j.at("bytes").get<size_t>();
+  r.note = j.at("note").get<std::string>();
+  r.rel_error = FromBits(j.at("rel_error").get<uint64_t>());
+  r.awq_alpha = FromBits(j.at("awq_alpha").get<uint64_t>());
+  for (const nlohmann::json& a : j.at("alternatives")) {
+    r.alternatives.push_back({static_cast<TensorType>(a.at("type").get<int>()),
+                              a.at("bytes").get<size_t>(),
+                              FromBits(a.at("rel_error").get<uint64_t>())});
+  }
+  return r;
+}
+
+// A float Q/K matrix of a Hugging Face source written as arch llama, its rows in llama.cpp's
+// order (quantized ones are packed a second time in that order: export_data).
+StatusOr<std::vector<uint8_t>> FloatQkInFileOrder(const LayerContext& c, const std::string& name,
+                                                  TensorType type, const std::vector<uint8_t>& data,
+                                                  int64_t rows) {
+  if (IsFrugalType(type) || IsGgufGrid(type))
+    return Internal(name + ": a packed Q/K matrix was not re-packed in llama.cpp's row order");
+  const int64_t heads =
+      name.find(".attn_q.") != std::string::npos ? c.source.hp().n_head : c.source.hp().n_head_kv;
+  return PermuteQkRows(data, rows, heads);
+}
+
+// The norms a layer's method may have changed (AWQ folds its scales into them).
+constexpr const char* kLayerNorms[] = {"attn_norm", "ffn_norm"};
+
+// Layer li is finished (its quantized weights have carried the states on): its tensors go to
+// the work directory as they will be written, their memory is freed (the model never runs this
+// layer again, and runs on the source's view of it should anything ask), and the checkpoint
+// records the layer, its norms and the calibration states after it.
+Status SpillLayer(const LayerContext& c, int64_t li, QuantizedLayers& out, WorkDir& wd,
+                  const std::vector<std::vector<float>>& states) {
+  const std::string bin = WorkDir::LayerFile(li, ".bin"),
+                    prefix = "blk." + std::to_string(li) + ".";
+  nlohmann::json j;
+  j["layer"] = li;
+  j["tensors"] = nlohmann::json::array();
+  for (const char* m : kLayerMatrices) {
+    const std::string name = prefix + m + ".weight";
+    const auto d = out.done.find(name);
+    if (d == out.done.end()) return Internal(name + " was not quantized");
+    QuantizedLayers::Spilled sp;
+    sp.type = d->second.second;
+    std::vector<uint8_t>* live = d->second.first;
+    const auto e = out.export_data.find(name);
+    std::vector<uint8_t> permuted;
+    const std::vector<uint8_t>* bytes = e != out.export_data.end() ? &e->second : live;
+    if (e == out.export_data.end() && !c.qk.Of(name).empty()) {
+      FRUGAL_ASSIGN_OR_RETURN(
+          permuted, FloatQkInFileOrder(c, name, sp.type, *live, c.source.by_name.at(name)->rows()));
+      bytes = &permuted;
+    }
+    FRUGAL_ASSIGN_OR_RETURN(sp.data, wd.Append(bin, *bytes));
+    nlohmann::json t = {{"name", name},
+                        {"type", static_cast<int>(sp.type)},
+                        {"data", BlobJson(sp.data)},
+                        {"report", ReportJson(out.reports.at(name))},
+                        {"alternatives", nlohmann::json::array()}};
+    if (const auto a = out.alternatives.find(name); a != out.alternatives.end()) {
+      for (const auto& [type, bytes] : a->second) {
+        FRUGAL_ASSIGN_OR_RETURN(QuantizedModel::Blob b, wd.Append(bin, bytes));
+        t["alternatives"].push_back({{"type", static_cast<int>(type)}, {"data", BlobJson(b)}});
+        sp.alternatives[type] = std::move(b);
+      }
+      out.alternatives.erase(a);
+    }
+    if (e != out.export_data.end()) out.export_data.erase(e);
+    FRUGAL_RETURN_IF_ERROR(c.source.model->SetMatrix(name, c.source.by_name.at(name)));
+    std::vector<uint8_t>().swap(*live);
+    out.done.erase(d);
+    out.spilled[name] = std::move(sp);
+    j["tensors"].push_back(std::move(t));
+  }
+  j["norms"] = nlohmann::json::object();
+  for (const char* n : kLayerNorms) {
+    const std::string name = prefix + n + ".weight";
+    if (const std::vector<float>* v = c.source.model->FindNorm(name)) {
+      std::vector<uint32_t> bits(v->size());
+      for (size_t i = 0; i < v->size(); ++i) bits[i] = std::bit_cast<uint32_t>((*v)[i]);
+      j["norms"][name] = bits;
+    }
+  }
+  return wd.CommitLayer(li, j.dump(), states);
+}
+
+// A layer an earlier run finished: its tensors' places in the work directory, their reports,
+// and its norms as the method left them.
+Status RestoreLayer(const LayerContext& c, int64_t li, QuantizedLayers& out, const WorkDir& wd) {
+  FRUGAL_ASSIGN_OR_RETURN(const std::string text, wd.LayerJson(li));
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || j.value("layer", int64_t{-1}) != li)
+    return DataLoss(wd.path() + ": " + WorkDir::LayerFile(li, ".json") + " is damaged");
+  try {
+    for (const nlohmann::json& t : j.at("tensors")) {
+      const std::string name = t.at("name").get<std::string>();
+      QuantizedLayers::Spilled sp;
+      sp.type = static_cast<TensorType>(t.at("type").get<int>());
+      sp.data = BlobFrom(wd, t.at("data"));
+      for (const nlohmann::json& a : t.at("alternatives"))
+        sp.alternatives[static_cast<TensorType>(a.at("type").get<int>())] =
+            BlobFrom(wd, a.at("data"));
+      out.reports[name] = ReportFrom(t.at("report"));
+      out.spilled[name] = std::move(sp);
+    }
+    for (const auto& [name, bits] : j.at("norms").items()) {
+      std::vector<float> v;
+      for (const nlohmann::json& b : bits) v.push_back(std::bit_cast<float>(b.get<uint32_t>()));
+      FRUGAL_RETURN_IF_ERROR(c.source.model->SetNorm(name, std::move(v)));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return DataLoss(wd.path() + ": " + WorkDir::LayerFile(li, ".json") + " is damaged (" +
+                    e.what() + ")");
+  }
+  return Status::Ok();
+}
+
+// Tests stop a run after N finished layers (as an interruption would) with
+// FRUGAL_QUANTIZE_STOP_AFTER_LAYERS=N; 0 when unset.
+int64_t StopAfterLayers() {
+  const char* v = std::getenv("FRUGAL_QUANTIZE_STOP_AFTER_LAYERS");
+  return v != nullptr ? std::atoll(v) : 0;
+}
+
 // Layer by layer: calibrate on what the quantized layers before produce, let the method prepare
-// the layer, quantize its matrices, and carry the hidden states on.
+// the layer, quantize its matrices, and carry the hidden states on. With a work directory each
+// finished layer is spilled and checkpointed, and the layers an earlier run finished are read
+// back instead of quantized again.
 Status QuantizeLayers(const LayerContext& c, const QuantMethodImpl& method,
-                      const Calibration& calib, QuantizedLayers& out) {
+                      const Calibration& calib, QuantizedLayers& out, WorkDir* wd) {
   const int64_t n_layer = c.source.hp().n_layer;
   Activations acts = EmbedCalibration(c, calib);
-  for (int64_t li = 0; li < n_layer; ++li) {
+  int64_t first = 0;
+  if (wd != nullptr) {
+    first = wd->layers_done();
+    for (int64_t li = 0; li < first; ++li) FRUGAL_RETURN_IF_ERROR(RestoreLayer(c, li, out, *wd));
+    if (first > 0 && method.calibrated()) FRUGAL_RETURN_IF_ERROR(wd->LoadStates(acts.hidden));
+  }
+  const int64_t stop_after = StopAfterLayers();
+  for (int64_t li = first; li < n_layer; ++li) {
     if (c.o.progress) c.o.progress({"layer", li, n_layer + 1});
+    if (wd != nullptr) FRUGAL_RETURN_IF_ERROR(wd->BeginLayer(li));
     LayerState l = LoadLayer(c, li);
     if (method.calibrated())
       FRUGAL_RETURN_IF_ERROR(CollectActivations(c, method.needs_hessian(), acts, l));
@@ -532,6 +722,14 @@ Status QuantizeLayers(const LayerContext& c, const QuantMethodImpl& method,
     }
     if (method.calibrated()) FRUGAL_RETURN_IF_ERROR(AdvanceActivations(c, li, acts));
     ReleaseLayerSource(c, li);
+    if (wd != nullptr) {
+      FRUGAL_RETURN_IF_ERROR(SpillLayer(c, li, out, *wd, acts.hidden));
+      if (stop_after > 0 && li + 1 >= stop_after && li + 1 < n_layer) {
+        return Internal("stopped after " + std::to_string(li + 1) +
+                        " layers (FRUGAL_QUANTIZE_STOP_AFTER_LAYERS); the checkpoint is in " +
+                        wd->path() + ": --resume continues");
+      }
+    }
   }
   return Status::Ok();
 }
@@ -573,9 +771,10 @@ struct OutputTensor {
   std::string name;
   TensorType type = TensorType::kF32;
   std::vector<int64_t> ne;
-  std::vector<uint8_t> data;
-  std::map<TensorType, std::vector<uint8_t>> alternatives;
+  QuantizedModel::Blob data;
+  std::map<TensorType, QuantizedModel::Blob> alternatives;
   TensorReport report;
+  bool output_order = false;  // Q/K already in the file's row order (spilled as written)
 };
 
 // A tensor outside the layer loop: a norm (AWQ may have rescaled it), kept, RTN-quantized (the
@@ -590,20 +789,21 @@ Status ConvertOtherTensor(const LayerContext& c, const NamedTensor& nt, OutputTe
   rep.note = choice.note;
   if (const std::vector<float>* norm = c.source.model->FindNorm(nt.name)) {
     out.type = TensorType::kF32;
-    out.data = ToF32Bytes(*norm);
+    out.data.bytes = ToF32Bytes(*norm);
   } else if (choice.keep) {
     out.type = t->type;
-    out.data.assign(t->data, t->data + t->nbytes);
+    out.data.bytes.assign(t->data, t->data + t->nbytes);
   } else if (choice.quantize) {
     FRUGAL_ASSIGN_OR_RETURN(const QuantFormat f, FormatFor(c.o, choice.type, t->ne[0]));
     const std::vector<float> v = Dequantized(*t);
     FRUGAL_ASSIGN_OR_RETURN(
-        out.data, QuantizeRtn(f, v.data(), t->rows(), t->ne[0], c.o.fit, nullptr, &c.pool).Pack());
+        out.data.bytes,
+        QuantizeRtn(f, v.data(), t->rows(), t->ne[0], c.o.fit, nullptr, &c.pool).Pack());
     out.type = choice.type;
   } else {
     out.type = choice.type == TensorType::kF32 ? TensorType::kF32 : TensorType::kF16;
     const std::vector<float> v = Dequantized(*t);
-    out.data = out.type == TensorType::kF32 ? ToF32Bytes(v) : ToF16Bytes(v);
+    out.data.bytes = out.type == TensorType::kF32 ? ToF32Bytes(v) : ToF16Bytes(v);
   }
   rep.type = out.type;
   return Status::Ok();
@@ -611,23 +811,24 @@ Status ConvertOtherTensor(const LayerContext& c, const NamedTensor& nt, OutputTe
 
 // Q/K of a Hugging Face source written as arch llama: the rows in llama.cpp's order.
 Status PermuteQk(const LayerContext& c, QuantizedLayers& layers, OutputTensor& out) {
-  if (c.qk.Of(out.name).empty()) return Status::Ok();
+  if (c.qk.Of(out.name).empty() || out.output_order) return Status::Ok();
   if (auto e = layers.export_data.find(out.name); e != layers.export_data.end()) {
-    out.data = std::move(e->second);
-  } else if (IsFrugalType(out.type) || IsGgufGrid(out.type)) {
-    return Internal(out.name + ": a packed Q/K matrix was not re-packed in llama.cpp's row order");
+    out.data.bytes = std::move(e->second);
   } else {
     const int64_t rows = out.ne.size() >= 2 ? out.ne[1] : out.ne[0];
-    const int64_t heads = out.name.find(".attn_q.") != std::string::npos ? c.source.hp().n_head
-                                                                         : c.source.hp().n_head_kv;
-    FRUGAL_ASSIGN_OR_RETURN(out.data, PermuteQkRows(out.data, rows, heads));
+    FRUGAL_ASSIGN_OR_RETURN(out.data.bytes,
+                            FloatQkInFileOrder(c, out.name, out.type, out.data.bytes, rows));
   }
   return Status::Ok();
 }
 
-// Every tensor in the source's order, as it is written.
-StatusOr<std::vector<OutputTensor>> AssembleOutput(const LayerContext& c, QuantizedLayers& layers) {
+// Every tensor in the source's order, as it is written. With a work directory the layers'
+// tensors are already there, and the others (embeddings, output head, norms) go there too as
+// they are made: the output holds no tensor's bytes in memory.
+StatusOr<std::vector<OutputTensor>> AssembleOutput(const LayerContext& c, QuantizedLayers& layers,
+                                                   WorkDir* wd) {
   std::vector<OutputTensor> result;
+  if (wd != nullptr) FRUGAL_RETURN_IF_ERROR(wd->BeginTail());
   for (const NamedTensor& nt : c.source.tensors) {
     OutputTensor out;
     out.name = nt.name;
@@ -635,19 +836,83 @@ StatusOr<std::vector<OutputTensor>> AssembleOutput(const LayerContext& c, Quanti
     if (auto d = layers.done.find(nt.name); d != layers.done.end()) {
       // Moved, not copied: the output is held once (the model's views of the layers' weights
       // keep pointing at the same buffers, and no layer is run again).
-      out.data = std::move(*d->second.first);
+      out.data.bytes = std::move(*d->second.first);
       out.type = d->second.second;
       out.report = layers.reports[nt.name];
-      if (auto a = layers.alternatives.find(nt.name); a != layers.alternatives.end())
-        out.alternatives = std::move(a->second);
+      if (auto a = layers.alternatives.find(nt.name); a != layers.alternatives.end()) {
+        for (auto& [type, bytes] : a->second) out.alternatives[type].bytes = std::move(bytes);
+      }
+    } else if (auto sp = layers.spilled.find(nt.name); sp != layers.spilled.end()) {
+      out.data = sp->second.data;
+      out.type = sp->second.type;
+      out.alternatives = sp->second.alternatives;
+      out.report = layers.reports[nt.name];
+      out.output_order = true;
     } else {
       FRUGAL_RETURN_IF_ERROR(ConvertOtherTensor(c, nt, out));
     }
     FRUGAL_RETURN_IF_ERROR(PermuteQk(c, layers, out));
-    out.report.bytes = out.data.size();
+    if (wd != nullptr && out.data.file.empty()) {
+      FRUGAL_ASSIGN_OR_RETURN(QuantizedModel::Blob b, wd->Append("tail.bin", out.data.bytes));
+      out.data = std::move(b);
+    }
+    out.report.bytes = out.data.Size();
     result.push_back(std::move(out));
   }
   return result;
+}
+
+// Every option that changes the output's bytes, and the input's identity (path, sizes and
+// modification times: not its hash, which would cost a read of a 140 GB model).
+StatusOr<RunManifest> ManifestOf(const QuantizeOptions& o, const Calibration& calib, int threads) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path input = fs::absolute(o.input, ec);
+  std::string identity = input.lexically_normal().string();
+  std::vector<fs::path> files;
+  if (fs::is_directory(input, ec)) {
+    for (const fs::directory_entry& e : fs::directory_iterator(input, ec))
+      if (e.is_regular_file()) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+  } else {
+    files.push_back(input);
+  }
+  for (const fs::path& f : files) {
+    const auto size = fs::file_size(f, ec);
+    const auto mtime = fs::last_write_time(f, ec).time_since_epoch().count();
+    identity +=
+        " " + f.filename().string() + ":" + std::to_string(size) + "@" + std::to_string(mtime);
+  }
+  char damp[64];
+  std::snprintf(damp, sizeof damp, "%.17g", o.gptq.damp);
+  std::string force;
+  for (const auto& [name, type] : o.force) force += name + "=" + TypeName(type) + ";";
+  RunManifest m;
+  m["input"] = identity;
+  m["recipe"] = o.recipe.ToYaml();
+  m["target"] = o.target == QuantTarget::kFrugal     ? "frugal"
+                : o.target == QuantTarget::kLlamaCpp ? "llama.cpp"
+                                                     : "vllm";
+  m["method"] = QuantMethodName(o.method);
+  m["calib"] = calib.sha256;
+  m["calib_tokens"] = std::to_string(calib.tokens);
+  m["calib_windows"] = std::to_string(calib.samples.size());
+  m["calib_samples"] = std::to_string(o.calib_samples);
+  m["seq_len"] = std::to_string(o.seq_len);
+  m["sample_tokens"] = std::to_string(o.sample_tokens);
+  m["scale_fit"] = o.fit == ScaleFit::kSearch ? "search" : "minmax";
+  m["integer_zero"] = o.integer_zero ? "yes" : "no";
+  m["damp"] = damp;
+  m["act_order"] = o.gptq.act_order ? "yes" : "no";
+  m["gptq_block"] = std::to_string(o.gptq.block);
+  m["awq_grid"] = std::to_string(o.awq.grid);
+  m["threads"] = std::to_string(threads);
+  m["force"] = force;
+  m["int8_alternatives"] = o.int8_alternatives ? "yes" : "no";
+  m["g32_alternatives"] = o.g32_alternatives ? "yes" : "no";
+  m["max_memory"] = std::to_string(o.max_activation_bytes);
+  if (ec) return IoError("cannot read " + o.input + ": " + ec.message());
+  return m;
 }
 
 }  // namespace
@@ -673,10 +938,28 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
   const qi::TypePlan plan = qi::PlanTensorTypes(o, source);
   FRUGAL_ASSIGN_OR_RETURN(const qi::QkOrders qk, qi::QkOrders::Plan(source));
   const qi::LayerContext c{o, source, plan, qk, pool};
+  std::unique_ptr<qi::WorkDir> wd;
+  if (!o.work_dir.empty()) {
+    FRUGAL_ASSIGN_OR_RETURN(const qi::RunManifest manifest,
+                            qi::ManifestOf(o, calib, static_cast<int>(pool.size())));
+    FRUGAL_ASSIGN_OR_RETURN(wd,
+                            qi::WorkDir::Open(o.work_dir, manifest, source.hp().n_layer, o.resume));
+  }
+  // A failure before any layer is finished leaves nothing worth resuming.
+  const auto fail = [&](Status st) {
+    if (wd != nullptr && wd->layers_done() == 0) (void)RemoveQuantizeWorkDir(wd->path());
+    return st;
+  };
   {
     QuantPlan p =
         qi::EstimatePlan(c, *method, calib.tokens, static_cast<int64_t>(calib.samples.size()));
     p.windows_dropped = windows_dropped;
+    if (wd != nullptr) {
+      // Finished layers leave memory for the work directory: the run's peak is one layer's.
+      p.output_spilled = true;
+      p.resumed_layers = wd->layers_done();
+      p.end_peak_bytes = p.layer_peak_bytes;
+    }
     if (o.on_plan) o.on_plan(p);
     if (p.mem_available > 0 && p.layer_peak_bytes > p.mem_available) {
       char msg[256];
@@ -688,19 +971,21 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
                     static_cast<double>(p.layer_work_bytes) / 1e9,
                     static_cast<double>(p.activation_bytes) / 1e9,
                     static_cast<double>(p.mem_available) / 1e9);
-      return ResourceExhausted(std::string(msg) +
-                               ": free memory, or use a machine with more (--max-memory caps only "
-                               "the calibration states)");
+      return fail(ResourceExhausted(std::string(msg) +
+                                    ": free memory, or use a machine with more (--max-memory "
+                                    "caps only the calibration states)"));
     }
   }
   qi::QuantizedLayers layers;
-  FRUGAL_RETURN_IF_ERROR(qi::QuantizeLayers(c, *method, calib, layers));
+  if (Status st = qi::QuantizeLayers(c, *method, calib, layers, wd.get()); !st.ok())
+    return fail(st);
   const int64_t steps = source.hp().n_layer + 1;
   if (o.progress) o.progress({"embeddings", source.hp().n_layer, steps});
 
   FRUGAL_RETURN_IF_ERROR(
       qi::SetOutputMetadata(o, source, method->calibrated(), calib, qm->metadata_));
-  FRUGAL_ASSIGN_OR_RETURN(std::vector<qi::OutputTensor> tensors, qi::AssembleOutput(c, layers));
+  FRUGAL_ASSIGN_OR_RETURN(std::vector<qi::OutputTensor> tensors,
+                          qi::AssembleOutput(c, layers, wd.get()));
   for (qi::OutputTensor& t : tensors) {
     qm->reports_.push_back(std::move(t.report));
     qm->out_.push_back(

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,10 +56,14 @@ struct QuantPlan {
   size_t activation_bytes = 0;   // the calibration hidden states, kept between layers
   size_t layer_work_bytes = 0;   // one layer's own peak: its float weights, Hessians, GPTQ's
                                  // factor and working copy, at the worst moment
-  size_t output_bytes = 0;       // the quantized model, held in memory until written
+  size_t output_bytes = 0;       // the quantized model: held in memory until written, or
+                                 // spilled to the work directory layer by layer
+  bool output_spilled = false;   // QuantizeOptions::work_dir: the output costs no memory
+  int64_t resumed_layers = 0;    // layers a checkpoint had finished (--resume)
   size_t layer_peak_bytes = 0;   // source + activations + layer work: what one layer needs
   size_t end_peak_bytes = 0;     // the whole run's estimate: one layer beside the output
-                                 // (held once; the write streams it, tensor by tensor)
+                                 // (held once, or none of it when spilled; the write streams
+                                 // it, tensor by tensor)
   size_t mem_available = 0;      // /proc/meminfo MemAvailable; 0 when unknown
   double blas_gflops = 0;        // probe: sgemm on the dense threads
   double matmul_gflops = 0;      // probe: the engine's kernel on layer 0's own ffn_up type
@@ -101,6 +106,16 @@ struct QuantizeOptions {
   // Caps the calibration hidden states (kept in memory between layers): windows are dropped,
   // evenly over the set, until the rest fit; 0 = no cap. InvalidArgument when not one fits.
   size_t max_activation_bytes = 0;
+  // The run's work directory (src/quant/work_dir.h; "" = none: everything stays in memory).
+  // Each finished layer's tensors are spilled there, so the output costs no memory until it is
+  // written (QuantizedModel reads them back as it writes), and with the calibration states
+  // after the layer and a manifest of these options it is a checkpoint per layer. Left in place:
+  // RemoveQuantizeWorkDir removes it once the output is written.
+  std::string work_dir;
+  // Continue from the last finished layer of the checkpoint in work_dir (InvalidArgument when
+  // its manifest does not match these options); without it, a work_dir holding a checkpoint is
+  // refused. No checkpoint there: the run starts at layer 0.
+  bool resume = false;
 };
 
 // Tensors to write in one of their alternatives (TensorReport::alternatives) instead of the
@@ -157,15 +172,25 @@ class QuantizedModel {
   // is refused (InvalidArgument).
   Status Write(const std::string& path, const Raise& raise = {},
                QuantTarget target = QuantTarget::kFrugal) const;
+  // A tensor's bytes: in memory, or spilled to a file of the run's work directory
+  // (QuantizeOptions::work_dir), read back when they are written.
+  struct Blob {
+    std::vector<uint8_t> bytes;  // in memory (file empty)
+    std::string file;            // spilled: where
+    uint64_t offset = 0, size = 0;
+    size_t Size() const { return file.empty() ? bytes.size() : static_cast<size_t>(size); }
+  };
+  // The bytes of `b`: a view of its memory, or read from its file into `buf`.
+  static StatusOr<std::span<const uint8_t>> Read(const Blob& b, std::vector<uint8_t>& buf);
   // The tensors as Write writes them for QuantTarget::kFrugal under `raise`, in the file's
   // order: GGUF name, type, shape (ne[0] contiguous) and bytes (Frugal's packed tiles for the
-  // INT types; Q/K of a Hugging Face source of arch llama in llama.cpp's row order). Views into
-  // this model.
+  // INT types; Q/K of a Hugging Face source of arch llama in llama.cpp's row order; Read them).
+  // Views into this model.
   struct TensorOut {
     const std::string* name;
     TensorType type;
     const std::vector<int64_t>* ne;
-    const std::vector<uint8_t>* data;
+    const Blob* data;
   };
   std::vector<TensorOut> TensorsIn(const Raise& raise = {}) const;
 
@@ -181,9 +206,9 @@ class QuantizedModel {
     std::string name;
     TensorType type;
     std::vector<int64_t> ne;
-    std::vector<uint8_t> data;
-    std::map<TensorType, std::vector<uint8_t>> alternatives;
-    const std::vector<uint8_t>& DataIn(const Raise& raise) const;
+    Blob data;
+    std::map<TensorType, Blob> alternatives;
+    const Blob& DataIn(const Raise& raise) const;
   };
   GgufWriter metadata_;  // metadata only; tensors are added per Write
   std::vector<Tensor> out_;
@@ -194,6 +219,10 @@ class QuantizedModel {
 };
 
 StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& options);
+
+// Removes a work directory (QuantizeOptions::work_dir): only the files a work directory holds,
+// then the directory itself when it is empty, unless keep_dir. Nothing when it does not exist.
+Status RemoveQuantizeWorkDir(const std::string& dir, bool keep_dir = false);
 
 // Fits options.recipe to options.target, after any --group-size override (group_size, 0 for
 // none): QuantTarget::kLlamaCpp stores groups of 32 (Q8_0 / Q4_0 / Q4_1), so every INT rule gets
