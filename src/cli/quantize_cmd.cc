@@ -140,7 +140,7 @@ void PrintPlan(const QuantPlan& p) {
   }
   if (p.resumed_layers > 0) {
     windows += "; --resume: " + std::to_string(p.resumed_layers) + " of " +
-               std::to_string(p.layers) + " layers done by the interrupted run";
+               std::to_string(p.layers) + " layers done by an earlier run";
   }
   std::fprintf(
       stderr,

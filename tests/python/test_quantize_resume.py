@@ -89,7 +89,7 @@ def test_stopped_run_resumes_to_the_same_bytes(frugal, smollm2_gguf, tmp_path, u
     p = quantize(frugal, smollm2_gguf, out, calib, "--resume")
     err = p.stderr.decode()
     assert p.returncode == 0, err[-3000:]
-    assert f"{k} of 30 layers done by the interrupted run" in err
+    assert f"{k} of 30 layers done by an earlier run" in err
     assert f"layer {k - 1}/31" not in err and f"layer {k}/31" in err  # the finished ones not redone
     assert out.read_bytes() == want
     assert not parts.exists()
@@ -122,7 +122,7 @@ def test_killed_run_resumes_to_the_same_bytes(frugal, smollm2_gguf, tmp_path, un
     assert 5 <= done < 30, done
     p = quantize(frugal, smollm2_gguf, out, calib, "--resume")
     assert p.returncode == 0, p.stderr.decode()[-3000:]
-    assert f"{done} of 30 layers done by the interrupted run" in p.stderr.decode()
+    assert f"{done} of 30 layers done by an earlier run" in p.stderr.decode()
     assert out.read_bytes() == want
     assert not parts.exists()
 
@@ -181,3 +181,30 @@ def test_hf_source_resumes_to_the_same_output(frugal, tmp_path, method, target):
             assert (ref / n).read_bytes() == (out / n).read_bytes(), n
     else:
         assert ref.read_bytes() == out.read_bytes()
+
+
+def test_keep_work_dir_and_resume_a_finished_run(frugal, tmp_path):
+    """--keep-work-dir leaves the checkpoint of a finished run; --resume on it quantizes nothing
+    again (every layer is read back) and writes the same file."""
+    import synth
+
+    src = tmp_path / "tiny.gguf"
+    synth.write_gguf_llama(str(src), wtype="F16", n_layer=3, n_embd=64, n_ff=256)
+    calib = tmp_path / "calib.txt"
+    calib.write_text(CALIB)
+    out = tmp_path / "q.gguf"
+    parts = Path(str(out) + ".parts")
+    base = [str(frugal.binary.absolute()), "quantize", "-m", str(src), "-o", str(out), "--method",
+            "gptq", "--calib", str(calib), "--calib-samples", "4", "--seq-len", "32", "--no-gate",
+            "-t", "2"]
+    p = subprocess.run(base + ["--keep-work-dir"], capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    first = out.read_bytes()
+    assert manifest(parts)["layers_done"] == 3
+    out.unlink()
+    p = subprocess.run(base + ["--resume"], capture_output=True, timeout=300)
+    err = p.stderr.decode()
+    assert p.returncode == 0, err[-2000:]
+    assert "3 of 3 layers done by an earlier run" in err and "layer 0/4" not in err, err
+    assert out.read_bytes() == first
+    assert not parts.exists()
