@@ -5,13 +5,13 @@
 #include "formats/gguf_writer.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "testing/gguf_builder.h"
+#include "testing/temp_files.h"
 
 namespace frugal {
 namespace {
@@ -44,15 +44,8 @@ std::vector<uint8_t> ReadAll(const fs::path& p) {
 
 class GgufWriterStream : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("frugal_gguf_w_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  frugal::testing::TempDir tmp_{"frugal_gguf_w"};
+  const fs::path dir_ = tmp_.dir();
 };
 
 TEST_F(GgufWriterStream, SameBytesAsTheInMemoryWriters) {

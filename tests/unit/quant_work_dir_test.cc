@@ -3,13 +3,13 @@
 // the states come back bit for bit, only the latest states file is kept, and nothing but a work
 // directory's own files is ever touched.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "quant/work_dir.h"
+#include "testing/temp_files.h"
 
 namespace frugal::quant_internal {
 namespace {
@@ -18,17 +18,8 @@ namespace fs = std::filesystem;
 
 class WorkDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("frugal_wd_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-    dir_ = (root_ / "q.gguf.parts").string();
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  fs::path root_;
-  std::string dir_;
+  frugal::testing::TempDir tmp_{"frugal_wd"};
+  const std::string dir_ = (tmp_.dir() / "q.gguf.parts").string();
   RunManifest run_ = {{"method", "gptq"}, {"threads", "2"}, {"damp", "0.01"}};
 };
 

@@ -5,7 +5,6 @@
 #include "formats/safetensors_writer.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include <set>
 
 #include "formats/safetensors.h"
+#include "testing/temp_files.h"
 
 namespace frugal {
 namespace {
@@ -79,15 +79,8 @@ TEST(ShardIndex, NamesAndIndexAsTransformersWritesThem) {
 
 class StreamedWrite : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("frugal_st_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  frugal::testing::TempDir tmp_{"frugal_st"};
+  const fs::path dir_ = tmp_.dir();
 };
 
 // Awkward sizes: odd element counts of 2- and 1-byte types between 4-byte ones, and a
