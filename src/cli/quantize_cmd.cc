@@ -152,10 +152,11 @@ void PrintPlan(const QuantPlan& p) {
       p.output_spilled ? "spilled to the work directory layer by layer" : "held until written",
       gb(p.mem_available), gb(p.mapped_bytes), windows.c_str());
   std::fprintf(stderr,
-               "plan: time ~%s per layer, ~%s for %lld layers (probes: sgemm %.0f GFLOPS, "
+               "plan: time ~%s per layer, ~%s for %lld layers%s (probes: sgemm %.0f GFLOPS, "
                "matmul %.0f GFLOPS, scale fit %.1f ns/weight; %lld calibration tokens)\n",
                Duration(p.layer_seconds).c_str(), Duration(p.total_seconds).c_str(),
-               static_cast<long long>(p.layers), p.blas_gflops, p.matmul_gflops,
+               static_cast<long long>(p.layers - p.resumed_layers),
+               p.resumed_layers > 0 ? " left" : "", p.blas_gflops, p.matmul_gflops,
                p.fit_ns_per_weight, static_cast<long long>(p.calib_tokens));
   if (p.mem_available > 0 && p.end_peak_bytes > p.mem_available &&
       p.layer_peak_bytes <= p.mem_available)

@@ -959,6 +959,9 @@ StatusOr<std::unique_ptr<QuantizedModel>> QuantizeModel(const QuantizeOptions& o
       p.output_spilled = true;
       p.resumed_layers = wd->layers_done();
       p.end_peak_bytes = p.layer_peak_bytes;
+      // The finished layers are read back, not quantized again: the time is the rest's.
+      p.total_seconds =
+          p.layer_seconds * static_cast<double>(std::max<int64_t>(0, p.layers - p.resumed_layers));
     }
     if (o.on_plan) o.on_plan(p);
     if (p.mem_available > 0 && p.layer_peak_bytes > p.mem_available) {

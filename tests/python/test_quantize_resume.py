@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -90,6 +91,8 @@ def test_stopped_run_resumes_to_the_same_bytes(frugal, smollm2_gguf, tmp_path, u
     err = p.stderr.decode()
     assert p.returncode == 0, err[-3000:]
     assert f"{k} of 30 layers done by an earlier run" in err
+    # The time estimate counts only the layers still to quantize.
+    assert re.search(rf"plan: time ~\S+ per layer, ~\S+ for {30 - k} layers left \(", err), err
     assert f"layer {k - 1}/31" not in err and f"layer {k}/31" in err  # the finished ones not redone
     assert out.read_bytes() == want
     assert not parts.exists()
@@ -206,5 +209,6 @@ def test_keep_work_dir_and_resume_a_finished_run(frugal, tmp_path):
     err = p.stderr.decode()
     assert p.returncode == 0, err[-2000:]
     assert "3 of 3 layers done by an earlier run" in err and "layer 0/4" not in err, err
+    assert re.search(r"plan: time ~\S+ per layer, ~0s for 0 layers left \(", err), err
     assert out.read_bytes() == first
     assert not parts.exists()
