@@ -31,9 +31,10 @@ struct GatewayFlags {
   int64_t health_interval_ms = 0;
   int max_retries = -1;
   double cache_threshold = 0;
-  double cache_audit_rate = -1;       // -1: the config's
-  double cache_target_precision = 0;  // 0: the config's
-  std::string cache_decision;         // "": the config's
+  double cache_audit_rate = -1;        // -1: the config's
+  int cache_audit_max_in_flight = -1;  // -1: the config's
+  double cache_target_precision = 0;   // 0: the config's
+  std::string cache_decision;          // "": the config's
   bool no_cache = false;
   bool no_prefix_routing = false;
   double shutdown_grace_s = 30;
@@ -81,6 +82,11 @@ struct GatewayFlags {
                     "false-hit estimate in /metrics (default " +
                         ShortNumber(d.cache_audit.rate) + "; 0 = off)")
         ->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--cache-audit-max-in-flight", cache_audit_max_in_flight,
+                    "audits running at once; a sampled hit beyond it is counted `capped` and "
+                    "not sent to a worker (default " +
+                        std::to_string(d.cache_audit.max_in_flight) + "; 0 = no cap)")
+        ->check(CLI::Range(0, 1 << 20));
     cmd->add_option("--cache-snapshot", cache_snapshot,
                     "file the cache is saved to (periodically and on exit) and reloaded from");
     cmd->add_option("--cache-redis", cache_redis,
@@ -131,6 +137,7 @@ struct GatewayFlags {
     if (!cache_model.empty()) c.cache.model = cache_model;
     if (cache_threshold > 0) c.cache.threshold = static_cast<float>(cache_threshold);
     if (cache_audit_rate >= 0) c.cache_audit.rate = cache_audit_rate;
+    if (cache_audit_max_in_flight >= 0) c.cache_audit.max_in_flight = cache_audit_max_in_flight;
     if (cache_target_precision > 0) c.cache.target_precision = cache_target_precision;
     if (!cache_decision.empty()) {
       auto kind = cache::ParseDecisionKind(cache_decision);

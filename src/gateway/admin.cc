@@ -372,6 +372,7 @@ std::string Admin::StatusJson(bool full) {
     totals["cache_audit_disagreements"] = k;
     totals["cache_audits_failed"] = ctx_.audits->failed.load();
     totals["cache_audits_skipped"] = ctx_.audits->skipped.load();
+    totals["cache_audits_capped"] = ctx_.audits->capped.load();
     if (n > 0) {
       const auto [lo, hi] = WilsonInterval(k, n);
       totals["false_hit_rate"] = static_cast<double>(k) / static_cast<double>(n);

@@ -65,6 +65,8 @@ const char* AuditResultName(AuditResult r) {
       return "failed";
     case AuditResult::kSkipped:
       return "skipped";
+    case AuditResult::kCapped:
+      return "capped";
   }
   return "failed";
 }
@@ -157,14 +159,38 @@ void Auditor::Count(AuditResult r) {
     case AuditResult::kSkipped:
       ++totals_.skipped;
       break;
+    case AuditResult::kCapped:
+      ++totals_.capped;
+      break;
   }
   if (ctx_.audits != nullptr) ctx_.audits->Add(1, AuditResultName(r));
+}
+
+bool Auditor::TryAcquire() {
+  if (ctx_.max_in_flight <= 0) {
+    ++in_flight_;
+    return true;
+  }
+  int n = in_flight_.load();
+  do {
+    if (n >= ctx_.max_in_flight) return false;
+  } while (!in_flight_.compare_exchange_weak(n, n + 1));
+  return true;
+}
+
+void Auditor::Finish(AuditResult r) {
+  Count(r);
+  --in_flight_;
 }
 
 void Auditor::Start(const ProxyInput& client, std::string cached) {
   auto body = AuditRequestBody(client.body);
   if (!body) {
     Count(AuditResult::kFailed);
+    return;
+  }
+  if (!TryAcquire()) {
+    Count(AuditResult::kCapped);
     return;
   }
   ProxyInput in;
@@ -185,15 +211,17 @@ void Auditor::Start(const ProxyInput& client, std::string cached) {
   proxy->Start([this, model, cached = std::move(cached)](const ProxyResult& r) {
     const bool stopping = ctx_.proxy.stopped != nullptr && ctx_.proxy.stopped->load();
     if (r.status == 503 || r.status == 499 || stopping) {
-      Count(AuditResult::kSkipped);
+      Finish(AuditResult::kSkipped);
       return;
     }
     if (r.status != 200 || !r.answer) {
-      Count(AuditResult::kFailed);
+      Finish(AuditResult::kFailed);
       return;
     }
-    ctx_.run_on_cache_pool(
-        [this, model, cached, fresh = r.answer->content] { Judge(model, cached, fresh); });
+    ctx_.run_on_cache_pool([this, model, cached, fresh = r.answer->content] {
+      Judge(model, cached, fresh);
+      --in_flight_;
+    });
   });
 }
 

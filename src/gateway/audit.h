@@ -40,8 +40,9 @@ enum class AuditResult {
   kDisagreeMeaning,  // the same numbers, but the answers' cosine is below the threshold
   kFailed,           // the worker gave no complete answer (an error, a cut answer), or no embedding
   kSkipped,          // no worker could take it (503), or the gateway was shutting down
+  kCapped,           // sampled, not sent: cache.audit_max_in_flight audits were still running
 };
-// The metric's label: agree, disagree_numbers, disagree_meaning, failed, skipped.
+// The metric's label: agree, disagree_numbers, disagree_meaning, failed, skipped, capped.
 const char* AuditResultName(AuditResult r);
 
 struct AnswerComparison {
@@ -100,7 +101,7 @@ class BufferingResponder final : public http::Responder {
 // For /status.json: audited = agreements + disagreements (failed and skipped audits are not in
 // the estimate).
 struct AuditTotals {
-  std::atomic<int64_t> audited{0}, disagreements{0}, failed{0}, skipped{0};
+  std::atomic<int64_t> audited{0}, disagreements{0}, failed{0}, skipped{0}, capped{0};
 };
 
 struct AuditContext {
@@ -108,8 +109,12 @@ struct AuditContext {
   // is not a client request). Outlives every audit.
   ProxyContext proxy;
   std::shared_ptr<cache::Embedder> embedder;
-  double rate = 0.01;              // cache.audit_rate
-  double min_similarity = 0.85;    // cache.audit_min_similarity
+  double rate = 0.01;            // cache.audit_rate
+  double min_similarity = 0.85;  // cache.audit_min_similarity
+  // cache.audit_max_in_flight: audits running at once (sent to a worker, or being compared);
+  // a sampled hit beyond it is counted `capped` and not sent, so that in a spike with many hits
+  // the audits never take more than this many worker slots. 0 = no cap.
+  int max_in_flight = 2;
   uint64_t seed = 0;               // the sampler's; 0: from std::random_device
   double request_timeout_s = 600;  // an audit's own deadline
   // Runs a task on the cache pool (where the embedder runs); tests may run it inline.
@@ -130,13 +135,19 @@ class Auditor {
   void Judge(const std::string& model, const std::string& cached, const std::string& fresh);
 
   const AuditTotals& totals() const { return totals_; }
+  // Audits started and not yet counted (at most max_in_flight when it is set).
+  int in_flight() const { return in_flight_.load(); }
 
  private:
   void Count(AuditResult r);
+  bool TryAcquire();
+  // Counts the outcome of a started audit and frees its place.
+  void Finish(AuditResult r);
 
   AuditContext ctx_;
   AuditSampler sampler_;
   AuditTotals totals_;
+  std::atomic<int> in_flight_{0};
 };
 
 }  // namespace frugal::gateway

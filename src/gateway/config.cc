@@ -161,7 +161,8 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
                                         "redis_tls_key_file",
                                         "redis_tls_server_name",
                                         "audit_rate",
-                                        "audit_min_similarity"}));
+                                        "audit_min_similarity",
+                                        "audit_max_in_flight"}));
       Get(k, "enabled", c.cache.enabled);
       Get(k, "model", c.cache.model);
       Get(k, "threads", c.cache.threads);
@@ -192,6 +193,7 @@ StatusOr<GatewayConfig> ParseGatewayConfig(const std::string& text) {
       Get(k, "redis_tls_server_name", c.cache.redis_tls_server_name);
       Get(k, "audit_rate", c.cache_audit.rate);
       Get(k, "audit_min_similarity", c.cache_audit.min_similarity);
+      Get(k, "audit_max_in_flight", c.cache_audit.max_in_flight);
       if (const auto nt = k["namespace_thresholds"]) {
         if (!nt.IsMap()) return InvalidArgument("cache.namespace_thresholds must be a mapping");
         for (const auto& kv : nt)
@@ -293,6 +295,8 @@ Status ValidateGatewayConfig(const GatewayConfig& c) {
     return InvalidArgument("cache.audit_rate must be in [0, 1]");
   if (!(c.cache_audit.min_similarity >= 0 && c.cache_audit.min_similarity <= 1))
     return InvalidArgument("cache.audit_min_similarity must be in [0, 1]");
+  if (c.cache_audit.max_in_flight < 0)
+    return InvalidArgument("cache.audit_max_in_flight must be >= 0 (0 = no cap)");
   if (c.cache.ttl_s < 1 || c.cache.capacity < 1)
     return InvalidArgument("cache.ttl_s and cache.capacity must be >= 1");
   if (c.cache.threads < 1) return InvalidArgument("cache.threads must be >= 1");

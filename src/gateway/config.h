@@ -41,6 +41,9 @@ struct CacheAuditConfig {
   // cache.audit_min_similarity: the two answers' embedding cosine at or above which they mean
   // the same (docs/cache.md "The audit" has the measurement behind the default); 0..1
   double min_similarity = 0.85;
+  // cache.audit_max_in_flight: audits running at once; a sampled hit beyond it is counted
+  // `capped` and not sent (gateway/audit.h). 0 = no cap.
+  int max_in_flight = 2;
 };
 
 struct GatewayConfig {

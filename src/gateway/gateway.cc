@@ -519,6 +519,7 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
     au.embedder = audit_embedder;
     au.rate = g.cfg.cache_audit.rate;
     au.min_similarity = g.cfg.cache_audit.min_similarity;
+    au.max_in_flight = g.cfg.cache_audit.max_in_flight;
     au.request_timeout_s = g.cfg.request_timeout_s;
     au.run_on_cache_pool = [&g](std::function<void()> task) {
       g.cache_front->Post(std::move(task));
@@ -526,7 +527,8 @@ StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayConfig config,
     au.audits = &g.metrics.AddCounter(
         "frugal_gateway_cache_audits",
         "sampled cache hits (cache.audit_rate) asked again of a worker, by result: agree, "
-        "disagree_numbers, disagree_meaning, failed, skipped (no worker free)",
+        "disagree_numbers, disagree_meaning, failed, skipped (no worker free), capped "
+        "(cache.audit_max_in_flight audits already running: not sent)",
         "result");
     g.auditor = std::make_unique<Auditor>(std::move(au));
   }

@@ -149,3 +149,36 @@ def test_a_wrong_entry_hit_is_audited_as_a_disagreement(setup):
                     "the disagreement logged")
     assert "disagree_numbers" in line and "424242" in line and answer[:20] in line, line
     assert "127.0.0.1" not in line, line
+
+
+def test_audits_in_flight_are_capped(tmp_path):
+    """--cache-audit-max-in-flight 1 with a slow worker: of five hits drawn for audit in a burst,
+    one is sent to the worker and the others are counted `capped`, not sent; when that audit is
+    done the next hit is audited again. The clients' hits never wait for any of it."""
+    require_file(SMOLLM2_GGUF)
+    require_file(E5_FILE)
+    u = Up("--workers", 1, "-m", SMOLLM2_GGUF, "--simulate", "decode_ms=250",
+           "--health-interval-ms", 100, "--cache-audit-rate", 1, "--cache-audit-max-in-flight", 1)
+    try:
+        model = wait_for(lambda: (httpx.get(u.url + "/v1/models").json()["data"] or [None])[0],
+                         60, "a worker serving a model")["id"]
+        assert ask(u.url, model).headers["x-frugal-cache"] == "miss"  # filed (in memory)
+        wait_for(lambda: ask(u.url, model).headers["x-frugal-cache"] == "hit", 20,
+                 "the answer filed in the cache")  # this hit starts the one audit in flight
+        t0 = time.monotonic()
+        for _ in range(4):
+            r = ask(u.url, model)
+            assert r.headers["x-frugal-cache"] == "hit"
+        burst_s = time.monotonic() - t0
+        assert burst_s < 2, burst_s  # an 8-token audit takes the worker about 2 s
+        m = metrics(u.url)
+        assert metric_sum(m, AUDITS, result="capped") == 4
+        wait_for(lambda: audits(u.url, "agree") >= 1, 30, "the one audit sent, agreeing")
+        totals = httpx.get(u.url + "/status.json", timeout=10).json()["totals"]
+        assert totals["cache_audits_capped"] == 4 and totals["cache_audited"] == 1
+        # Its place is free again: the next hit is audited, not capped.
+        assert ask(u.url, model).headers["x-frugal-cache"] == "hit"
+        wait_for(lambda: audits(u.url, "agree") >= 2, 30, "the next hit audited")
+        assert audits(u.url, "capped") == 4
+    finally:
+        u.stop()

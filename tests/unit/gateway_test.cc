@@ -991,12 +991,16 @@ TEST(ConfigTest, CacheAuditKeys) {
   ASSERT_TRUE(d.ok()) << d.status().message();
   EXPECT_DOUBLE_EQ(d->cache_audit.rate, 0.01);
   EXPECT_DOUBLE_EQ(d->cache_audit.min_similarity, 0.85);
-  auto c = ParseGatewayConfig("cache:\n  audit_rate: 1\n  audit_min_similarity: 0.9\n");
+  EXPECT_EQ(d->cache_audit.max_in_flight, 2);
+  auto c = ParseGatewayConfig(
+      "cache:\n  audit_rate: 1\n  audit_min_similarity: 0.9\n  audit_max_in_flight: 0\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_DOUBLE_EQ(c->cache_audit.rate, 1);
   EXPECT_DOUBLE_EQ(c->cache_audit.min_similarity, 0.9);
+  EXPECT_EQ(c->cache_audit.max_in_flight, 0);
   for (const char* bad : {"cache:\n  audit_rate: 1.5\n", "cache:\n  audit_rate: -0.1\n",
-                          "cache:\n  audit_min_similarity: 2\n", "cache:\n  audit_rat: 0.5\n"}) {
+                          "cache:\n  audit_min_similarity: 2\n", "cache:\n  audit_rat: 0.5\n",
+                          "cache:\n  audit_max_in_flight: -1\n"}) {
     EXPECT_FALSE(ParseGatewayConfig(bad).ok()) << bad;
   }
 }

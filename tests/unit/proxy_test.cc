@@ -637,5 +637,48 @@ TEST_F(AuditTest, NoWorkerFreeIsSkippedAndAFailedAnswerIsFailed) {
   EXPECT_EQ(auditor_->totals().audited.load(), 0);
 }
 
+TEST_F(AuditTest, AtMostMaxInFlightRunAtOnceAndTheRestAreCapped) {
+  // The default cap is 2: a third hit drawn while two audits wait for workers is not sent.
+  Audit("Paris");
+  Audit("Paris");
+  Audit("Paris");
+  EXPECT_EQ(upstream_.sent.size(), 2u);
+  EXPECT_EQ(auditor_->in_flight(), 2);
+  EXPECT_EQ(Audits("capped"), 1);
+  EXPECT_EQ(auditor_->totals().capped.load(), 1);
+  EXPECT_EQ(auditor_->totals().audited.load(), 0);  // capped is not an audit
+  // One answered and compared: its place is free again, the next hit is audited.
+  upstream_.Answer(0, 200, api::CompletionJson(Head("w"), "Paris", "stop", ""));
+  EXPECT_EQ(auditor_->in_flight(), 1);
+  Audit("Paris");
+  EXPECT_EQ(upstream_.sent.size(), 3u);
+  // A failed and a skipped audit free their places too.
+  upstream_.Answer(1, 200, api::CompletionJson(Head("w"), "Par", "error", ""));
+  upstream_.Answer(2, 200, api::CompletionJson(Head("w"), "Paris", "stop", ""));
+  EXPECT_EQ(auditor_->in_flight(), 0);
+  EXPECT_EQ(Audits("agree"), 2);
+  EXPECT_EQ(Audits("failed"), 1);
+  EXPECT_EQ(Audits("capped"), 1);
+}
+
+TEST_F(AuditTest, ZeroMeansNoCap) {
+  AuditContext a;
+  a.proxy = ctx_;
+  a.embedder = embedder_;
+  a.rate = 1;
+  a.max_in_flight = 0;
+  a.run_on_cache_pool = [](std::function<void()> task) { task(); };
+  a.audits = audits_;
+  auditor_ = std::make_unique<Auditor>(std::move(a));
+  for (int i = 0; i < 5; ++i) Audit("Paris");
+  EXPECT_EQ(upstream_.sent.size(), 5u);
+  EXPECT_EQ(auditor_->in_flight(), 5);
+  EXPECT_EQ(Audits("capped"), 0);
+  for (size_t i = 0; i < 5; ++i)
+    upstream_.Answer(i, 200, api::CompletionJson(Head("w"), "Paris", "stop", ""));
+  EXPECT_EQ(auditor_->in_flight(), 0);
+  EXPECT_EQ(Audits("agree"), 5);
+}
+
 }  // namespace
 }  // namespace frugal::gateway
