@@ -13,6 +13,7 @@ APT_PACKAGES=(
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libboost-dev libhnswlib-dev libpcre2-dev libutf8proc-dev libeigen3-dev libopenblas-dev libopenblas0-pthread libhiredis-dev libssl-dev openssl
   python3 python3-pip python3-venv unzip ca-certificates
   chromium
+  strace
 )
 
 missing=()

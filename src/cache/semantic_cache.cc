@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cache/lookup.h"
+#include "common/durable.h"
 #include "common/thread_annotations.h"
 
 namespace frugal::cache {
@@ -614,13 +615,7 @@ Status SemanticCache::Impl::Save(const std::string& path) const {
     return why;
   }
   // The rename itself is durable once the directory is.
-  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return IoError("cannot open the directory of " + path + ": " + std::strerror(errno));
-  const bool synced = ::fsync(dfd) == 0;
-  ::close(dfd);
-  if (!synced) return IoError("cannot sync the directory of " + path + ": " + std::strerror(errno));
-  return Status::Ok();
+  return SyncParentDirectory(path);
 }
 
 Status SemanticCache::Impl::Load(const std::string& path) {

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <memory>
 
+#include "common/durable.h"
+
 namespace frugal {
 namespace {
 
@@ -277,7 +279,9 @@ Status GgufWriter::WriteStreamed(const std::string& path, const TensorBytes& byt
       pad -= n;
     }
   }
-  ok = std::fflush(f.get()) == 0 && ok;
+  // On disk before the rename, and the rename on disk after it (common/durable.h): an output
+  // that took hours is not left to the page cache once the quantizer's checkpoint is removed.
+  ok = ok && SyncFile(f.get(), tmp).ok();
   if (std::fclose(f.release()) != 0) ok = false;
   if (!ok) {
     std::remove(tmp.c_str());
@@ -287,7 +291,7 @@ Status GgufWriter::WriteStreamed(const std::string& path, const TensorBytes& byt
     std::remove(tmp.c_str());
     return IoError("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
   }
-  return Status::Ok();
+  return SyncParentDirectory(path);
 }
 
 }  // namespace frugal

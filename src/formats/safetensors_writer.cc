@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/durable.h"
+
 namespace frugal {
 
 size_t SafetensorsDtypeSize(const std::string& dtype) {
@@ -99,7 +101,9 @@ Status WriteSafetensorsStreamed(const std::string& path,
     }
     ok = std::fwrite(data->data(), 1, data->size(), f.get()) == data->size();
   }
-  ok = std::fflush(f.get()) == 0 && ok;
+  // On disk before the rename, and the rename on disk after it (common/durable.h): an output
+  // that took hours is not left to the page cache once the quantizer's checkpoint is removed.
+  ok = ok && SyncFile(f.get(), tmp).ok();
   if (std::fclose(f.release()) != 0) ok = false;
   if (!ok) {
     std::remove(tmp.c_str());
@@ -109,7 +113,7 @@ Status WriteSafetensorsStreamed(const std::string& path,
     std::remove(tmp.c_str());
     return IoError("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
   }
-  return Status::Ok();
+  return SyncParentDirectory(path);
 }
 
 std::vector<std::vector<size_t>> PlanShards(const std::vector<SafetensorsEntry>& entries,

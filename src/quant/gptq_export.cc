@@ -12,6 +12,7 @@
 #include <span>
 #include <sstream>
 
+#include "common/durable.h"
 #include "common/fp16.h"
 #include "formats/hf_checkpoint.h"
 #include "formats/safetensors_writer.h"
@@ -635,9 +636,17 @@ StatusOr<GptqExportReport> FolderWriter::Run() {
   std::error_code ec;
   fs::remove_all(tmp, ec);
   if (!fs::create_directory(tmp, ec)) return IoError("cannot create " + tmp.string());
-  if (Status st = WriteFiles(tmp, qc); !st.ok()) {
+  Status written = WriteFiles(tmp, qc);
+  // Every file and the folder on disk before the folder takes its name, and the name after
+  // (common/durable.h): the shards already are; config and tokenizer files are synced here.
+  for (const auto& e : fs::directory_iterator(tmp, ec)) {
+    if (!written.ok()) break;
+    if (e.is_regular_file()) written = SyncPath(e.path().string());
+  }
+  if (written.ok()) written = SyncPath(tmp.string());
+  if (!written.ok()) {
     fs::remove_all(tmp, ec);
-    return st;
+    return written;
   }
   if (fs::exists(out, ec)) fs::remove(out, ec);  // an empty folder (CheckGptqOutputDir)
   fs::rename(tmp, out, ec);
@@ -645,6 +654,7 @@ StatusOr<GptqExportReport> FolderWriter::Run() {
     fs::remove_all(tmp, ec);
     return IoError("cannot rename " + tmp.string() + " to " + out.string());
   }
+  FRUGAL_RETURN_IF_ERROR(SyncParentDirectory(out.string()));
   return rep_;
 }
 

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/durable.h"
+
 namespace frugal {
 namespace quant_internal {
 namespace {
@@ -32,14 +34,6 @@ bool IsWorkFile(const std::string& name) {
     return ext == ".bin" || ext == ".json" || ext == ".bin.tmp" || ext == ".json.tmp";
   }
   return false;
-}
-
-Status SyncPath(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return IoError("cannot open " + path + ": " + std::strerror(errno));
-  const bool ok = ::fsync(fd) == 0;
-  ::close(fd);
-  return ok ? Status::Ok() : IoError("cannot sync " + path + ": " + std::strerror(errno));
 }
 
 // Writes `bytes` to path + ".tmp", syncs it and renames it to path.
