@@ -36,4 +36,27 @@ Status SyncParentDirectory(const std::string& path) {
   return Status::Ok();
 }
 
+Status WriteFileAtomically(const std::string& path,
+                           const std::function<Status(std::FILE*)>& write) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return IoError("cannot write " + tmp + ": " + std::strerror(errno));
+  Status st = write(f);
+  if (st.ok() && std::ferror(f) != 0)
+    st = IoError("cannot write " + tmp + ": " + std::strerror(errno) + " (disk full?)");
+  if (st.ok()) st = SyncFile(f, tmp);
+  if (std::fclose(f) != 0 && st.ok())
+    st = IoError("cannot write " + tmp + ": " + std::strerror(errno));
+  if (!st.ok()) {
+    std::remove(tmp.c_str());
+    return st;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = IoError("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+    std::remove(tmp.c_str());
+    return st;
+  }
+  return SyncParentDirectory(path);
+}
+
 }  // namespace frugal

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "frugal/status.h"
@@ -17,5 +18,12 @@ Status SyncFile(std::FILE* f, const std::string& name);
 Status SyncPath(const std::string& path);
 // fsync of the directory holding `path`, making a rename into it durable.
 Status SyncParentDirectory(const std::string& path);
+
+// Writes PATH by way of PATH.tmp: `write` puts the bytes into the open file (stdio; a failed
+// fwrite needs no check of its own: the stream's error flag is checked after `write` returns,
+// so `write` may simply stop when std::ferror says so) and returns its own error for anything
+// else (a tensor that came short). Then the file is synced, closed, renamed to PATH and the
+// directory synced. On a failure before the rename PATH.tmp is removed and PATH is untouched.
+Status WriteFileAtomically(const std::string& path, const std::function<Status(std::FILE*)>& write);
 
 }  // namespace frugal

@@ -1,10 +1,8 @@
 #include "formats/gguf_writer.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 
 #include "common/durable.h"
 
@@ -253,45 +251,28 @@ Status GgufWriter::WriteStreamed(const std::string& path, const TensorBytes& byt
   }
   h.buf.resize((h.buf.size() + alignment - 1) / alignment * alignment, 0);
 
-  const std::string tmp = path + ".tmp";
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
-  if (!f) return IoError("cannot write " + tmp + ": " + std::strerror(errno));
-  bool ok = std::fwrite(h.buf.data(), 1, h.buf.size(), f.get()) == h.buf.size();
-  static const uint8_t kZeros[256] = {};
-  for (size_t i = 0; ok && i < tensors_.size(); ++i) {
-    const Tensor& t = tensors_[i];
-    StatusOr<std::span<const uint8_t>> data = bytes(i);
-    Status failed = data.ok() ? Status::Ok() : data.status();
-    if (data.ok() && data->size() != t.nbytes) {
-      failed = Internal("tensor '" + t.name + "' came with " + std::to_string(data->size()) +
+  // PATH.tmp, synced, renamed, the directory synced (common/durable.h): an output that took
+  // hours is on disk before the quantizer's checkpoint is removed.
+  return WriteFileAtomically(path, [&](std::FILE* f) -> Status {
+    static const uint8_t kZeros[256] = {};
+    std::fwrite(h.buf.data(), 1, h.buf.size(), f);
+    for (size_t i = 0; i < tensors_.size() && std::ferror(f) == 0; ++i) {
+      const Tensor& t = tensors_[i];
+      StatusOr<std::span<const uint8_t>> data = bytes(i);
+      if (!data.ok()) return data.status();
+      if (data->size() != t.nbytes) {
+        return Internal("tensor '" + t.name + "' came with " + std::to_string(data->size()) +
                         " bytes, its type and shape need " + std::to_string(t.nbytes));
+      }
+      std::fwrite(data->data(), 1, data->size(), f);
+      for (size_t pad = (alignment - t.nbytes % alignment) % alignment; pad > 0;) {
+        const size_t n = std::min(pad, sizeof kZeros);
+        std::fwrite(kZeros, 1, n, f);
+        pad -= n;
+      }
     }
-    if (!failed.ok()) {
-      f.reset();
-      std::remove(tmp.c_str());
-      return failed;
-    }
-    ok = std::fwrite(data->data(), 1, data->size(), f.get()) == data->size();
-    size_t pad = (alignment - t.nbytes % alignment) % alignment;
-    while (ok && pad > 0) {
-      const size_t n = std::min(pad, sizeof kZeros);
-      ok = std::fwrite(kZeros, 1, n, f.get()) == n;
-      pad -= n;
-    }
-  }
-  // On disk before the rename, and the rename on disk after it (common/durable.h): an output
-  // that took hours is not left to the page cache once the quantizer's checkpoint is removed.
-  ok = ok && SyncFile(f.get(), tmp).ok();
-  if (std::fclose(f.release()) != 0) ok = false;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    return IoError("failed writing " + tmp + " (disk full?)");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return IoError("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
-  }
-  return SyncParentDirectory(path);
+    return Status::Ok();
+  });
 }
 
 }  // namespace frugal

@@ -1,10 +1,8 @@
 #include "formats/safetensors_writer.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -78,42 +76,26 @@ Status WriteSafetensorsStreamed(const std::string& path,
   }
   std::string text = header.dump();
   text.resize(Padded8(text.size()), ' ');
-  const std::string tmp = path + ".tmp";
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
-  if (!f) return IoError("cannot write " + tmp + ": " + std::strerror(errno));
-  const auto fail = [&](Status st) {
-    f.reset();
-    std::remove(tmp.c_str());
-    return st;
-  };
-  uint8_t len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(text.size() >> (8 * i));
-  bool ok = std::fwrite(len, 1, 8, f.get()) == 8 &&
-            std::fwrite(text.data(), 1, text.size(), f.get()) == text.size();
-  for (const size_t i : order) {
-    if (!ok) break;
-    StatusOr<std::span<const uint8_t>> data = bytes(i);
-    if (!data.ok()) return fail(data.status());
-    if (data->size() != entries[i].bytes) {
-      return fail(Internal("safetensors: " + entries[i].name + " came with " +
-                           std::to_string(data->size()) + " bytes, its header says " +
-                           std::to_string(entries[i].bytes)));
+  // PATH.tmp, synced, renamed, the directory synced (common/durable.h): an output that took
+  // hours is on disk before the quantizer's checkpoint is removed.
+  return WriteFileAtomically(path, [&](std::FILE* f) -> Status {
+    uint8_t len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(text.size() >> (8 * i));
+    std::fwrite(len, 1, 8, f);
+    std::fwrite(text.data(), 1, text.size(), f);
+    for (const size_t i : order) {
+      if (std::ferror(f) != 0) break;
+      StatusOr<std::span<const uint8_t>> data = bytes(i);
+      if (!data.ok()) return data.status();
+      if (data->size() != entries[i].bytes) {
+        return Internal("safetensors: " + entries[i].name + " came with " +
+                        std::to_string(data->size()) + " bytes, its header says " +
+                        std::to_string(entries[i].bytes));
+      }
+      std::fwrite(data->data(), 1, data->size(), f);
     }
-    ok = std::fwrite(data->data(), 1, data->size(), f.get()) == data->size();
-  }
-  // On disk before the rename, and the rename on disk after it (common/durable.h): an output
-  // that took hours is not left to the page cache once the quantizer's checkpoint is removed.
-  ok = ok && SyncFile(f.get(), tmp).ok();
-  if (std::fclose(f.release()) != 0) ok = false;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    return IoError("cannot write " + tmp + ": " + std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return IoError("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
-  }
-  return SyncParentDirectory(path);
+    return Status::Ok();
+  });
 }
 
 std::vector<std::vector<size_t>> PlanShards(const std::vector<SafetensorsEntry>& entries,

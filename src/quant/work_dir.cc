@@ -1,8 +1,5 @@
 #include "quant/work_dir.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -36,26 +33,12 @@ bool IsWorkFile(const std::string& name) {
   return false;
 }
 
-// Writes `bytes` to path + ".tmp", syncs it and renames it to path.
+// Writes `bytes` to path + ".tmp", syncs it and renames it to path (common/durable.h).
 Status WriteDurably(const std::string& path, std::span<const uint8_t> bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
-    if (!f) return IoError("cannot write " + tmp + ": " + std::strerror(errno));
-    bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f.get()) == bytes.size();
-    ok = std::fflush(f.get()) == 0 && ok;
-    ok = ::fsync(::fileno(f.get())) == 0 && ok;
-    if (std::fclose(f.release()) != 0) ok = false;
-    if (!ok) {
-      std::remove(tmp.c_str());
-      return IoError("cannot write " + tmp + " (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return IoError("cannot rename " + tmp + ": " + std::strerror(errno));
-  }
-  return Status::Ok();
+  return WriteFileAtomically(path, [&](std::FILE* f) {
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    return Status::Ok();
+  });
 }
 
 Status WriteTextDurably(const std::string& path, const std::string& text) {
@@ -208,19 +191,13 @@ Status WorkDir::CommitLayer(int64_t li, const std::string& layer_json,
     std::snprintf(name, sizeof name, "states-%05lld.bin", static_cast<long long>(li + 1));
     states_file = name;
     const std::string path = (fs::path(dir_) / states_file).string();
-    const std::string tmp = path + ".tmp";
-    std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
-    if (!f) return IoError("cannot write " + tmp + ": " + std::strerror(errno));
-    bool ok = true;
-    for (const std::vector<float>& s : states)
-      ok = ok && std::fwrite(s.data(), sizeof(float), s.size(), f.get()) == s.size();
-    ok = std::fflush(f.get()) == 0 && ok;
-    ok = ::fsync(::fileno(f.get())) == 0 && ok;
-    if (std::fclose(f.release()) != 0) ok = false;
-    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      return IoError("cannot write " + path + " (disk full?)");
-    }
+    FRUGAL_RETURN_IF_ERROR(WriteFileAtomically(path, [&](std::FILE* f) {
+      for (const std::vector<float>& st : states) {
+        if (std::ferror(f) != 0) break;
+        std::fwrite(st.data(), sizeof(float), st.size(), f);
+      }
+      return Status::Ok();
+    }));
   }
   FRUGAL_RETURN_IF_ERROR(WriteManifest(li + 1, states_file));
   if (!states_.empty() && states_ != states_file) fs::remove(fs::path(dir_) / states_, ec);

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "testing/temp_files.h"
@@ -34,6 +37,43 @@ TEST(Durable, AMissingPathIsAnIoErrorNamingIt) {
   const Status b = SyncParentDirectory(missing);
   EXPECT_EQ(b.code(), StatusCode::kIoError);
   EXPECT_NE(b.message().find("directory of " + missing), std::string::npos);
+}
+
+TEST(Durable, WriteFileAtomicallyReplacesTheFileOnlyWhenAllWent) {
+  testing::TempDir dir;
+  const std::string p = dir.Write("out.bin", "old");
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  // The writer's own error: the old file stays, no .tmp is left.
+  Status st = WriteFileAtomically(p, [](std::FILE* f) {
+    std::fputs("half", f);
+    return Internal("tensor came short");
+  });
+  EXPECT_EQ(st.code(), StatusCode::kInternal);
+  EXPECT_EQ(read(p), "old");
+  EXPECT_FALSE(std::filesystem::exists(p + ".tmp"));
+  // A write the stream refuses (reading a write-only stream sets its error flag, as a full
+  // disk would on fwrite) is an IoError, whatever the writer returned.
+  st = WriteFileAtomically(p, [](std::FILE* f) {
+    std::fgetc(f);
+    return Status::Ok();
+  });
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
+  EXPECT_EQ(read(p), "old");
+  EXPECT_FALSE(std::filesystem::exists(p + ".tmp"));
+  // All went: the new bytes under the old name.
+  EXPECT_TRUE(WriteFileAtomically(p, [](std::FILE* f) {
+                std::fputs("new bytes", f);
+                return Status::Ok();
+              }).ok());
+  EXPECT_EQ(read(p), "new bytes");
+  EXPECT_FALSE(std::filesystem::exists(p + ".tmp"));
+  // No directory to write in.
+  st = WriteFileAtomically((dir.dir() / "no" / "x.bin").string(),
+                           [](std::FILE*) { return Status::Ok(); });
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
 }
 
 }  // namespace
