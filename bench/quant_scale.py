@@ -347,6 +347,7 @@ def check_outputs(args, gguf_out: str, vllm_dir: str | None) -> dict:
     sys.path.insert(0, os.path.join(ROOT, "tests/python"))
     from pathlib import Path
 
+    import ref_llama
     import test_quantize_vllm as tv
     st = tv.load_folder(Path(vllm_dir))  # asserts the index names every tensor of every shard once
     qc = json.load(open(os.path.join(vllm_dir, "config.json")))["quantization_config"]
@@ -364,8 +365,6 @@ def check_outputs(args, gguf_out: str, vllm_dir: str | None) -> dict:
             bits = ov.get("bits", qc["bits"]) if isinstance(ov, dict) else qc["bits"]
             w = tv.gptq_dequant(st, prefix, bits)
             if heads:  # the GGUF holds Q/K in llama.cpp's row order
-                sys.path.insert(0, os.path.join(ROOT, "tests/python"))
-                import ref_llama
                 w = ref_llama.permute_qk_for_gguf(w, heads)
             tmp = os.path.join(args.out_dir, "dequant.f32")
             q = subprocess.run([args.frugal, "dequant", "-m", gguf_out, "--tensor",
