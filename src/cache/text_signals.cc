@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "cache/signal_lexicon.h"
+#include "text/lexicon.h"
 #include "text/numbers.h"
 #include "text/tokens.h"
 
@@ -16,6 +17,24 @@ namespace {
 
 using text::Token;
 using Kind = text::TokenKind;
+
+// ---------------------------------------------------------------------------------------------
+// Numbers
+
+// NumberValue::indefinite: the number was read from a lone 一 right before a measure word of
+// things (data/lexicon/zh_query_article_measures.txt).
+bool IsIndefiniteOne(const std::string& normalized, const text::Number& n) {
+  static const std::unordered_set<std::string> kArticle = [] {
+    const std::vector<std::string> words = text::LexiconWords("zh_query_article_measures");
+    return std::unordered_set<std::string>(words.begin(), words.end());
+  }();
+  static const std::string kOne = "一";
+  if (n.value != "1" || n.end - n.begin != kOne.size() || n.end > normalized.size() ||
+      normalized.compare(n.begin, kOne.size(), kOne) != 0)
+    return false;
+  const size_t at = n.end;  // the measure word: one 3-byte character in UTF-8
+  return at + 3 <= normalized.size() && kArticle.count(normalized.substr(at, 3)) > 0;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Negation
@@ -175,7 +194,7 @@ TextSignals AnalyzeText(std::string_view text) {
   // date's 月 and 日, an ordinal's "th") are no content of their own.
   size_t next = 0;
   for (const text::Number& n : text::ExtractNumbers(text, text::NumberReading::kQuery)) {
-    s.numbers.push_back({n.value, n.alt});
+    s.numbers.push_back({n.value, n.alt, IsIndefiniteOne(s.normalized, n)});
     for (const auto& [begin, end] : n.consumed) {
       while (next < t.size() && t[next].begin < begin) ++next;
       for (; next < t.size() && t[next].begin < end; ++next) t[next].used = true;
@@ -342,6 +361,11 @@ std::string WithoutSpaces(std::string_view s) {
 // Whether the numbers of a can be paired one to one with those of b (each pair sharing a
 // reading). Greedy is exact here: a value has at most two readings and they never chain.
 bool NumbersMatch(const std::vector<NumberValue>& a, const std::vector<NumberValue>& b) {
+  // "A card" against no number at all (NumberValue::indefinite).
+  auto all_indefinite = [](const std::vector<NumberValue>& n) {
+    return std::all_of(n.begin(), n.end(), [](const NumberValue& v) { return v.indefinite; });
+  };
+  if ((a.empty() && all_indefinite(b)) || (b.empty() && all_indefinite(a))) return true;
   if (a.size() != b.size()) return false;
   std::vector<bool> taken(b.size(), false);
   // Exact readings first, then the alternates.

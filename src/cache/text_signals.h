@@ -35,6 +35,11 @@ inline constexpr size_t kMaxSignalBytes = 16 * 1024;
 struct NumberValue {
   std::string value;  // canonical: "1299", "24.9", "15000", "d11/11" (a month/day date)
   std::string alt;    // "" or the other reading ("11.11" -> "d11/11")
+  // A lone 一 before a measure word of things (一张, 一份, 一笔, 一个: not of time or money): in
+  // Chinese mostly the article "a", not a count. Against a text without any number it does not
+  // make the numbers differ (我想办一张信用卡 / 怎么申请信用卡); against another number it
+  // is 1 (买一件 / 买两件).
+  bool indefinite = false;
   bool operator==(const NumberValue&) const = default;
 };
 

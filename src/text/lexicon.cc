@@ -92,6 +92,7 @@ constexpr KindOf kKinds[] = {
     {"zh_numeral_idioms", LexiconKind::kWordList},
     {"zh_opposites", LexiconKind::kPairs},
     {"zh_powers", LexiconKind::kNumberTable},
+    {"zh_query_article_measures", LexiconKind::kWordList},
     {"zh_query_measure_chars", LexiconKind::kWordList},
     {"zh_questions", LexiconKind::kGroups},
     {"zh_synonyms", LexiconKind::kGroups},

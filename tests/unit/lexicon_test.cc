@@ -55,6 +55,13 @@ TEST(LexiconTest, EveryShippedFileReadsAndIsNotEmpty) {
   EXPECT_GT(LexiconPairs("en_opposites").size(), 40u);
 }
 
+TEST(LexiconTest, ArticleMeasuresAreMeasures) {
+  // An article measure not in the measure list would never follow a number read as one.
+  const std::vector<std::string> measures = LexiconWords("zh_query_measure_chars");
+  for (const std::string& m : LexiconWords("zh_query_article_measures"))
+    EXPECT_EQ(std::count(measures.begin(), measures.end(), m), 1) << m;
+}
+
 TEST(LexiconTest, SynonymsAndQuestionsShareNoSurface) {
   // A surface in both files would be read as whichever is applied last.
   for (const char* lang : {"en", "zh"}) {

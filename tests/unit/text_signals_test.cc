@@ -80,6 +80,31 @@ TEST(TextSignalsTest, SameQuantityInOtherNotationsMatches) {
   }
 }
 
+TEST(TextSignalsTest, ChineseArticleOneIsNoQuantityAgainstNoNumber) {
+  // 一 + a measure word of things is mostly "a": against a text without numbers it does not
+  // refuse the pair.
+  for (auto [a, b] : {std::pair{"我想办一张信用卡", "怎么申请信用卡"},
+                      {"能给我发一份贷款合同吗", "在哪里查看借款合同"},
+                      {"有一笔不认识的扣款记录", "莫名其妙被扣款了"},
+                      {"我想换一个颜色", "可以换颜色吗"}}) {
+    EXPECT_FALSE(Diff(a, b).numbers_differ) << a << " / " << b;
+    EXPECT_FALSE(Diff(b, a).numbers_differ) << b << " / " << a;
+    EXPECT_EQ(Veto(a, b), nullptr) << a << " / " << b;
+  }
+  // Against another number it is 1; time and money measures are values; digits are counts.
+  for (auto [a, b] : {std::pair{"买一件包邮吗", "买两件包邮吗"},
+                      {"买一件包邮吗", "买2件包邮吗"},
+                      {"还款日过了一天算逾期吗", "还款日过了算逾期吗"},
+                      {"借一万元利息多少", "借钱利息多少"},
+                      {"买1件包邮吗", "包邮吗"}}) {
+    EXPECT_TRUE(Diff(a, b).numbers_differ) << a << " / " << b;
+    EXPECT_TRUE(Diff(b, a).numbers_differ) << b << " / " << a;
+  }
+  EXPECT_TRUE(AnalyzeText("一张卡").numbers.at(0).indefinite);
+  EXPECT_FALSE(AnalyzeText("一天").numbers.at(0).indefinite);
+  EXPECT_FALSE(AnalyzeText("1张卡").numbers.at(0).indefinite);
+}
+
 TEST(TextSignalsTest, NegationByWordNotByCharacter) {
   EXPECT_EQ(AnalyzeText("I didn't get it, not once").negations, 2);
   EXPECT_EQ(AnalyzeText("I did get it").negations, 0);
