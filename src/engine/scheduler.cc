@@ -110,7 +110,7 @@ Scheduler::~Scheduler() {
 
 int64_t Scheduler::CachedPrefix(std::span<const int32_t> prompt) const {
   if (!opt_.prefix_cache || prompt.size() < 2) return 0;
-  return pool_->MatchLength(prompt.first(prompt.size() - 1)) * opt_.kv_block_tokens;
+  return pool_->MatchPositions(prompt.first(prompt.size() - 1));
 }
 
 double Scheduler::EstimateMs(std::span<const int32_t> prompt, int64_t max_tokens) const {
@@ -198,7 +198,11 @@ void Scheduler::Finish(Sequence& s, const std::string& reason, Status status) {
   if (s.done) return;
   s.done = true;
   const bool admitted = s.admitted != Clock::time_point{};
-  if (s.kv) s.kv->Release();
+  if (s.kv) {
+    // Its last, partly filled block stays cached for the next turn (KvCache::PublishTail).
+    if (opt_.prefix_cache) s.kv->PublishTail(s.history);
+    s.kv->Release();
+  }
   InferenceEvent ev;
   ev.kind = InferenceEvent::Kind::kText;
   if (reason == "stop" || reason == "length") {

@@ -94,6 +94,13 @@ int32_t KvBlockPool::EvictLocked() {
         break;
       }
     }
+    const auto [clo, chi] = children_.equal_range(m.parent);
+    for (auto c = clo; c != chi; ++c) {
+      if (c->second == id) {
+        children_.erase(c);
+        break;
+      }
+    }
     if (m.parent >= 0) --meta_[static_cast<size_t>(m.parent)].cached_children;
     m.cached = false;
     m.parent = -1;
@@ -164,6 +171,37 @@ int64_t KvBlockPool::MatchLength(std::span<const int32_t> tokens) const {
   return static_cast<int64_t>(ChainLocked(tokens).size());
 }
 
+std::pair<int32_t, int64_t> KvBlockPool::TailLocked(int32_t parent,
+                                                    std::span<const int32_t> tokens) const {
+  const size_t most = std::min(tokens.size(), static_cast<size_t>(block_tokens_ - 1));
+  std::pair<int32_t, int64_t> best{-1, 0};
+  const auto [lo, hi] = children_.equal_range(parent);
+  for (auto it = lo; it != hi; ++it) {
+    const Meta& m = meta_[static_cast<size_t>(it->second)];
+    const size_t n = std::min(most, m.tokens.size());
+    size_t j = 0;
+    while (j < n && m.tokens[j] == tokens[j]) ++j;
+    if (static_cast<int64_t>(j) > best.second) best = {it->second, static_cast<int64_t>(j)};
+  }
+  return best;
+}
+
+std::pair<int32_t, int64_t> KvBlockPool::MatchTail(int32_t parent,
+                                                   std::span<const int32_t> tokens) {
+  MutexLock lock(mu_);
+  const auto found = TailLocked(parent, tokens);
+  if (found.first >= 0) RefLocked(found.first);
+  return found;
+}
+
+int64_t KvBlockPool::MatchPositions(std::span<const int32_t> tokens) const {
+  MutexLock lock(mu_);
+  const std::vector<int32_t> chain = ChainLocked(tokens);
+  const size_t at = chain.size() * static_cast<size_t>(block_tokens_);
+  return static_cast<int64_t>(at) +
+         TailLocked(chain.empty() ? -1 : chain.back(), tokens.subspan(at)).second;
+}
+
 int32_t KvBlockPool::MatchNext(int32_t parent, std::span<const int32_t> tokens) {
   MutexLock lock(mu_);
   const int32_t id = Find(parent, tokens);
@@ -174,6 +212,16 @@ int32_t KvBlockPool::MatchNext(int32_t parent, std::span<const int32_t> tokens) 
 int32_t KvBlockPool::Publish(int32_t parent, std::span<const int32_t> tokens, int32_t id) {
   FRUGAL_CHECK(static_cast<int64_t>(tokens.size()) == block_tokens_);
   MutexLock lock(mu_);
+  return PublishLocked(parent, tokens, id);
+}
+
+int32_t KvBlockPool::PublishTail(int32_t parent, std::span<const int32_t> tokens, int32_t id) {
+  FRUGAL_CHECK(!tokens.empty() && static_cast<int64_t>(tokens.size()) < block_tokens_);
+  MutexLock lock(mu_);
+  return PublishLocked(parent, tokens, id);
+}
+
+int32_t KvBlockPool::PublishLocked(int32_t parent, std::span<const int32_t> tokens, int32_t id) {
   Meta& m = meta_[static_cast<size_t>(id)];
   FRUGAL_CHECK(m.refs > 0);
   if (parent >= 0 && !meta_[static_cast<size_t>(parent)].cached) return -1;
@@ -188,6 +236,7 @@ int32_t KvBlockPool::Publish(int32_t parent, std::span<const int32_t> tokens, in
   m.tokens.assign(tokens.begin(), tokens.end());
   m.key = Key(parent, tokens);
   index_.emplace(m.key, id);
+  children_.emplace(parent, id);
   if (parent >= 0) ++meta_[static_cast<size_t>(parent)].cached_children;
   return id;
 }
@@ -271,6 +320,26 @@ int64_t KvCache::AdoptPrefix(std::span<const int32_t> tokens) {
   for (size_t b = 0; b < ids_.size(); ++b) SetBlock(b, ids_[b]);
   published_ = k;
   size_ = k * block_;
+  // The positions after the chain that a cached block already holds (the end of an earlier
+  // turn): copied into a block of this cache's own, which it then writes on from there. The
+  // copy is what this sequence would compute (each position's keys and values depend only on
+  // the tokens up to it), so nothing changes in the answers.
+  const auto at = static_cast<size_t>(size_);
+  if (at >= tokens.size()) return size_;
+  const auto [from, j] = pool_->MatchTail(ids_.empty() ? -1 : ids_.back(), tokens.subspan(at));
+  if (from < 0) return size_;
+  std::vector<int32_t> own;
+  if (pool_->Take(1, &own)) {
+    const size_t bytes = static_cast<size_t>(j * kv_dim_) * KvTypeBytes(type_);
+    for (int64_t l = 0; l < n_layer_; ++l) {
+      std::memcpy(pool_->K(own[0], l), pool_->K(from, l), bytes);
+      std::memcpy(pool_->V(own[0], l), pool_->V(from, l), bytes);
+    }
+    ids_.push_back(own[0]);
+    SetBlock(ids_.size() - 1, own[0]);
+    size_ += j;
+  }
+  pool_->Give(std::span<const int32_t>(&from, 1));
   return size_;
 }
 
@@ -291,6 +360,20 @@ int64_t KvCache::ExtendPrefix(std::span<const int32_t> tokens) {
     size_ += block_;
   }
   return size_ - start;
+}
+
+void KvCache::PublishTail(std::span<const int32_t> tokens) {
+  if (!pool_) return;
+  FRUGAL_CHECK(static_cast<int64_t>(tokens.size()) >= size_);
+  const int64_t rest = size_ - published_ * block_;
+  if (rest <= 0 || rest >= block_ || static_cast<int64_t>(ids_.size()) <= published_) return;
+  const auto b = static_cast<size_t>(published_);
+  const int32_t holder = pool_->PublishTail(
+      b == 0 ? -1 : ids_[b - 1],
+      tokens.subspan(b * static_cast<size_t>(block_), static_cast<size_t>(rest)), ids_[b]);
+  // An earlier block holds the same tail (the pool took a reference on it for us): it stays
+  // cached, ours goes back free on Release. -1: the parent left the index; nothing is kept.
+  if (holder >= 0 && holder != ids_[b]) pool_->Give(std::span<const int32_t>(&holder, 1));
 }
 
 void KvCache::PublishFullBlocks(std::span<const int32_t> tokens) {

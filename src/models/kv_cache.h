@@ -8,7 +8,9 @@
 // Prefix caching (the worker's; vLLM's automatic prefix caching): a full block can be published
 // under the tokens it holds and the block before it (its parent), so the blocks of one prompt
 // form a chain from position 0. A new sequence takes the longest chain that matches its tokens
-// (Match) and computes only the rest. Blocks are reference-counted: a block is shared by every
+// (Match), copies the positions of the cached block after it that agree with its next tokens
+// (a full block, or the tail a finished sequence left mid-block: MatchTail, PublishTail), and
+// computes only the rest. Blocks are reference-counted: a block is shared by every
 // sequence using it, and when the last one lets go a published block stays cached, evictable;
 // Take evicts the least recently used of those, deepest first, only when no free block is left.
 // Keys are (parent block, the block's token ids) compared exactly, not a hash alone, so two
@@ -32,6 +34,7 @@
 #include <memory>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/thread_annotations.h"
@@ -84,6 +87,17 @@ class KvBlockPool {
   // same parent and tokens, on which the caller then holds a new reference (it should use that
   // one and Give `id` back). -1 when `parent` is not published (nothing is done).
   int32_t Publish(int32_t parent, std::span<const int32_t> tokens, int32_t id);
+  // Publishes block `id` as a tail: the first tokens.size() (1 to block_tokens - 1) positions of
+  // a block after `parent`, the last block of a sequence that ended mid-block. A tail is only
+  // ever copied from (CopyTail), never shared in place. Returns as Publish does.
+  int32_t PublishTail(int32_t parent, std::span<const int32_t> tokens, int32_t id);
+  // The cached block after `parent` (a tail, or a full block) whose first tokens agree longest
+  // with `tokens` (at most block_tokens - 1 of them are compared): its id, with a reference taken,
+  // and the count j >= 1 that agree; {-1, 0} when none does.
+  std::pair<int32_t, int64_t> MatchTail(int32_t parent, std::span<const int32_t> tokens);
+  // The positions KvCache::AdoptPrefix would take now for `tokens`, taking nothing: Match's
+  // whole blocks and MatchTail's j after them.
+  int64_t MatchPositions(std::span<const int32_t> tokens) const;
 
   // Keys / values of `layer` in block `id`: [block_tokens][kv_dim] elements of type().
   void* K(int32_t id, int64_t layer) { return Base(id, layer, 0); }
@@ -110,6 +124,10 @@ class KvBlockPool {
   int32_t Find(int32_t parent, std::span<const int32_t> tokens) const FRUGAL_REQUIRES(mu_);
   // The published chain holding tokens[0, k * block_tokens) for the largest such k, in order.
   std::vector<int32_t> ChainLocked(std::span<const int32_t> tokens) const FRUGAL_REQUIRES(mu_);
+  std::pair<int32_t, int64_t> TailLocked(int32_t parent, std::span<const int32_t> tokens) const
+      FRUGAL_REQUIRES(mu_);
+  int32_t PublishLocked(int32_t parent, std::span<const int32_t> tokens, int32_t id)
+      FRUGAL_REQUIRES(mu_);
   void RefLocked(int32_t id) FRUGAL_REQUIRES(mu_);
   // Takes one unreferenced cached block out of the index: the least recently used that no other
   // cached block names as parent.
@@ -126,6 +144,8 @@ class KvBlockPool {
   // Unreferenced cached blocks, least recently used first.
   std::list<int32_t> lru_ FRUGAL_GUARDED_BY(mu_);
   std::unordered_multimap<uint64_t, int32_t> index_ FRUGAL_GUARDED_BY(mu_);
+  // Cached blocks by parent (-1: at position 0), for MatchTail.
+  std::unordered_multimap<int32_t, int32_t> children_ FRUGAL_GUARDED_BY(mu_);
   int64_t evicted_ FRUGAL_GUARDED_BY(mu_) = 0;
 };
 
@@ -158,8 +178,10 @@ class KvCache {
   void Release();
 
   // Prefix caching (paged, empty cache): takes the longest published chain matching `tokens`
-  // (KvBlockPool::Match) as this cache's first blocks and sets size() to the positions they
-  // hold. Returns that size (0 for a contiguous cache).
+  // (KvBlockPool::Match) as this cache's first blocks, then copies into a block of its own the
+  // positions of the cached block after that chain that agree with the next tokens (a tail or
+  // a full block: KvBlockPool::MatchTail), and sets size() to the positions it then holds.
+  // Returns that size (0 for a contiguous cache).
   int64_t AdoptPrefix(std::span<const int32_t> tokens);
   // Catching up (paged): while every block so far is shared and the cache ends on a block
   // boundary, takes the next published blocks that match `tokens` (the ids at positions from 0;
@@ -171,6 +193,11 @@ class KvCache {
   // replaced by that one (same keys and values, bit for bit), so chains stay whole. Stops at the
   // first block that cannot be published.
   void PublishFullBlocks(std::span<const int32_t> tokens);
+  // When every full block is published and the cache ends mid-block: publishes that last block
+  // as a tail (KvBlockPool::PublishTail) of the positions it holds, so that a sequence whose
+  // tokens run on from these (the next turn of a conversation) copies them instead of computing
+  // them. For a sequence that is done: its cache is not written after.
+  void PublishTail(std::span<const int32_t> tokens);
   // Positions at the start that came from, or went into, the prefix index.
   int64_t shared_positions() const { return published_ * block_; }
 

@@ -166,6 +166,66 @@ TEST(KvPrefixCacheTest, TheLongestPublishedChainIsSharedNotCopied) {
   EXPECT_EQ(pool.MatchLength(std::span<const int32_t>(tokens).first(3)), 0);
 }
 
+TEST(KvPrefixCacheTest, AFinishedSequencesTailIsCopiedNotShared) {
+  KvBlockPool pool(/*n_layer=*/2, /*kv_dim=*/4, /*block_tokens=*/4, /*n_blocks=*/10, KvType::kF32);
+  const auto tokens = Iota(10);  // 2 full blocks and 2 positions of a third
+  auto a = Computed(pool, tokens);
+  auto value = [](int64_t l, int64_t pos, int kv) {
+    return static_cast<float>(100 * l + 10 * pos + kv);
+  };
+  for (int64_t l = 0; l < 2; ++l) {
+    for (int64_t pos = 0; pos < 10; ++pos) {
+      const std::vector<float> k(4, value(l, pos, 0)), v(4, value(l, pos, 1));
+      a->Write(l, pos, k.data(), v.data());
+    }
+  }
+  a->PublishTail(tokens);  // a is done
+  EXPECT_EQ(pool.cached_blocks(), 3);
+  const void* a_tail = a->KBlocks(0)[2];
+  a.reset();
+  EXPECT_EQ(pool.evictable_blocks(), 3);
+
+  // The next turn runs on from those 10 tokens: two blocks shared, the tail's two positions
+  // copied into a block of its own.
+  const auto next = Iota(14);
+  EXPECT_EQ(pool.MatchLength(next), 2);  // a tail is never a whole block
+  EXPECT_EQ(pool.MatchPositions(next), 10);
+  KvCache b(pool);
+  EXPECT_EQ(b.AdoptPrefix(next), 10);
+  EXPECT_EQ(b.shared_positions(), 8);
+  EXPECT_NE(b.KBlocks(0)[2], a_tail);
+  for (int64_t l = 0; l < 2; ++l) {
+    for (int64_t pos = 8; pos < 10; ++pos) {
+      EXPECT_EQ(static_cast<const float*>(b.K(l, pos))[3], value(l, pos, 0));
+      EXPECT_EQ(static_cast<const float*>(b.V(l, pos))[0], value(l, pos, 1));
+    }
+  }
+  EXPECT_EQ(pool.free_blocks(), 10 - 3);  // b holds 2 shared blocks and its copy
+  // Leaving the tail after one position copies one; at once, none.
+  auto diverge = next;
+  diverge[9] = 99;
+  EXPECT_EQ(pool.MatchPositions(diverge), 9);
+  diverge[8] = 99;
+  EXPECT_EQ(pool.MatchPositions(diverge), 8);
+  // A whole block after the chain serves as a tail too: 3 of its positions at most.
+  EXPECT_EQ(pool.MatchPositions(std::span<const int32_t>(tokens).first(7)), 7);
+  b.Release();
+  EXPECT_EQ(pool.free_blocks(), 10);
+
+  // The same tail published again keeps one block.
+  {
+    auto again = Computed(pool, tokens);
+    again->PublishTail(tokens);
+  }
+  EXPECT_EQ(pool.cached_blocks(), 3);
+  EXPECT_EQ(pool.free_blocks(), 10);
+  // Under pressure the tail, the deepest block, goes first.
+  KvCache big(pool);
+  ASSERT_TRUE(big.Reserve(4 * 8));
+  EXPECT_EQ(pool.MatchPositions(next), 8);
+  EXPECT_EQ(pool.cached_blocks(), 2);
+}
+
 TEST(KvPrefixCacheTest, ReleasedChainsStayCachedUntilTheirBlocksAreNeeded) {
   KvBlockPool pool(1, 4, 4, 6, KvType::kF16);
   const auto tokens = Iota(8);

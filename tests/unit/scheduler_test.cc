@@ -483,23 +483,25 @@ TEST(SchedulerPrefixTest, ARepeatedPromptPrefillsOnlyWhatIsNotCached) {
     ASSERT_TRUE(s->Submit(Letters(40, 3), a.Callback()).ok());
     ASSERT_TRUE(a.Wait());
     const size_t a_steps = runner->steps().size();
-    // Before b runs, its cost counts only the tokens it will prefill (8 of 40 with the cache).
+    // Before b runs, its cost counts only the tokens it will prefill (1 of 40 with the cache:
+    // two whole blocks and 7 positions of a's tail).
     const double other = s->EstimateMs(Letters(40, 0, 7).prompt, 0);
     const double same = s->EstimateMs(Letters(40, 0).prompt, 0);
-    EXPECT_NEAR(same / other, cache ? 8.0 / 40 : 1.0, 1e-9);
+    EXPECT_NEAR(same / other, cache ? 1.0 / 40 : 1.0, 1e-9);
     ASSERT_TRUE(s->Submit(Letters(40, 3), b.Callback()).ok());
     ASSERT_TRUE(b.Wait());
     const auto b_pos = PositionsAfter(runner->steps(), a_steps);
     ASSERT_FALSE(b_pos.empty());
-    // a's KV holds positions 0..41 (40 prompt tokens, two answer tokens run): two full blocks.
-    EXPECT_EQ(b_pos.front(), cache ? 32 : 0);
-    EXPECT_EQ(b.last.cached_tokens, cache ? 32 : 0);
+    // a's KV holds positions 0..41 (40 prompt tokens, two answer tokens run): two full blocks
+    // shared, and of the tail (32..41) the 7 positions up to b's last prompt token copied.
+    EXPECT_EQ(b_pos.front(), cache ? 39 : 0);
+    EXPECT_EQ(b.last.cached_tokens, cache ? 39 : 0);
     EXPECT_EQ(a.last.cached_tokens, 0);
     EXPECT_EQ(b.text, a.text);
     const SchedulerLoad l = s->Load();
     EXPECT_EQ(l.prefix_cache_queries, 80);
-    EXPECT_EQ(l.prefix_cache_hits, cache ? 32 : 0);
-    EXPECT_EQ(l.kv_blocks_cached, cache ? 2 : 0);
+    EXPECT_EQ(l.prefix_cache_hits, cache ? 39 : 0);
+    EXPECT_EQ(l.kv_blocks_cached, cache ? 3 : 0);  // two full blocks and a's tail
     // Cached blocks count as free room (the copy Load reads is made after the callback).
     EXPECT_TRUE(Eventually([&] { return s->Load().kv_blocks_free == l.kv_blocks_total; }));
   }
@@ -515,9 +517,10 @@ TEST(SchedulerPrefixTest, TheLastPromptTokenIsAlwaysComputed) {
   const size_t a_steps = runner->steps().size();
   ASSERT_TRUE(s->Submit(Letters(32, 1), b.Callback()).ok());
   ASSERT_TRUE(b.Wait());
-  // Its logits are needed: the second block is computed again, on b's own block.
-  EXPECT_EQ(PositionsAfter(runner->steps(), a_steps).front(), 16);
-  EXPECT_EQ(b.last.cached_tokens, 16);
+  // Its logits are needed: the second block's first 15 positions are copied to b's own block,
+  // and the last prompt token is computed there.
+  EXPECT_EQ(PositionsAfter(runner->steps(), a_steps).front(), 31);
+  EXPECT_EQ(b.last.cached_tokens, 31);
   EXPECT_EQ(b.text, a.text);
 }
 
@@ -535,8 +538,9 @@ TEST(SchedulerPrefixTest, AFollowUpTurnReusesTheEarlierAnswer) {
   for (size_t i = 50; i < 55; ++i) r.prompt[i] = 26;
   ASSERT_TRUE(s->Submit(std::move(r), turn2.Callback()).ok());
   ASSERT_TRUE(turn2.Wait());
-  // The first turn's KV held 49 positions (the last answer token never ran): 3 full blocks.
-  EXPECT_EQ(turn2.last.cached_tokens, 48);
+  // The first turn's KV held 49 positions (the last answer token never ran): 3 full blocks
+  // shared and its tail's one position (48) copied.
+  EXPECT_EQ(turn2.last.cached_tokens, 49);
 }
 
 TEST(SchedulerPrefixTest, SharedBlocksCountOnceInAdmission) {
@@ -553,8 +557,8 @@ TEST(SchedulerPrefixTest, SharedBlocksCountOnceInAdmission) {
     runner->Allow(1);  // a's whole prompt: its four blocks are published
     ASSERT_TRUE(runner->WaitSteps(1));
     ASSERT_TRUE(s->Submit(Letters(64, 16), b.Callback()).ok());
-    // b shares three blocks and needs two of its own: it joins a's batch. Without the cache it
-    // needs five and waits for a to finish.
+    // b shares three blocks and needs two of its own (the first starts as a copy of 15 positions
+    // of a's fourth): it joins a's batch. Without the cache it needs five and waits for a.
     bool together = false;
     ASSERT_TRUE(Eventually([&] {
       together = together || s->Load().running == 2;
@@ -566,7 +570,7 @@ TEST(SchedulerPrefixTest, SharedBlocksCountOnceInAdmission) {
     ASSERT_TRUE(b.Wait());
     EXPECT_EQ(together, cache);
     EXPECT_EQ(b.text, a.text);
-    EXPECT_EQ(b.last.cached_tokens, cache ? 48 : 0);
+    EXPECT_EQ(b.last.cached_tokens, cache ? 63 : 0);
     EXPECT_TRUE(Eventually([&] { return s->Load().kv_blocks_free == 7; }));
   }
 }
