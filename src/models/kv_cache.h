@@ -89,7 +89,7 @@ class KvBlockPool {
   int32_t Publish(int32_t parent, std::span<const int32_t> tokens, int32_t id);
   // Publishes block `id` as a tail: the first tokens.size() (1 to block_tokens - 1) positions of
   // a block after `parent`, the last block of a sequence that ended mid-block. A tail is only
-  // ever copied from (CopyTail), never shared in place. Returns as Publish does.
+  // ever copied from (KvCache::AdoptPrefix), never shared in place. Returns as Publish does.
   int32_t PublishTail(int32_t parent, std::span<const int32_t> tokens, int32_t id);
   // The cached block after `parent` (a tail, or a full block) whose first tokens agree longest
   // with `tokens` (at most block_tokens - 1 of them are compared): its id, with a reference taken,
