@@ -458,10 +458,46 @@ def pick(curve_rows, target):
     return best if best is not None else 1.0
 
 
+# P(same) thresholds the calibration curves are read at.
+GRID = [round(0.05 + 0.01 * i, 2) for i in range(95)] + [round(0.991 + 0.001 * i, 3)
+                                                         for i in range(9)]
+
+
+def calibrate(p, y, pairs, cand):
+    """Curves per language over the candidates. Chinese: the customer-service pairs only; PAWS-X
+    (word-order swaps of Wikipedia sentences) is trained on and reported, but is not the traffic a
+    cache sees, and its near-chance figures would switch Chinese hits off."""
+    langs = {}
+    for lang in ("en", "zh"):
+        sel = np.array([q["lang"] == lang and q["src"] != "pawsx_zh" for q in pairs]) & cand
+        langs[lang] = curve(p[sel], y[sel], GRID)
+        log(f"calibration {lang}: {int(sel.sum())} candidates, {len(langs[lang])} points; "
+            f"threshold at 0.95: {pick(langs[lang], 0.95)}")
+    return langs
+
+
+def write_json(path, obj, compact):
+    with open(path, "w", encoding="utf-8") as f:
+        if compact:
+            json.dump(obj, f, separators=(",", ":"))
+        else:
+            json.dump(obj, f, indent=1)
+        f.write("\n")
+
+
+def export_pairs(path, pairs):
+    """Pairs as frugal cache-eval reads them."""
+    with open(path, "w", encoding="utf-8") as f:
+        for p in pairs:
+            f.write(json.dumps(dict(a=p["a"], b=p["b"], same=p["same"], lang=p["lang"],
+                                    kind=p["src"]), ensure_ascii=False) + "\n")
+
+
 def recalibrate(args, pairs, emb):
     """Recomputes the calibration of an existing model (its weights unchanged) on the dev split
     plus the intent sets' calibration half, and reports the other half."""
-    m = json.load(open(args.recalibrate, encoding="utf-8"))
+    with open(args.recalibrate, encoding="utf-8") as f:
+        m = json.load(f)
     n_in = len(m["mu"])
     model = dict(mu=np.array(m["mu"], np.float32), sd=np.array(m["sd"], np.float32),
                  W1=np.array(m["w1"], np.float32).reshape(m["hidden"], n_in).T,
@@ -472,23 +508,14 @@ def recalibrate(args, pairs, emb):
     Xc, cc = featurize(cal, emb)
     yc = np.array([p["same"] for p in cal], np.float32)
     pc = predict(model, Xc)
-    cand = cc >= m["recall_threshold"]
-    grid = [round(0.05 + 0.01 * i, 2) for i in range(95)] + [round(0.991 + 0.001 * i, 3)
-                                                             for i in range(9)]
-    langs = {}
-    for lang in ("en", "zh"):
-        sel = np.array([p["lang"] == lang and p["src"] != "pawsx_zh" for p in cal]) & cand
-        langs[lang] = curve(pc[sel], yc[sel], grid)
-        log(f"calibration {lang}: {int(sel.sum())} candidates, {len(langs[lang])} points; "
-            f"threshold at 0.95: {pick(langs[lang], 0.95)}")
+    langs = calibrate(pc, yc, cal, cc >= m["recall_threshold"])
     m["calibration"] = langs
     m["training"]["recalibrated"] = dict(intents=args.intents, split="half the intents")
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(m, f, separators=(",", ":"))
-        f.write("\n")
+    write_json(args.out, m, compact=True)
     # The training report's thresholds are the new calibration's; its figures stay the training's.
     if args.report and os.path.exists(args.report):
-        rep = json.load(open(args.report, encoding="utf-8"))
+        with open(args.report, encoding="utf-8") as f:
+            rep = json.load(f)
         for target, row in rep["dev"].items():
             for lang in ("en", "zh"):
                 row[lang] = dict(threshold=pick(langs[lang], float(target)))
@@ -496,14 +523,9 @@ def recalibrate(args, pairs, emb):
             intents=args.intents, curve_points={lang: len(langs[lang]) for lang in langs},
             note="weights as trained; thresholds from the dev split plus half the intents "
                  "(docs/cache.md); the per-source figures above are the training's")
-        with open(args.report, "w", encoding="utf-8") as f:
-            json.dump(rep, f, indent=1)
-            f.write("\n")
+        write_json(args.report, rep, compact=False)
     if args.export_dev:
-        with open(args.export_dev, "w", encoding="utf-8") as f:
-            for p in rep_pairs:
-                f.write(json.dumps(dict(a=p["a"], b=p["b"], same=p["same"], lang=p["lang"],
-                                        kind=p["src"]), ensure_ascii=False) + "\n")
+        export_pairs(args.export_dev, rep_pairs)
     log(f"wrote {args.out}; {len(rep_pairs)} report pairs to {args.export_dev}")
 
 
@@ -543,9 +565,15 @@ def main():
                          "the --intents sets split by intent: half of their intents join the "
                          "calibration, the other half is reported (docs/cache.md)")
     ap.add_argument("--embed-only", action="store_true")
-    ap.add_argument("--export-dev", default="build/cache_decision/dev_pairs.jsonl",
-                    help="write the dev split's pairs (for frugal cache-eval)")
+    ap.add_argument("--export-dev", default=None,
+                    help="write the dev split's pairs (for frugal cache-eval; default "
+                         "build/cache_decision/dev_pairs.jsonl), or with --recalibrate the "
+                         "reported half (default build/cache_decision/cs_intents_report.jsonl); "
+                         "\"\" for none")
     args = ap.parse_args()
+    if args.export_dev is None:
+        args.export_dev = os.path.join(args.work, "cs_intents_report.jsonl" if args.recalibrate
+                                       else "dev_pairs.jsonl")
     os.chdir(ROOT)
     os.makedirs(args.work, exist_ok=True)
     rng = random.Random(SEED)
@@ -618,16 +646,8 @@ def main():
     cand = cd >= args.recall_threshold
     log(f"recall threshold {args.recall_threshold:.2f}: dev positives kept "
         f"{np.mean(cand[yd == 1]):.3f}, dev negatives {np.mean(cand[yd == 0]):.3f}")
-    grid = [round(0.05 + 0.01 * i, 2) for i in range(95)] + [round(0.991 + 0.001 * i, 3)
-                                                             for i in range(9)]
-    # Calibration per language on the dev split's candidates. Chinese: the customer-service pairs
-    # only; PAWS-X (word-order swaps of Wikipedia sentences) is trained on and reported, but is
-    # not the traffic a cache sees, and its near-chance figures would switch Chinese hits off.
-    langs = {}
-    for lang in ("en", "zh"):
-        sel = np.array([p["lang"] == lang and p["src"] != "pawsx_zh" for p in dv]) & cand
-        langs[lang] = curve(pdv[sel], yd[sel], grid)
-        log(f"calibration {lang}: {int(sel.sum())} dev candidates, {len(langs[lang])} points")
+    # Calibration per language on the dev split's candidates.
+    langs = calibrate(pdv, yd, dv, cand)
     rep = dict(dev={}, recall_threshold=args.recall_threshold, split_by=args.split_by)
     for target in (0.80, 0.90, 0.95, 0.98):
         row = {}
@@ -669,17 +689,10 @@ def main():
                       epochs=args.epochs, lr=args.lr, l2=args.l2, dev_share=args.dev_share,
                       split_by=args.split_by, sources=src_n, dev_auc=rep["dev_auc"]),
     )
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(out, f, separators=(",", ":"))
-        f.write("\n")
-    with open(args.report, "w", encoding="utf-8") as f:
-        json.dump(rep, f, indent=1)
-        f.write("\n")
+    write_json(args.out, out, compact=True)
+    write_json(args.report, rep, compact=False)
     if args.export_dev:
-        with open(args.export_dev, "w", encoding="utf-8") as f:
-            for p in dv:
-                f.write(json.dumps(dict(a=p["a"], b=p["b"], same=p["same"], lang=p["lang"],
-                                        kind=p["src"]), ensure_ascii=False) + "\n")
+        export_pairs(args.export_dev, dv)
     log(f"wrote {args.out} ({os.path.getsize(args.out) // 1024} KiB), {args.report}, "
         f"{args.export_dev}")
 
