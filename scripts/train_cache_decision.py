@@ -17,8 +17,9 @@ Every text is embedded by the C++ embedder (`frugal embed --query`, as the cache
 training and serving see the same vectors. Features per pair (cache/decision.h computes the
 same): |u - v| and u * v (2 x dim), the cosine, and character/word overlap shares. A one-hidden-
 layer MLP is fitted with Adam (numpy, fixed seed) on the training split; its dev-split scores give
-per-language calibration curves (threshold -> precision, recall), from which the cache picks the
-threshold for cache.target_precision. The model is then written to data/cache_decision/<name>.json
+per-language calibration curves (threshold -> precision, recall) of the hits the whole C++
+decision makes (its vetoes and strict reading read by `frugal cache-eval --features`: see
+decision_flags), from which the cache picks the threshold for cache.target_precision. The model is then written to data/cache_decision/<name>.json
 (compiled into the binary) with a report of the dev-split figures (--report).
 """
 import argparse
@@ -427,17 +428,20 @@ def roc_auc(p, y):
     return (r[y == 1].sum() - npos * (npos + 1) / 2) / max(npos * nneg, 1)
 
 
-def curve(p, y, grid, min_hits=10):
+def curve(p, y, grid, min_hits=10, always=None, scored=None):
     """(threshold, precision, recall, hits) for each threshold of the grid with at least
     min_hits hits (above them the precision is noise). The precision is that of a 1:1 mix of
     same and different pairs (false hits weighed by positives / negatives): the share of same
     pairs among a cache's candidates is unknown, and the dev split's depends on how its pairs were
-    drawn."""
+    drawn. With `always` and `scored` (decision_flags), a pair is a hit at threshold t as the
+    shipped decision makes it: always, or scored with p >= t."""
     rows = []
     npos = max(int(y.sum()), 1)
     nneg = max(int(len(y) - y.sum()), 1)
     for t in grid:
         hit = p >= t
+        if always is not None:
+            hit = always | (scored & hit)
         tp = int(np.sum(hit & (y == 1)))
         fp = int(np.sum(hit & (y == 0)))
         if tp + fp < min_hits:
@@ -463,14 +467,44 @@ GRID = [round(0.05 + 0.01 * i, 2) for i in range(95)] + [round(0.991 + 0.001 * i
                                                          for i in range(9)]
 
 
-def calibrate(p, y, pairs, cand):
+def decision_flags(pairs, model_path, args):
+    """What the shipped decision (cache/decision.cc, run by `frugal cache-eval` with the model at
+    model_path) does with each pair besides reading the score: (always, scored) boolean arrays.
+    always: a hit at every threshold (the same content on both sides, the strict reading);
+    scored: the score decides (no hard veto: other numbers, a negation, an opposite, a long text
+    that differs). The calibration counts the decision's hits, not the score's alone: a hard
+    negative that a veto refuses is no false hit of the threshold, and a typed-again question
+    the strict reading accepts is a hit whatever the score."""
+    pairs_path = os.path.join(args.work, "calibration_pairs.jsonl")
+    rows_path = os.path.join(args.work, "calibration_features.jsonl")
+    export_pairs(pairs_path, pairs)
+    log(f"decision flags: frugal cache-eval over {len(pairs)} pairs with {model_path}")
+    subprocess.run([args.frugal, "cache-eval", "-m", args.model, "--pairs", pairs_path,
+                    "--decision-file", model_path, "--features", rows_path, "--json"],
+                   stdout=subprocess.DEVNULL, check=True)
+    rows = read_jsonl(rows_path)
+    if len(rows) != len(pairs) or any(r["a"] != p["a"] or r["b"] != p["b"]
+                                      for r, p in zip(rows, pairs)):
+        sys.exit(f"frugal cache-eval wrote {len(rows)} rows for {len(pairs)} pairs, not in order")
+    always = np.array([r["same_content"] and r["decision"] for r in rows])
+    scored = np.array([r["reason"] in ("", "score") and not r["same_content"] for r in rows])
+    log(f"decision flags: {int(always.sum())} same content, {int(scored.sum())} scored, "
+        f"{int(len(rows) - always.sum() - scored.sum())} refused whatever the score")
+    return always, scored
+
+
+def calibrate(p, y, pairs, cand, flags=None):
     """Curves per language over the candidates. Chinese: the customer-service pairs only; PAWS-X
     (word-order swaps of Wikipedia sentences) is trained on and reported, but is not the traffic a
-    cache sees, and its near-chance figures would switch Chinese hits off."""
+    cache sees, and its near-chance figures would switch Chinese hits off. flags: decision_flags
+    of the pairs (None: the score alone, as before a model file exists)."""
     langs = {}
     for lang in ("en", "zh"):
         sel = np.array([q["lang"] == lang and q["src"] != "pawsx_zh" for q in pairs]) & cand
-        langs[lang] = curve(p[sel], y[sel], GRID)
+        if flags is None:
+            langs[lang] = curve(p[sel], y[sel], GRID)
+        else:
+            langs[lang] = curve(p[sel], y[sel], GRID, always=flags[0][sel], scored=flags[1][sel])
         log(f"calibration {lang}: {int(sel.sum())} candidates, {len(langs[lang])} points; "
             f"threshold at 0.95: {pick(langs[lang], 0.95)}")
     return langs
@@ -508,7 +542,8 @@ def recalibrate(args, pairs, emb):
     Xc, cc = featurize(cal, emb)
     yc = np.array([p["same"] for p in cal], np.float32)
     pc = predict(model, Xc)
-    langs = calibrate(pc, yc, cal, cc >= m["recall_threshold"])
+    cand = cc >= m["recall_threshold"]
+    langs = calibrate(pc, yc, cal, cand, decision_flags(cal, args.recalibrate, args))
     m["calibration"] = langs
     m["training"]["recalibrated"] = dict(intents=args.intents, split="half the intents")
     write_json(args.out, m, compact=True)
@@ -646,8 +681,29 @@ def main():
     cand = cd >= args.recall_threshold
     log(f"recall threshold {args.recall_threshold:.2f}: dev positives kept "
         f"{np.mean(cand[yd == 1]):.3f}, dev negatives {np.mean(cand[yd == 0]):.3f}")
-    # Calibration per language on the dev split's candidates.
-    langs = calibrate(pdv, yd, dv, cand)
+    # Calibration per language on the dev split's candidates: first of the score alone, for a
+    # model file the C++ decision can read; then of that decision's hits (decision_flags).
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    fp_hex = "sha256-4m:" + args.model_sha
+    out = dict(
+        embedder=args.name, fingerprint=fp_hex, kind="mlp", recall_threshold=args.recall_threshold,
+        dim=int(len(next(iter(emb.values())))), hidden=args.hidden,
+        overlap_features=OVERLAP_NAMES,
+        calibration=calibrate(pdv, yd, dv, cand),
+        mu=[round(float(x), 6) for x in model["mu"]],
+        sd=[round(float(x), 6) for x in model["sd"]],
+        w1=[float("%.5g" % x) for x in model["W1"].T.reshape(-1)],  # hidden rows of inputs
+        b1=[round(float(x), 6) for x in model["b1"]],
+        w2=[round(float(x), 6) for x in model["W2"]],
+        b2=round(model["b2"], 6),
+        training=dict(script="scripts/train_cache_decision.py", seed=SEED,
+                      epochs=args.epochs, lr=args.lr, l2=args.l2, dev_share=args.dev_share,
+                      split_by=args.split_by, sources=src_n),
+    )
+    write_json(args.out, out, compact=True)
+    always, scored = flags = decision_flags(dv, args.out, args)
+    langs = calibrate(pdv, yd, dv, cand, flags)
+    out["calibration"] = langs
     rep = dict(dev={}, recall_threshold=args.recall_threshold, split_by=args.split_by)
     for target in (0.80, 0.90, 0.95, 0.98):
         row = {}
@@ -657,7 +713,7 @@ def main():
         for src in sorted({p["src"] for p in dv}):
             sel = np.array([p["src"] == src for p in dv])
             lang = dv[int(np.flatnonzero(sel)[0])]["lang"]
-            hit = sel & cand & (pdv >= row[lang]["threshold"])
+            hit = sel & cand & (always | (scored & (pdv >= row[lang]["threshold"])))
             tp = int(np.sum(hit & (yd == 1)))
             fp = int(np.sum(hit & (yd == 0)))
             fpw = fp * np.sum(sel & (yd == 1)) / max(np.sum(sel & (yd == 0)), 1)
@@ -671,24 +727,8 @@ def main():
         log(f"target {target}: " + json.dumps(row))
     rep["dev_auc"] = round(float(roc_auc(pdv, yd)), 4)
     rep["pairs"] = dict(train=len(tr), dev=len(dv), sources=src_n)
+    out["training"]["dev_auc"] = rep["dev_auc"]
 
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    fp_hex = "sha256-4m:" + args.model_sha
-    out = dict(
-        embedder=args.name, fingerprint=fp_hex, kind="mlp", recall_threshold=args.recall_threshold,
-        dim=int(len(next(iter(emb.values())))), hidden=args.hidden,
-        overlap_features=OVERLAP_NAMES,
-        calibration={lang: langs[lang] for lang in langs},
-        mu=[round(float(x), 6) for x in model["mu"]],
-        sd=[round(float(x), 6) for x in model["sd"]],
-        w1=[float("%.5g" % x) for x in model["W1"].T.reshape(-1)],  # hidden rows of inputs
-        b1=[round(float(x), 6) for x in model["b1"]],
-        w2=[round(float(x), 6) for x in model["W2"]],
-        b2=round(model["b2"], 6),
-        training=dict(script="scripts/train_cache_decision.py", seed=SEED,
-                      epochs=args.epochs, lr=args.lr, l2=args.l2, dev_share=args.dev_share,
-                      split_by=args.split_by, sources=src_n, dev_auc=rep["dev_auc"]),
-    )
     write_json(args.out, out, compact=True)
     write_json(args.report, rep, compact=False)
     if args.export_dev:

@@ -293,6 +293,7 @@ Verdict LearnedVerifier::Decide(std::string_view query, std::string_view cached,
   // model, trained mostly on other wordings, scores some of these low (3 hundred / 300).
   const bool same_content = f.veto == nullptr && f.diff.unmatched_a == 0 &&
                             f.diff.unmatched_b == 0 && !f.diff.question_one_sided;
+  v.same_content = same_content;
   v.accept = same_content || v.p_same >= threshold(LangOf(query, cached));
   v.reason = v.accept ? "" : "score";
   return v;

@@ -10,7 +10,9 @@
 //  2. A hit when both texts have the same content up to synonyms, stems, typos, fillers and
 //     notation (the rule verifier's strict reading: the same question typed again), or when
 //     P(same) from the model reaches the threshold the dev-split calibration of the query's
-//     language (en / zh) gives for the target precision (cache.target_precision).
+//     language (en / zh) gives for the target precision (cache.target_precision). The
+//     calibration counts this whole decision's hits (step 1 and the strict reading included,
+//     Verdict::same_content), not the score's alone.
 //
 // Features (DecisionFeatures; the training script computes the same): |u - v| and u * v of the
 // unit vectors (2 x dim), their cosine, and four overlap shares of the texts (words and Han

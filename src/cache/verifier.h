@@ -40,6 +40,9 @@ struct Verdict {
   double p_same = 0;  // the model's probability (1 / 0 for rule decisions)
   const char* reason =
       "";  // why it refused: "numbers", "negation", "opposite", "too_long", "score", ...
+  // The learned decision accepted it by the strict reading (the same content on both sides),
+  // whatever the score: what its calibration counts as a hit at every threshold.
+  bool same_content = false;
 };
 
 // The two queries' vectors by the lookup's embedder, when the caller has them (empty: not known).

@@ -120,6 +120,7 @@ int Run(const CacheEvalFlags& f) {
                   {"p_same", s.verdict.p_same},
                   {"decision", s.verdict.accept},
                   {"reason", s.verdict.reason},
+                  {"same_content", s.verdict.same_content},
                   {"opaque", s.opaque},
                   {"only_a", s.features.diff.only_a},
                   {"only_b", s.features.diff.only_b},

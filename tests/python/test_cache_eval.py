@@ -68,10 +68,11 @@ def test_report_shape(heldout):
 
 
 def test_heldout_quality_at_the_default(heldout):
-    # The learned decision (measured: precision 0.977, recall 0.631; en 0.958 / 0.694, zh 1.000 /
-    # 0.571). Chinese recall is lower since its threshold is calibrated on customer-service
-    # intents too (0.90 -> 0.993 at 0.95: on their unseen half, zh precision 0.686 -> 0.960;
-    # docs/cache.md); before that, 0.980 / 0.709 and zh 1.000 / 0.724.
+    # The learned decision (measured: precision 0.985, recall 0.640; en 0.971 / 0.684, zh 1.000 /
+    # 0.600), its thresholds calibrated on the hits of the whole decision (vetoes and the strict
+    # reading included: en 0.89, zh 0.98 at 0.95). Calibrated on the score alone it gave 0.977 /
+    # 0.631 (zh 0.993); before the customer-service intents joined the calibration, 0.980 / 0.709
+    # and zh 1.000 / 0.724 (docs/cache.md).
     d = heldout["default"]
     assert d["precision"] >= 0.95, d
     assert d["precision_ci95"][1] >= 0.97, d
@@ -117,13 +118,22 @@ def test_any_pairs_file_and_detected_language(frugal, e5_file, tmp_path):
 
 def test_features_for_training(frugal, e5_file, tmp_path):
     f = tmp_path / "pairs.jsonl"
-    f.write_text(json.dumps({"a": "What is the return policy?", "b": "What is the return policy for shoes?",
-                             "same": False}) + "\n")
+    f.write_text("\n".join(json.dumps(p) for p in [
+        {"a": "What is the return policy?", "b": "What is the return policy for shoes?", "same": False},
+        {"a": "What is the return policy?", "b": "what's the return policy", "same": True},
+        {"a": "Can I withdraw 500 dollars a day?", "b": "Can I withdraw 5000 dollars a day?",
+         "same": False},
+    ]) + "\n")
     out = tmp_path / "features.jsonl"
     frugal.ok("cache-eval", "-m", e5_file, "--pairs", f, "--features", out)
-    row = json.loads(out.read_text())
+    row, again, numbers = [json.loads(line) for line in out.read_text().splitlines()]
     assert row["only_b"] == ["shoe"] and row["only_a"] == [] and row["veto"] == ""
     assert len(row["x"]) == 12 and row["x"][1] == 1.0  # one_sided
+    # What the training script's calibration counts (decision_flags): a hit by the strict reading
+    # whatever the score, a pair the score decides, and a hard veto.
+    assert row["same_content"] is False and row["reason"] in ("", "score"), row
+    assert again["same_content"] is True and again["decision"] is True, again
+    assert numbers["same_content"] is False and numbers["reason"] == "numbers", numbers
 
 
 @pytest.mark.parametrize("content,what", [
