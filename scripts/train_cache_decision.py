@@ -232,8 +232,12 @@ def intent_pairs(items, name, rng, dev_share, emb_of, split_by="query"):
     return pairs
 
 
-def group_split(pairs, name, rng, dev_share):
-    """Splits labelled pairs by connected groups of texts (a text is in one split only)."""
+def group_split(pairs, name, rng, dev_share, other_group_negatives=False):
+    """Splits labelled pairs by connected groups of texts (a text is in one split only).
+    other_group_negatives: every training text also meets a random text of another group of the
+    training split, as a different pair (a pair set's own negatives are minimal pairs; without
+    these, the model never sees two unrelated questions of its domain). The dev split is left as
+    it is, and the negatives draw from their own generator, so every split stays the same."""
     parent = {}
 
     def find(x):
@@ -262,6 +266,14 @@ def group_split(pairs, name, rng, dev_share):
                  kind=p.get("kind", ""), lang=p.get("lang") or lang_of(p["a"], p["b"]))
         q["split"] = "dev" if find(p["a"]) in dev else "train"
         out.append(q)
+    if other_group_negatives:
+        neg_rng = random.Random(f"{SEED}:{name}")
+        texts = sorted({t for q in out if q["split"] == "train" for t in (q["a"], q["b"])})
+        for t in texts:
+            u = texts[neg_rng.randrange(len(texts))]
+            if find(u) != find(t):
+                out.append(dict(a=u, b=t, same=False, src=name, kind="other_group",
+                                lang=lang_of(u, t), split="train"))
     return out
 
 
@@ -411,6 +423,27 @@ def train_mlp(X, y, w, hidden, epochs, lr, l2, seed, Xd=None, yd=None):
             msg += f", dev AUC {auc:.4f}"
         log(msg)
     return dict(mu=mu, sd=sd, W1=params[0], b1=params[1], W2=params[2], b2=float(params[3][0]))
+
+
+def train_ensemble(X, y, w, args, Xd, yd):
+    """args.ensemble MLPs (seeds mlp_seed, mlp_seed + 1, ...) whose logits are averaged: that is one
+    MLP with their hidden units side by side (W2 and b2 divided by their number), which the C++
+    decision runs as it is. One MLP's figures on customer-service neighbours move with its seed
+    more than with most data changes; the average moves less."""
+    models = []
+    for k in range(args.ensemble):
+        if args.ensemble > 1:
+            log(f"MLP {k + 1} of {args.ensemble} (seed {args.mlp_seed + k})")
+        models.append(train_mlp(X, y, w, args.hidden, args.epochs, args.lr, args.l2,
+                                args.mlp_seed + k, Xd, yd))
+    if len(models) == 1:
+        return models[0]
+    n = len(models)
+    return dict(mu=models[0]["mu"], sd=models[0]["sd"],
+                W1=np.concatenate([m["W1"] for m in models], axis=1),
+                b1=np.concatenate([m["b1"] for m in models]),
+                W2=np.concatenate([m["W2"] for m in models]) / np.float32(n),
+                b2=float(sum(m["b2"] for m in models) / n))
 
 
 def predict(model, X):
@@ -581,6 +614,16 @@ def main():
     ap.add_argument("--intents-dev-share", type=float, default=0.4,
                     help="the own intent sets' dev share: with 3-6 questions an intent, 0.2 "
                          "leaves one per intent in dev and so no same-intent dev pair")
+    ap.add_argument("--other-group-negatives", nargs="*", metavar="SOURCE",
+                    default=["pawsx_zh", "pairs.jsonl", "zh_cs_pairs.jsonl", "cache_pairs.jsonl"],
+                    help="pair sets whose training texts also meet a random text of another group "
+                         "as a different pair (default: all four; none when given no SOURCE)")
+    ap.add_argument("--mlp-seed", type=int, default=SEED,
+                    help="the MLP's initialisation and batch order only (the splits keep theirs): "
+                         "to tell a data change from training noise")
+    ap.add_argument("--ensemble", type=int, default=5,
+                    help="train this many MLPs (seeds --mlp-seed and up) and ship their logits' "
+                         "average, one MLP of ENSEMBLE x --hidden units")
     ap.add_argument("--frugal", default="build/frugal")
     ap.add_argument("--work", default="build/cache_decision")
     ap.add_argument("--threads", type=int, default=2)
@@ -629,9 +672,11 @@ def main():
 
     pairs = intent_pairs(bank, "banking77", rng, args.dev_share, emb, args.split_by)
     pairs += intent_pairs(clinc, "clinc150", rng, args.dev_share, emb, args.split_by)
-    pairs += group_split(paws, "pawsx_zh", rng, args.dev_share)
+    neg = set(args.other_group_negatives)
+    pairs += group_split(paws, "pawsx_zh", rng, args.dev_share, "pawsx_zh" in neg)
     for k, v in own.items():
-        pairs += group_split(v, os.path.basename(k), rng, args.dev_share)
+        name = os.path.basename(k)
+        pairs += group_split(v, name, rng, args.dev_share, name in neg)
     for k, v in own_intents.items():  # after the others: their splits stay as they were
         if args.recalibrate:
             # Split by intent, no pair in training: "train" intents calibrate, "dev" ones report.
@@ -673,7 +718,7 @@ def main():
                    for p in tr], np.float32)
     wt *= len(tr) / wt.sum()
     log(f"features: {Xt.shape[1]} per pair; sources {src_n}")
-    model = train_mlp(Xt, yt, wt, args.hidden, args.epochs, args.lr, args.l2, SEED, Xd, yd)
+    model = train_ensemble(Xt, yt, wt, args, Xd, yd)
     pdv = predict(model, Xd)
     # The candidate cosine: all but recall_quantile of the training split's positives reach it.
     args.recall_threshold = float(math.floor(np.quantile(ct[yt == 1], args.recall_quantile) * 100)
@@ -687,7 +732,7 @@ def main():
     fp_hex = "sha256-4m:" + args.model_sha
     out = dict(
         embedder=args.name, fingerprint=fp_hex, kind="mlp", recall_threshold=args.recall_threshold,
-        dim=int(len(next(iter(emb.values())))), hidden=args.hidden,
+        dim=int(len(next(iter(emb.values())))), hidden=args.hidden * args.ensemble,
         overlap_features=OVERLAP_NAMES,
         calibration=calibrate(pdv, yd, dv, cand),
         mu=[round(float(x), 6) for x in model["mu"]],
@@ -700,6 +745,12 @@ def main():
                       epochs=args.epochs, lr=args.lr, l2=args.l2, dev_share=args.dev_share,
                       split_by=args.split_by, sources=src_n),
     )
+    if args.mlp_seed != SEED:
+        out["training"]["mlp_seed"] = args.mlp_seed
+    if args.ensemble > 1:
+        out["training"]["ensemble"] = args.ensemble
+    if args.other_group_negatives:
+        out["training"]["other_group_negatives"] = sorted(args.other_group_negatives)
     write_json(args.out, out, compact=True)
     always, scored = flags = decision_flags(dv, args.out, args)
     langs = calibrate(pdv, yd, dv, cand, flags)

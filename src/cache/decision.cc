@@ -8,6 +8,7 @@
 
 #include "cache/shipped.h"
 #include "cache_decisions.h"  // generated from data/cache_decision/*.json
+#include "kernels/kernels.h"
 
 namespace frugal::cache {
 namespace {
@@ -177,10 +178,9 @@ double DecisionModel::Score(std::span<const float> features) const {
   for (size_t i = 0; i < n; ++i) z[i] = (features[i] - mu[i]) / sd[i];
   double out = b2;
   for (size_t h = 0; h < static_cast<size_t>(hidden); ++h) {
-    const float* row = &w1[h * n];
-    float acc = 0;
-    for (size_t i = 0; i < n; ++i) acc += row[i] * z[i];
-    acc += b1[h];
+    // The SIMD dot product of the active CPU level: the shipped model is an ensemble of five
+    // MLPs side by side (480 x 773), 0.32 ms per candidate with a scalar loop.
+    float acc = DotF32(&w1[h * n], z.data(), static_cast<int64_t>(n)) + b1[h];
     if (acc > 0) out += static_cast<double>(acc) * w2[h];
   }
   return 1.0 / (1.0 + std::exp(-out));

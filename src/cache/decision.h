@@ -1,7 +1,8 @@
 // The learned hit decision (docs/cache.md, "The decision"): a small MLP over features of the two
-// queries' sentence vectors, trained offline by scripts/train_cache_decision.py on public intent
-// and paraphrase data and the project's own pairs, and shipped per embedder in
-// data/cache_decision/<embedder>.json (compiled in, found by the embedder's fingerprint).
+// queries' sentence vectors (the shipped one is five MLPs side by side, their logits averaged),
+// trained offline by scripts/train_cache_decision.py on public intent and paraphrase data and the
+// project's own pairs, and shipped per embedder in data/cache_decision/<embedder>.json (compiled
+// in, found by the embedder's fingerprint).
 //
 // LearnedVerifier decides in two steps:
 //  1. The hard vetoes of the rule verifier that are right whatever the wording (verifier.h): the
