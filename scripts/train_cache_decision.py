@@ -16,11 +16,13 @@ connected groups of texts of each pair set, so no text is on both sides of the s
 Every text is embedded by the C++ embedder (`frugal embed --query`, as the cache embeds), so
 training and serving see the same vectors. Features per pair (cache/decision.h computes the
 same): |u - v| and u * v (2 x dim), the cosine, and character/word overlap shares. A one-hidden-
-layer MLP is fitted with Adam (numpy, fixed seed) on the training split; its dev-split scores give
-per-language calibration curves (threshold -> precision, recall) of the hits the whole C++
-decision makes (its vetoes and strict reading read by `frugal cache-eval --features`: see
-decision_flags), from which the cache picks the threshold for cache.target_precision. The model is then written to data/cache_decision/<name>.json
-(compiled into the binary) with a report of the dev-split figures (--report).
+layer MLP is fitted with Adam (numpy, fixed seed) on the training split, five times with other
+seeds (--ensemble), and the five are shipped side by side as one MLP whose logit is their mean.
+Its dev-split scores give per-language calibration curves (threshold -> precision, recall) of the
+hits the whole C++ decision makes (its vetoes and strict reading, read by `frugal cache-eval
+--features`: see decision_flags), from which the cache picks the threshold for
+cache.target_precision. The model is then written to data/cache_decision/<name>.json (compiled
+into the binary) with a report of the dev-split figures (--report).
 """
 import argparse
 import csv
