@@ -108,8 +108,7 @@ bool IsHardVeto(const char* veto, const PairDiff& diff) {
   if (v == "negation") {
     // A negation and an opposite cancel (not approved / rejected, 没通过 / 被拒绝): the model
     // decides. ComputePairFeatures names one veto: long_differs, after negation, still holds.
-    const bool long_differs = std::max(diff.content_a, diff.content_b) > kLongContentUnits &&
-                              (diff.unmatched_a > 0 || diff.unmatched_b > 0);
+    const bool long_differs = LongContentDiffers(diff);
     if (diff.opposite || long_differs) return long_differs;
     return diff.unmatched_a + diff.unmatched_b <= kNegationVetoMaxUnmatched;
   }

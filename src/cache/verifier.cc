@@ -31,8 +31,7 @@ PairFeatures ComputePairFeatures(std::string_view query, std::string_view cached
     f.veto = "opposite";
   } else if (d.question_differs) {
     f.veto = "question";
-  } else if (std::max(d.content_a, d.content_b) > kLongContentUnits &&
-             (d.unmatched_a > 0 || d.unmatched_b > 0)) {
+  } else if (LongContentDiffers(d)) {
     f.veto = "long_differs";
   }
   if (f.veto != nullptr) return f;

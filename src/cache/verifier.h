@@ -85,6 +85,12 @@ inline constexpr const char* kFeatureNames[] = {
 inline constexpr int kNumFeatures =
     static_cast<int>(sizeof(kFeatureNames) / sizeof(kFeatureNames[0]));
 inline constexpr int kLongContentUnits = 40;
+// The "long_differs" veto's condition: a side of over kLongContentUnits content units, and some
+// content of either side unmatched by the other.
+inline bool LongContentDiffers(const PairDiff& d) {
+  return (d.content_a > kLongContentUnits || d.content_b > kLongContentUnits) &&
+         (d.unmatched_a > 0 || d.unmatched_b > 0);
+}
 
 struct PairFeatures {
   PairDiff diff;
